@@ -1,0 +1,132 @@
+# gpumod - plain GNU make + pkg-config.  `make help` lists the targets.
+#
+# Start-up cost is a feature: bin `gpumod` links only what every command
+# needs (libuv, libyaml, cJSON, SQLite).  libcurl and ncurses will live in
+# git-style helper executables (HELPERS) that `gpumod bench` / `gpumod tui`
+# exec, so no other command pays for them.
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec/gpumod
+MANDIR     ?= $(PREFIX)/share/man
+DESTDIR    ?=
+
+BUILD    ?= build
+CACHE    ?= build/cache
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+LDFLAGS  ?=
+SANITIZE ?=
+WERROR   ?=
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+PKGS      := libuv yaml-0.1 libcjson sqlite3
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wno-unused-parameter -Wno-missing-field-initializers \
+        -Wmissing-prototypes \
+        -Wstrict-prototypes -Wvla
+ALL_CFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(if $(WERROR),-Werror) -Isrc \
+             -DGPUMOD_VERSION='"$(VERSION)"' -DGPUMOD_LIBEXECDIR='"$(LIBEXECDIR)"' \
+             $(PKG_CFLAGS) $(CFLAGS) -MMD -MP
+ALL_LDFLAGS = $(LDFLAGS)
+ifneq ($(SANITIZE),)
+ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+ALL_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+LIB_SRC := $(filter-out src/main.c,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+GPUMOD  := $(BUILD)/gpumod
+HELPERS :=
+
+UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+# Test-only sources and programs are unpacked from Debian packages into
+# $(CACHE) (apt-get download + dpkg -x), never installed system-wide.
+LLHTTP_DIR := $(CACHE)/node-llhttp/usr/share
+LLHTTP_SRC := $(LLHTTP_DIR)/llhttp/llhttp.c $(LLHTTP_DIR)/llhttp/api.c $(LLHTTP_DIR)/llhttp/http.c
+FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
+FAKELLM    := $(BUILD)/fakellm
+
+.PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help check-syntax
+all: $(GPUMOD) $(FAKELLM)
+
+help:
+	@echo "make            build gpumod and the test fakes into $(BUILD)/"
+	@echo "make demo       install what is missing, build, run gpumod on examples/demo"
+	@echo "make test       install what is missing, build, run every unit and e2e test"
+	@echo "make asan       the whole suite under ASan+UBSan (build-asan/)"
+	@echo "make valgrind   the whole suite under valgrind (no timing assertions)"
+	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/libgpumod.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(GPUMOD): $(BUILD)/obj/src/main.o $(BUILD)/libgpumod.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpumod.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS) -lcmocka
+
+$(LLHTTP_SRC) $(LLHTTP_DIR)/include/llhttp/llhttp.h:
+	@scripts/install-deps --test-cache $(CACHE)
+
+$(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/llhttp/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -O2 -g -w $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) \
+	    -I$(LLHTTP_DIR)/include/llhttp -c -o $@ $<
+
+LLHTTP_OBJ := $(LLHTTP_SRC:$(LLHTTP_DIR)/llhttp/%.c=$(BUILD)/obj/llhttp/%.o)
+FAKE_OBJ   := $(FAKE_SRC:%.c=$(BUILD)/obj/%.o)
+$(FAKE_OBJ): ALL_CFLAGS += -I$(LLHTTP_DIR)/include/llhttp
+$(FAKE_OBJ): | $(LLHTTP_DIR)/include/llhttp/llhttp.h
+
+$(FAKELLM): $(FAKE_OBJ) $(LLHTTP_OBJ) $(BUILD)/libgpumod.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+unit: $(UNIT_BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory all unit
+	@BUILD=$(BUILD) tests/run
+
+demo: deps
+	@$(MAKE) --no-print-directory $(GPUMOD) $(FAKELLM)
+	@BUILD=$(BUILD) scripts/demo
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined CFLAGS='-O1 -g' all unit
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-3} BUILD=build-asan tests/run
+
+valgrind: deps
+	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit
+	@GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
+
+install: $(GPUMOD) $(HELPERS)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR)
+	install -m 0755 $(GPUMOD) $(DESTDIR)$(BINDIR)/gpumod
+	$(if $(HELPERS),install -m 0755 $(HELPERS) $(DESTDIR)$(LIBEXECDIR)/)
+	install -m 0644 docs/gpumod.1 $(DESTDIR)$(MANDIR)/man1/gpumod.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/gpumod $(DESTDIR)$(MANDIR)/man1/gpumod.1
+	rm -rf $(DESTDIR)$(LIBEXECDIR)
+
+clean:
+	rm -rf build build-asan build-vg
+
+-include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)

@@ -1,0 +1,41 @@
+/* cli.h - what every command gets: the global options, parsed once by
+ * main(), and the exit codes of STYLE.md. */
+#ifndef GPUMOD_CLI_H
+#define GPUMOD_CLI_H
+
+#include <stdbool.h>
+
+#include "config/config.h"
+
+enum {
+    EXIT_OK = 0,
+    EXIT_REFUSED = 1,  /* refused or failed: a gate said no, a switch rolled back */
+    EXIT_USAGE = 2,    /* usage or configuration error */
+    EXIT_DAEMON = 3,   /* daemon unreachable */
+    EXIT_TIMEOUT = 4,  /* timed out */
+};
+
+typedef struct cli {
+    config_paths paths;
+    bool json;
+    int verbose; /* -q: -1, default 0, -v: 1, -vv: 2 */
+    const char *prog;
+} cli;
+
+typedef struct cmd {
+    const char *name;
+    const char *usage;   /* arguments, for the synopsis */
+    const char *summary; /* one line */
+    const char *help;    /* the long text of `gpumod help NAME` */
+    int (*run)(cli *c, int argc, char **argv); /* argv[0] is the command name */
+} cmd;
+
+/* Print "gpumod: <msg>" and the command's usage to stderr; returns EXIT_USAGE. */
+int cli_usage_error(const cli *c, const cmd *command, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const cmd *cli_find(const char *name);
+void cli_print_command_help(const cmd *command, bool to_stderr);
+
+/* Command groups (src/cli/<group>.c). */
+int cmd_config(cli *c, int argc, char **argv);
+
+#endif

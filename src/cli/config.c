@@ -1,0 +1,303 @@
+/* config.c - `gpumod config check | show | schema`.
+ *
+ * check prints every diagnostic as file:line:col like a compiler, so
+ * editors jump to it; show prints the configuration as gpumod resolved it
+ * (defaults filled, argv built, secrets redacted), which is what would
+ * run; schema prints the reference tables that docs/configuration.md
+ * embeds, from the same tables that parse. */
+#include "cli/cli.h"
+#include "config/mode.h"
+#include "config/preset.h"
+#include "config/settings.h"
+#include "drivers/driver.h"
+#include "util/buf.h"
+#include "util/redact.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void diag_text(buf *out, const diag *d)
+{
+    if (d->pos.file && d->pos.line)
+        buf_printf(out, "%s:%d:%d: ", d->pos.file, d->pos.line, d->pos.col);
+    else if (d->pos.file)
+        buf_printf(out, "%s: ", d->pos.file);
+    buf_printf(out, "%s: %s\n", d->level == DIAG_ERROR ? "error" : "warning", d->msg);
+}
+
+static void diags_json(buf *out, const diags *ds, diag_level lv)
+{
+    buf_addc(out, '[');
+    bool first = true;
+    for (size_t i = 0; i < ds->n; i++) {
+        const diag *d = &ds->v[i];
+        if (d->level != lv) continue;
+        if (!first) buf_addc(out, ',');
+        first = false;
+        buf_adds(out, "{\"file\":");
+        if (d->pos.file)
+            buf_json_str(out, d->pos.file);
+        else
+            buf_adds(out, "null");
+        buf_printf(out, ",\"line\":%d,\"col\":%d,\"message\":", d->pos.line, d->pos.col);
+        buf_json_str(out, d->msg);
+        buf_addc(out, '}');
+    }
+    buf_addc(out, ']');
+}
+
+static void print_diags(const config *cfg, int verbose)
+{
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < cfg->diags.n; i++) diag_text(&b, &cfg->diags.v[i]);
+    fputs(b.p, stderr);
+    buf_release(&b);
+}
+
+static int config_check(cli *c, int argc, char **argv, const cmd *k)
+{
+    config_opts opts = {.check_files = true};
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-files"))
+            opts.check_files = false;
+        else
+            return cli_usage_error(c, k, "config check: unexpected argument '%s'", argv[i]);
+    }
+    config cfg;
+    int rc = config_load(&cfg, &c->paths, &opts);
+    buf b = BUF_INIT;
+    if (c->json) {
+        buf_printf(&b, "{\"ok\":%s,\"config_dir\":", rc ? "false" : "true");
+        buf_json_str(&b, cfg.config_dir);
+        buf_printf(&b, ",\"presets\":%zu,\"modes\":%zu,\"errors\":", cfg.n_presets, cfg.n_modes);
+        diags_json(&b, &cfg.diags, DIAG_ERROR);
+        buf_adds(&b, ",\"warnings\":");
+        diags_json(&b, &cfg.diags, DIAG_WARNING);
+        buf_adds(&b, "}\n");
+        fputs(b.p, stdout);
+    } else {
+        print_diags(&cfg, c->verbose);
+        if (c->verbose >= 0)
+            printf("%s: %zu preset%s, %zu mode%s: %zu error%s, %zu warning%s\n", cfg.config_dir, cfg.n_presets,
+                   cfg.n_presets == 1 ? "" : "s", cfg.n_modes, cfg.n_modes == 1 ? "" : "s", cfg.diags.errors,
+                   cfg.diags.errors == 1 ? "" : "s", cfg.diags.warnings, cfg.diags.warnings == 1 ? "" : "s");
+    }
+    buf_release(&b);
+    config_release(&cfg);
+    return rc ? EXIT_USAGE : EXIT_OK;
+}
+
+static void strv_json(buf *b, const strv *v)
+{
+    buf_addc(b, '[');
+    for (size_t i = 0; i < v->n; i++) {
+        if (i) buf_addc(b, ',');
+        buf_json_str(b, v->v[i]);
+    }
+    buf_addc(b, ']');
+}
+
+static void strv_text_list(buf *b, const strv *v, const char *indent)
+{
+    if (!v->n) buf_adds(b, " []\n");
+    else buf_addc(b, '\n');
+    for (size_t i = 0; i < v->n; i++) {
+        buf_printf(b, "%s- ", indent);
+        buf_json_str(b, v->v[i]);
+        buf_addc(b, '\n');
+    }
+}
+
+static int show_preset(cli *c, const config *cfg, const preset *p)
+{
+    launch l = LAUNCH_INIT;
+    char err[512];
+    int lrc = driver_launch(p, &cfg->set, &l, err, sizeof err);
+    redact_argv(&l.argv);
+    redact_env(&l.env);
+    buf b = BUF_INIT;
+    if (c->json) {
+        buf_adds(&b, "{\"kind\":\"preset\",\"file\":");
+        buf_json_str(&b, p->pos.file ? p->pos.file : "");
+        buf_adds(&b, ",\"preset\":");
+        /* the preset's own env is shown redacted too */
+        preset q = *p;
+        kvlist env = {0};
+        for (size_t i = 0; i < p->env.n; i++)
+            kvlist_set(&env, p->env.v[i].key, redact_is_secret_name(p->env.v[i].key) ? "<redacted>" : p->env.v[i].val,
+                       p->env.v[i].pos);
+        q.env = env;
+        preset_show(&b, &q, true);
+        kvlist_release(&env);
+        buf_adds(&b, ",\"driver_options\":");
+        preset_show_unit_vars(&b, p, true);
+        buf_adds(&b, ",\"argv\":");
+        strv_json(&b, &l.argv);
+        buf_adds(&b, ",\"env\":");
+        strv_json(&b, &l.env);
+        buf_adds(&b, ",\"cwd\":");
+        if (l.cwd) buf_json_str(&b, l.cwd);
+        else buf_adds(&b, "null");
+        if (lrc) {
+            buf_adds(&b, ",\"error\":");
+            buf_json_str(&b, err);
+        }
+        buf_adds(&b, "}\n");
+    } else {
+        buf_printf(&b, "# preset '%s' from %s\n", p->id, p->pos.file ? p->pos.file : "?");
+        preset q = *p;
+        kvlist env = {0};
+        for (size_t i = 0; i < p->env.n; i++)
+            kvlist_set(&env, p->env.v[i].key, redact_is_secret_name(p->env.v[i].key) ? "<redacted>" : p->env.v[i].val,
+                       p->env.v[i].pos);
+        q.env = env;
+        preset_show(&b, &q, false);
+        kvlist_release(&env);
+        buf_adds(&b, "driver_options:\n");
+        preset_show_unit_vars(&b, p, false);
+        if (lrc) {
+            buf_printf(&b, "# cannot build the command line: %s\n", err);
+        } else if (p->driver == DRV_REMOTE) {
+            buf_adds(&b, "# driver remote: no process runs here\n");
+        } else {
+            buf_adds(&b, "argv:");
+            strv_text_list(&b, &l.argv, "  ");
+            buf_adds(&b, "env:");
+            strv_text_list(&b, &l.env, "  ");
+            buf_adds(&b, "cwd: ");
+            if (l.cwd) buf_json_str(&b, l.cwd);
+            else buf_adds(&b, "null");
+            buf_addc(&b, '\n');
+        }
+    }
+    fputs(b.p, stdout);
+    buf_release(&b);
+    launch_release(&l);
+    return lrc ? EXIT_USAGE : EXIT_OK;
+}
+
+static int show_all(cli *c, const config *cfg)
+{
+    buf b = BUF_INIT;
+    if (c->json) {
+        buf_adds(&b, "{\"config_dir\":");
+        buf_json_str(&b, cfg->config_dir);
+        buf_adds(&b, ",\"presets_dir\":");
+        buf_json_str(&b, cfg->presets_dir);
+        buf_adds(&b, ",\"modes_dir\":");
+        buf_json_str(&b, cfg->modes_dir);
+        buf_adds(&b, ",\"settings\":");
+        schema_show_json(&b, settings_fields, &cfg->set);
+        buf_adds(&b, ",\"presets\":[");
+        for (size_t i = 0; i < cfg->n_presets; i++) {
+            const preset *p = &cfg->presets[i];
+            if (i) buf_addc(&b, ',');
+            buf_adds(&b, "{\"id\":");
+            buf_json_str(&b, p->id);
+            buf_adds(&b, ",\"driver\":");
+            buf_json_str(&b, driver_names[p->driver]);
+            buf_printf(&b, ",\"port\":%lld,\"file\":", (long long)p->port);
+            buf_json_str(&b, p->pos.file ? p->pos.file : "");
+            buf_addc(&b, '}');
+        }
+        buf_adds(&b, "],\"modes\":[");
+        for (size_t i = 0; i < cfg->n_modes; i++) {
+            if (i) buf_addc(&b, ',');
+            buf_adds(&b, "{\"id\":");
+            buf_json_str(&b, cfg->modes[i].id);
+            buf_adds(&b, ",\"services\":");
+            strv_json(&b, &cfg->modes[i].services);
+            buf_addc(&b, '}');
+        }
+        buf_adds(&b, "]}\n");
+    } else {
+        buf_printf(&b, "# configuration: %s\n# presets: %s\n# modes: %s\n# settings (gpumod.yaml, defaults filled in):\n",
+                   cfg->config_dir, cfg->presets_dir, cfg->modes_dir);
+        schema_show_text(&b, settings_fields, &cfg->set, 0);
+        buf_adds(&b, "# presets:\n");
+        for (size_t i = 0; i < cfg->n_presets; i++) {
+            const preset *p = &cfg->presets[i];
+            buf_printf(&b, "#   %-24s %-9s port %-5lld %s\n", p->id, driver_names[p->driver], (long long)p->port,
+                       p->pos.file ? p->pos.file : "");
+        }
+        buf_adds(&b, "# modes:\n");
+        for (size_t i = 0; i < cfg->n_modes; i++) {
+            const mode *m = &cfg->modes[i];
+            buf_printf(&b, "#   %-24s", m->id);
+            for (size_t s = 0; s < m->services.n; s++) buf_printf(&b, " %s", m->services.v[s]);
+            buf_addc(&b, '\n');
+        }
+    }
+    fputs(b.p, stdout);
+    buf_release(&b);
+    return EXIT_OK;
+}
+
+static int config_show(cli *c, int argc, char **argv, const cmd *k)
+{
+    const char *id = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' || id) return cli_usage_error(c, k, "config show: unexpected argument '%s'", argv[i]);
+        id = argv[i];
+    }
+    config_opts opts = {.check_files = false};
+    config cfg;
+    int lrc = config_load(&cfg, &c->paths, &opts);
+    if (lrc) print_diags(&cfg, c->verbose);
+    int rc;
+    const preset *p = id ? config_preset(&cfg, id) : NULL;
+    const mode *m = id ? config_mode(&cfg, id) : NULL;
+    if (!id) {
+        rc = show_all(c, &cfg);
+    } else if (p) {
+        rc = show_preset(c, &cfg, p);
+    } else if (m) {
+        buf b = BUF_INIT;
+        if (c->json) {
+            buf_adds(&b, "{\"kind\":\"mode\",\"file\":");
+            buf_json_str(&b, m->pos.file ? m->pos.file : "");
+            buf_adds(&b, ",\"mode\":");
+            mode_show(&b, m, true);
+            buf_adds(&b, "}\n");
+        } else {
+            buf_printf(&b, "# mode '%s' from %s\n", m->id, m->pos.file ? m->pos.file : "?");
+            mode_show(&b, m, false);
+        }
+        fputs(b.p, stdout);
+        buf_release(&b);
+        rc = EXIT_OK;
+    } else {
+        fprintf(stderr, "gpumod: config show: no preset or mode '%s' in %s\n", id, cfg.config_dir);
+        rc = EXIT_USAGE;
+    }
+    config_release(&cfg);
+    return lrc ? EXIT_USAGE : rc;
+}
+
+static int config_schema(cli *c, int argc, char **argv, const cmd *k)
+{
+    if (argc > 1) return cli_usage_error(c, k, "config schema: unexpected argument '%s'", argv[1]);
+    buf b = BUF_INIT;
+    buf_adds(&b, "### gpumod.yaml\n\n| key | type | default | meaning |\n|---|---|---|---|\n");
+    schema_doc_markdown(&b, settings_fields, "");
+    buf_adds(&b, "\n### Preset keys\n\n");
+    preset_doc_markdown(&b);
+    buf_adds(&b, "\n### unit_vars\n\n");
+    unit_vars_doc_markdown(&b);
+    buf_adds(&b, "\n### Mode keys\n\n| key | type | default | meaning |\n|---|---|---|---|\n");
+    schema_doc_markdown(&b, mode_fields, "");
+    fputs(b.p, stdout);
+    buf_release(&b);
+    return EXIT_OK;
+}
+
+int cmd_config(cli *c, int argc, char **argv)
+{
+    const cmd *k = cli_find("config");
+    if (argc < 2) return cli_usage_error(c, k, "config: missing subcommand");
+    if (!strcmp(argv[1], "check")) return config_check(c, argc - 1, argv + 1, k);
+    if (!strcmp(argv[1], "show")) return config_show(c, argc - 1, argv + 1, k);
+    if (!strcmp(argv[1], "schema")) return config_schema(c, argc - 1, argv + 1, k);
+    return cli_usage_error(c, k, "config: unknown subcommand '%s'", argv[1]);
+}

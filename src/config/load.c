@@ -1,0 +1,291 @@
+/* load.c - find, read and cross-check the whole configuration.
+ *
+ * Precedence for every path: command-line flag > environment >
+ * gpumod.yaml > default.  Every file is read and every problem reported;
+ * a broken preset is kept (flagged) rather than dropped, so that a typo
+ * never makes a service silently vanish from its modes, as it did in the
+ * Python project. */
+#include "config/config.h"
+#include "config/mode.h"
+#include "config/preset.h"
+#include "config/schema.h"
+#include "config/settings.h"
+#include "config/check.h"
+#include "util/buf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *env_nonempty(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static const char *home(void)
+{
+    const char *h = env_nonempty("HOME");
+    return h ? h : "/";
+}
+
+static char *default_config_dir(void)
+{
+    const char *x = env_nonempty("XDG_CONFIG_HOME");
+    return x ? xasprintf("%s/gpumod", x) : xasprintf("%s/.config/gpumod", home());
+}
+
+static char *default_state_dir(void)
+{
+    const char *x = env_nonempty("XDG_STATE_HOME");
+    return x ? xasprintf("%s/gpumod", x) : xasprintf("%s/.local/state/gpumod", home());
+}
+
+static bool has_yaml_ext(const char *name)
+{
+    size_t n = strlen(name);
+    return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml"));
+}
+
+/* nftw has no user pointer: the walk is single-threaded and short */
+static strv *walk_out;
+
+static int walk_cb(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    if (type == FTW_F && has_yaml_ext(path + ftw->base)) strv_push(walk_out, path);
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_yaml(const char *dir, bool recursive, strv *out)
+{
+    if (recursive) {
+        walk_out = out;
+        nftw(dir, walk_cb, 16, FTW_PHYS);
+        walk_out = NULL;
+    } else {
+        DIR *d = opendir(dir);
+        if (!d) return;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!has_yaml_ext(e->d_name)) continue;
+            char *p = xasprintf("%s/%s", dir, e->d_name);
+            if (is_file(p))
+                strv_push_own(out, p);
+            else
+                free(p);
+        }
+        closedir(d);
+    }
+    if (out->n) qsort(out->v, out->n, sizeof *out->v, cmp_str);
+}
+
+static const char *add_file(config *cfg, const char *path)
+{
+    strv_push(&cfg->files, path);
+    return cfg->files.v[cfg->files.n - 1];
+}
+
+static void load_settings(config *cfg)
+{
+    if (!is_file(cfg->settings_file)) return;
+    const char *file = add_file(cfg, cfg->settings_file);
+    ydoc doc;
+    if (yaml_load_file(&doc, cfg->settings_file, file, &cfg->diags) == 0 && doc.root) {
+        schema_ctx c = {file, &cfg->diags, "", false};
+        schema_parse(&c, settings_fields, doc.root, &cfg->set);
+    }
+    yaml_release(&doc);
+}
+
+static void resolve_paths(config *cfg, const config_paths *paths)
+{
+    settings *s = &cfg->set;
+    const char *v;
+    char *sd = NULL;
+    if (paths && paths->state_dir)
+        sd = xstrdup(paths->state_dir);
+    else if ((v = env_nonempty("GPUMOD_STATE_DIR")))
+        sd = xstrdup(v);
+    else if ((v = env_nonempty("STATE_DIRECTORY"))) {
+        /* systemd may pass several, colon-separated: the first is ours */
+        const char *colon = strchr(v, ':');
+        sd = colon ? xstrndup(v, (size_t)(colon - v)) : xstrdup(v);
+    } else if (s->state_dir)
+        sd = xstrdup(s->state_dir);
+    else
+        sd = default_state_dir();
+    free(s->state_dir);
+    s->state_dir = sd;
+    if (!s->log_dir) s->log_dir = xasprintf("%s/logs", s->state_dir);
+
+    char *sock = NULL;
+    if (paths && paths->socket)
+        sock = xstrdup(paths->socket);
+    else if ((v = env_nonempty("GPUMOD_SOCKET")))
+        sock = xstrdup(v);
+    else if (s->socket)
+        sock = xstrdup(s->socket);
+    else if ((v = env_nonempty("XDG_RUNTIME_DIR")))
+        sock = xasprintf("%s/gpumod.sock", v);
+    else
+        sock = xasprintf("%s/gpumod.sock", s->state_dir);
+    free(s->socket);
+    s->socket = sock;
+}
+
+static void load_presets(config *cfg, bool explicit_dir)
+{
+    if (!is_dir(cfg->presets_dir)) {
+        diags_add(&cfg->diags, explicit_dir ? DIAG_ERROR : DIAG_WARNING, (srcpos){cfg->presets_dir, 0, 0},
+                  "presets directory does not exist");
+        return;
+    }
+    strv files = STRV_INIT;
+    list_yaml(cfg->presets_dir, true, &files);
+    cfg->presets = xcalloc(files.n + 1, sizeof *cfg->presets);
+    for (size_t i = 0; i < files.n; i++) {
+        const char *file = add_file(cfg, files.v[i]);
+        ydoc doc;
+        if (yaml_load_file(&doc, files.v[i], file, &cfg->diags) == 0) {
+            if (!doc.root) {
+                diags_add(&cfg->diags, DIAG_ERROR, (srcpos){file, 1, 1}, "empty preset file");
+            } else {
+                preset *p = &cfg->presets[cfg->n_presets];
+                preset_parse(p, doc.root, file, &cfg->diags);
+                preset_resolve_paths(p, cfg->config_abs);
+                if (p->id)
+                    cfg->n_presets++;
+                else
+                    preset_release(p);
+            }
+        }
+        yaml_release(&doc);
+    }
+    strv_release(&files);
+}
+
+static void load_modes(config *cfg, bool explicit_dir)
+{
+    if (!is_dir(cfg->modes_dir)) {
+        if (explicit_dir)
+            diags_add(&cfg->diags, DIAG_ERROR, (srcpos){cfg->modes_dir, 0, 0}, "modes directory does not exist");
+        return;
+    }
+    strv files = STRV_INIT;
+    list_yaml(cfg->modes_dir, false, &files);
+    cfg->modes = xcalloc(files.n + 1, sizeof *cfg->modes);
+    for (size_t i = 0; i < files.n; i++) {
+        const char *file = add_file(cfg, files.v[i]);
+        ydoc doc;
+        if (yaml_load_file(&doc, files.v[i], file, &cfg->diags) == 0) {
+            if (!doc.root) {
+                diags_add(&cfg->diags, DIAG_ERROR, (srcpos){file, 1, 1}, "empty mode file");
+            } else {
+                mode *m = &cfg->modes[cfg->n_modes];
+                mode_parse(m, doc.root, file, &cfg->diags);
+                if (m->id)
+                    cfg->n_modes++;
+                else
+                    mode_release(m);
+            }
+        }
+        yaml_release(&doc);
+    }
+    strv_release(&files);
+}
+
+int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
+{
+    memset(cfg, 0, sizeof *cfg);
+    settings_defaults(&cfg->set);
+    const char *v;
+    bool explicit_cfg = false;
+    if (paths && paths->config_dir) {
+        cfg->config_dir = xstrdup(paths->config_dir);
+        explicit_cfg = true;
+    } else if ((v = env_nonempty("GPUMOD_CONFIG_DIR"))) {
+        cfg->config_dir = xstrdup(v);
+        explicit_cfg = true;
+    } else {
+        cfg->config_dir = default_config_dir();
+    }
+    cfg->config_abs = realpath(cfg->config_dir, NULL);
+    if (explicit_cfg && !is_dir(cfg->config_dir))
+        diags_add(&cfg->diags, DIAG_ERROR, (srcpos){cfg->config_dir, 0, 0}, "configuration directory does not exist");
+    cfg->settings_file = xasprintf("%s/gpumod.yaml", cfg->config_dir);
+    bool explicit_presets = false, explicit_modes = false;
+    if ((v = env_nonempty("GPUMOD_PRESETS_DIR"))) {
+        cfg->presets_dir = xstrdup(v);
+        explicit_presets = true;
+    } else {
+        cfg->presets_dir = xasprintf("%s/presets", cfg->config_dir);
+    }
+    if ((v = env_nonempty("GPUMOD_MODES_DIR"))) {
+        cfg->modes_dir = xstrdup(v);
+        explicit_modes = true;
+    } else {
+        cfg->modes_dir = xasprintf("%s/modes", cfg->config_dir);
+    }
+
+    load_settings(cfg);
+    resolve_paths(cfg, paths);
+    load_presets(cfg, explicit_presets);
+    load_modes(cfg, explicit_modes);
+    config_check_cross(cfg);
+    if (opts && opts->check_files) config_check_files(cfg);
+    diags_sort(&cfg->diags);
+    return cfg->diags.errors ? -1 : 0;
+}
+
+void config_release(config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_presets; i++) preset_release(&cfg->presets[i]);
+    free(cfg->presets);
+    for (size_t i = 0; i < cfg->n_modes; i++) mode_release(&cfg->modes[i]);
+    free(cfg->modes);
+    settings_release(&cfg->set);
+    diags_release(&cfg->diags);
+    strv_release(&cfg->files);
+    free(cfg->config_dir);
+    free(cfg->config_abs);
+    free(cfg->presets_dir);
+    free(cfg->modes_dir);
+    free(cfg->settings_file);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+const preset *config_preset(const config *cfg, const char *id)
+{
+    for (size_t i = 0; i < cfg->n_presets; i++)
+        if (!strcmp(cfg->presets[i].id, id)) return &cfg->presets[i];
+    return NULL;
+}
+
+const mode *config_mode(const config *cfg, const char *id)
+{
+    for (size_t i = 0; i < cfg->n_modes; i++)
+        if (!strcmp(cfg->modes[i].id, id)) return &cfg->modes[i];
+    return NULL;
+}

@@ -1,0 +1,56 @@
+/* yaml.h - YAML files as a small tree whose every node keeps its line and
+ * column, in the YAML 1.1 dialect the Python gpumod reads.
+ *
+ * Built over libyaml's document API.  Aliases are resolved and `<<` merge
+ * keys are applied while the tree is built (explicit keys win over merged
+ * ones, earlier merge sources win over later ones, as PyYAML does); a
+ * duplicate explicit key is an error.  Alias expansion is bounded, so a
+ * "billion laughs" file is an error, not an allocation storm. */
+#ifndef GPUMOD_YAML_H
+#define GPUMOD_YAML_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+
+typedef enum { Y_SCALAR, Y_SEQ, Y_MAP } ykind;
+
+typedef struct ynode ynode;
+typedef struct ypair {
+    ynode *key; /* always a scalar */
+    ynode *val;
+} ypair;
+
+struct ynode {
+    ykind kind;
+    int line, col; /* 1-based */
+    bool plain;    /* plain scalar: null/bool/int resolution applies */
+    char *s;       /* scalar text, NUL-terminated */
+    size_t len;
+    ynode **items; /* Y_SEQ */
+    size_t n;
+    ypair *pairs;  /* Y_MAP, after merges */
+    size_t npairs;
+};
+
+typedef struct ydoc {
+    ynode *root;   /* NULL for an empty document */
+    void *arena;
+} ydoc;
+
+/* Parse path (file is the borrowed name used in diags).  Returns 0, or -1
+ * with an error diag; doc must be released either way. */
+int yaml_load_file(ydoc *doc, const char *path, const char *file, diags *d);
+int yaml_load_string(ydoc *doc, const char *text, size_t len, const char *file, diags *d);
+void yaml_release(ydoc *doc);
+
+const ynode *ymap_get(const ynode *map, const char *key);
+const char *ykind_name(const ynode *n);
+srcpos ypos(const char *file, const ynode *n);
+
+/* YAML 1.1 scalar resolution (plain scalars only, as PyYAML). */
+bool yscalar_is_null(const ynode *n);
+int yscalar_bool(const ynode *n); /* 1, 0, or -1 when not a boolean */
+
+#endif

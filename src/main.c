@@ -1,0 +1,216 @@
+/* main.c - the dispatch table and the global options.
+ *
+ * gpumod is one lean binary: every command is a row of `commands`, and
+ * --help is generated from the rows.  Global options may stand anywhere
+ * before "--" (git-style before the command, or after it), so that
+ * `gpumod config check --json` and `gpumod --json config check` agree. */
+#include "cli/cli.h"
+#include "util/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmd_help(cli *c, int argc, char **argv);
+static int cmd_version(cli *c, int argc, char **argv);
+
+static const cmd commands[] = {
+    {"config", "check [--json] [--no-files] | show [ID] [--json] | schema",
+     "validate the configuration, or show it resolved",
+     "  config check [--json] [--no-files]\n"
+     "      Read gpumod.yaml, presets/ and modes/, and report every error and\n"
+     "      warning with file:line:col.  Checks model files, driver binaries (in\n"
+     "      PATH) and every flag against the binary's own --help, unless\n"
+     "      --no-files (for a configuration written for another machine).\n"
+     "      Exit 0 when valid (warnings allowed), 2 when not.\n"
+     "  config show [ID] [--json]\n"
+     "      The resolved settings with every default, or for a preset its keys,\n"
+     "      driver options and the exact argv and environment that would run\n"
+     "      (secret-looking values redacted), or a mode.\n"
+     "  config schema\n"
+     "      The reference tables of every key, in Markdown (docs/configuration.md).\n",
+     cmd_config},
+    {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},
+    {"version", "", "print the version", NULL, cmd_version},
+    {NULL},
+};
+
+const cmd *cli_find(const char *name)
+{
+    for (const cmd *k = commands; k->name; k++)
+        if (!strcmp(k->name, name)) return k;
+    return NULL;
+}
+
+static const char global_help[] =
+    "Global options (anywhere before --):\n"
+    "  --config-dir DIR   configuration directory (env GPUMOD_CONFIG_DIR;\n"
+    "                     default ~/.config/gpumod)\n"
+    "  --state-dir DIR    state directory (env GPUMOD_STATE_DIR, $STATE_DIRECTORY;\n"
+    "                     default ~/.local/state/gpumod)\n"
+    "  --socket PATH      control socket (env GPUMOD_SOCKET;\n"
+    "                     default $XDG_RUNTIME_DIR/gpumod.sock)\n"
+    "  --json             machine-readable output\n"
+    "  -q, --quiet        print only what was asked for and errors\n"
+    "  -v, --verbose      more detail (repeatable)\n"
+    "  -h, --help         this help; after a command, that command's help\n"
+    "  --version          print the version\n"
+    "Precedence: command-line flag > environment > gpumod.yaml > default.\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  success\n"
+    "  1  refused or failed (a gate said no, a switch rolled back)\n"
+    "  2  usage or configuration error\n"
+    "  3  daemon unreachable\n"
+    "  4  timed out\n";
+
+static void print_help(FILE *f)
+{
+    fprintf(f, "usage: gpumod [global options] COMMAND [ARGS]\n\n"
+               "gpumod manages the LLM inference servers of one GPU host.\n\nCommands:\n");
+    for (const cmd *k = commands; k->name; k++) fprintf(f, "  %-10s %s\n", k->name, k->summary);
+    fprintf(f, "\n%s\nSee 'gpumod help COMMAND' and gpumod(1).\n", global_help);
+}
+
+void cli_print_command_help(const cmd *k, bool to_stderr)
+{
+    FILE *f = to_stderr ? stderr : stdout;
+    fprintf(f, "usage: gpumod %s%s%s\n\n%s.\n", k->name, *k->usage ? " " : "", k->usage, k->summary);
+    if (k->help) fprintf(f, "\n%s", k->help);
+}
+
+int cli_usage_error(const cli *c, const cmd *k, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "gpumod: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    if (k)
+        fprintf(stderr, "usage: gpumod %s %s\n", k->name, k->usage);
+    else
+        fprintf(stderr, "usage: gpumod [global options] COMMAND [ARGS]; see 'gpumod --help'\n");
+    return EXIT_USAGE;
+}
+
+static int cmd_help(cli *c, int argc, char **argv)
+{
+    if (argc > 2) return cli_usage_error(c, cli_find("help"), "too many arguments");
+    if (argc == 2) {
+        const cmd *k = cli_find(argv[1]);
+        if (!k) return cli_usage_error(c, NULL, "unknown command '%s'", argv[1]);
+        cli_print_command_help(k, false);
+        return EXIT_OK;
+    }
+    print_help(stdout);
+    return EXIT_OK;
+}
+
+static int cmd_version(cli *c, int argc, char **argv)
+{
+    if (argc > 1) return cli_usage_error(c, cli_find("version"), "unexpected argument '%s'", argv[1]);
+    if (c->json)
+        printf("{\"version\":\"%s\"}\n", GPUMOD_VERSION);
+    else
+        printf("gpumod %s\n", GPUMOD_VERSION);
+    return EXIT_OK;
+}
+
+/* Take the value of "--opt VALUE" or "--opt=VALUE".  Returns 1 when argv[*i]
+ * is opt (advancing *i past a separate value), 0 when not, -1 when the
+ * value is missing. */
+static int opt_value(char **argv, int argc, int *i, const char *opt, const char **out)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n)) return 0;
+    if (argv[*i][n] == '=') {
+        *out = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n]) return 0;
+    if (*i + 1 >= argc) return -1;
+    *out = argv[++*i];
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    cli c = {0};
+    c.prog = argv[0];
+    char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    bool want_help = false, want_version = false, dashdash = false;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val;
+        int r;
+        if (dashdash || a[0] != '-' || !a[1]) {
+            rest[nrest++] = argv[i];
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            dashdash = true;
+            rest[nrest++] = argv[i];
+            continue;
+        }
+        if ((r = opt_value(argv, argc, &i, "--config-dir", &val))) {
+            if (r < 0) goto missing;
+            c.paths.config_dir = val;
+        } else if ((r = opt_value(argv, argc, &i, "--state-dir", &val))) {
+            if (r < 0) goto missing;
+            c.paths.state_dir = val;
+        } else if ((r = opt_value(argv, argc, &i, "--socket", &val))) {
+            if (r < 0) goto missing;
+            c.paths.socket = val;
+        } else if (!strcmp(a, "--json")) {
+            c.json = true;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            c.verbose = -1;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            c.verbose = c.verbose < 0 ? 1 : c.verbose + 1;
+        } else if (!strcmp(a, "-vv")) {
+            c.verbose = 2;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            want_help = true;
+        } else if (!strcmp(a, "--version")) {
+            want_version = true;
+        } else {
+            rest[nrest++] = argv[i]; /* the command's own option */
+        }
+        continue;
+    missing:
+        free(rest);
+        return cli_usage_error(&c, NULL, "option '%s' needs a value", a);
+    }
+
+    int rc;
+    if (want_version && !nrest) {
+        char *vargv[] = {"version", NULL};
+        rc = cmd_version(&c, 1, vargv);
+    } else if (!nrest) {
+        if (want_help) {
+            print_help(stdout);
+            rc = EXIT_OK;
+        } else {
+            print_help(stderr);
+            rc = EXIT_USAGE;
+        }
+    } else if (rest[0][0] == '-') {
+        rc = cli_usage_error(&c, NULL, "unknown option '%s'", rest[0]);
+    } else {
+        const cmd *k = cli_find(rest[0]);
+        if (!k) {
+            rc = cli_usage_error(&c, NULL, "unknown command '%s'", rest[0]);
+        } else if (want_help) {
+            cli_print_command_help(k, false);
+            rc = EXIT_OK;
+        } else {
+            rc = k->run(&c, nrest, rest);
+        }
+    }
+    free(rest);
+    return rc;
+}

@@ -1,0 +1,44 @@
+/* buf.h - the one growable byte buffer (always NUL-terminated) and the
+ * {ptr,len} view type for zero-copy slices.  Allocation failure aborts:
+ * gpumod has no partial-OOM recovery path worth the code it would cost. */
+#ifndef GPUMOD_BUF_H
+#define GPUMOD_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+typedef struct buf {
+    char *p;    /* NUL-terminated; "" (static) until the first append */
+    size_t len;
+    size_t cap;
+} buf;
+
+typedef struct view {
+    const char *p;
+    size_t len;
+} view;
+
+#define BUF_INIT {(char *)"", 0, 0}
+
+void buf_init(buf *b);
+void buf_release(buf *b);
+void buf_clear(buf *b);
+void buf_grow(buf *b, size_t extra);
+void buf_add(buf *b, const void *p, size_t n);
+void buf_adds(buf *b, const char *s);
+void buf_addc(buf *b, char c);
+void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void buf_vprintf(buf *b, const char *fmt, va_list ap);
+/* Append s as a JSON string literal, quotes included. */
+void buf_json_str(buf *b, const char *s);
+/* Detach the string; the buffer is reset.  Caller frees. */
+char *buf_detach(buf *b);
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t sz);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,363 @@
+/* run.c - run a short program with a deadline, capture its output.
+ *
+ * fork + execve rather than posix_spawn, because the child needs more set
+ * up than spawn attributes give portably: its own process group (so the
+ * deadline kill reaches grandchildren too), default signal dispositions
+ * and an empty mask (the daemon ignores SIGPIPE and blocks signals for
+ * libuv), every inherited descriptor above 2 closed, and an error channel
+ * that tells "could not exec" (ENOENT, EACCES) apart from "ran and
+ * failed".  PATH is searched in the parent, before fork, so the child only
+ * calls async-signal-safe functions.  The parent waits on a pidfd (Linux
+ * 5.3) together with the output pipe; without one it polls waitpid every
+ * 10 ms. */
+#include "util/run.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+enum { STAGE_DUP = 1, STAGE_CHDIR, STAGE_EXEC };
+
+struct child_fail {
+    int stage;
+    int errnum;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* strerror() in the project's lowercase style. */
+static const char *errtext(int e, char *tmp, size_t n)
+{
+    snprintf(tmp, n, "%s", strerror(e));
+    tmp[0] = (char)tolower((unsigned char)tmp[0]);
+    return tmp;
+}
+
+static int exec_file(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) return errno;
+    if (!S_ISREG(st.st_mode)) return EACCES;
+    if (access(path, X_OK) < 0) return errno;
+    return 0;
+}
+
+char *run_which(const char *name, int *errnum)
+{
+    int dummy;
+    if (!errnum) errnum = &dummy;
+    if (!name || !*name) {
+        *errnum = ENOENT;
+        return NULL;
+    }
+    if (strchr(name, '/')) {
+        int e = exec_file(name);
+        if (e) {
+            *errnum = e;
+            return NULL;
+        }
+        return xstrdup(name);
+    }
+    const char *path = getenv("PATH");
+    if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+    int best = ENOENT;
+    for (const char *p = path;;) {
+        const char *end = strchrnul(p, ':');
+        char *cand = end == p ? xasprintf("./%s", name)
+                              : xasprintf("%.*s/%s", (int)(end - p), p, name);
+        int e = exec_file(cand);
+        if (!e) return cand;
+        if (e == EACCES) best = EACCES; /* like execvp: keep looking, remember */
+        free(cand);
+        if (!*end) break;
+        p = end + 1;
+    }
+    *errnum = best;
+    return NULL;
+}
+
+static void child_fail(int fd, int stage) __attribute__((noreturn));
+
+static void child_fail(int fd, int stage)
+{
+    struct child_fail f = {stage, errno};
+    ssize_t r = write(fd, &f, sizeof f);
+    (void)r;
+    _exit(127);
+}
+
+static void child_exec(const char *path, char *const argv[], char *const envp[],
+                       const char *cwd, int devnull, int outw, int failw)
+    __attribute__((noreturn));
+
+/* After fork: only async-signal-safe calls from here on. */
+static void child_exec(const char *path, char *const argv[], char *const envp[],
+                       const char *cwd, int devnull, int outw, int failw)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setpgid(0, 0);
+    if (dup2(devnull, 0) < 0 || dup2(outw, 1) < 0 || dup2(outw, 2) < 0)
+        child_fail(failw, STAGE_DUP);
+    if (cwd && chdir(cwd) < 0) child_fail(failw, STAGE_CHDIR);
+#ifdef SYS_close_range
+    /* CLOSE_RANGE_CLOEXEC (4): failw must survive until execve. */
+    if (syscall(SYS_close_range, 3u, ~0u, 4u) < 0)
+#endif
+    {
+        long max = sysconf(_SC_OPEN_MAX);
+        if (max < 0 || max > 65536) max = 65536;
+        for (int fd = 3; fd < max; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    execve(path, argv, envp);
+    child_fail(failw, STAGE_EXEC);
+}
+
+static int build_env(const strv *add, strv *envv, char *err, size_t errlen)
+{
+    for (char **e = environ; e && *e; e++) strv_push(envv, *e);
+    for (size_t i = 0; add && i < add->n; i++) {
+        const char *eq = strchr(add->v[i], '=');
+        if (!eq || eq == add->v[i]) {
+            seterr(err, errlen, "environment entry '%s' is not KEY=VALUE", add->v[i]);
+            return -1;
+        }
+        char *key = xstrndup(add->v[i], (size_t)(eq - add->v[i]));
+        strv_setenv(envv, key, eq + 1);
+        free(key);
+    }
+    return 0;
+}
+
+static void read_ready(int fd, buf *out, size_t cap, size_t *kept, bool *eof, bool *truncated)
+{
+    char chunk[16384];
+    for (;;) {
+        ssize_t n = read(fd, chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            if (errno != EAGAIN && errno != EWOULDBLOCK) *eof = true;
+            return;
+        }
+        if (n == 0) {
+            *eof = true;
+            return;
+        }
+        size_t room = cap - *kept, take = (size_t)n < room ? (size_t)n : room;
+        if (take && out) buf_add(out, chunk, take);
+        *kept += take;
+        if (take < (size_t)n) *truncated = true;
+    }
+}
+
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
+static void reap_blocking(pid_t pid, int *status)
+{
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+    }
+}
+
+int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res,
+                char *err, size_t errlen)
+{
+    run_result local;
+    if (!res) res = &local;
+    memset(res, 0, sizeof *res);
+    char et[128];
+    if (!argv || !argv[0] || !argv[0][0]) {
+        res->start_errno = EINVAL;
+        seterr(err, errlen, "empty command");
+        return -1;
+    }
+    if (!o || o->timeout_ms <= 0) {
+        res->start_errno = EINVAL;
+        seterr(err, errlen, "'%s': no deadline given", argv[0]);
+        return -1;
+    }
+    const char *name = argv[0];
+    int64_t t0 = now_ms();
+
+    int e = 0;
+    char *path = run_which(name, &e);
+    if (!path) {
+        res->start_errno = e;
+        seterr(err, errlen, "'%s': %s", name, errtext(e, et, sizeof et));
+        return -1;
+    }
+    strv envv = STRV_INIT;
+    if (o->env && o->env->n && build_env(o->env, &envv, err, errlen) < 0) {
+        res->start_errno = EINVAL;
+        strv_release(&envv);
+        free(path);
+        return -1;
+    }
+    char *const *envp = envv.n ? envv.v : environ;
+
+    int devnull = -1, outp[2] = {-1, -1}, failp[2] = {-1, -1};
+    pid_t pid = -1;
+    const char *what = "open /dev/null";
+    if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) goto sys_fail;
+    what = "pipe";
+    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(failp, O_CLOEXEC) < 0) goto sys_fail;
+    what = "fork";
+    if ((pid = fork()) < 0) goto sys_fail;
+    if (pid == 0) child_exec(path, argv, envp, o->cwd, devnull, outp[1], failp[1]);
+
+    setpgid(pid, pid); /* also in the parent: no window where -pid misses */
+    close(devnull);
+    close(outp[1]);
+    close(failp[1]);
+    free(path);
+    strv_release(&envv);
+
+    struct child_fail cf;
+    ssize_t got;
+    while ((got = read(failp[0], &cf, sizeof cf)) < 0 && errno == EINTR) {
+    }
+    close(failp[0]);
+    int status = 0;
+    if (got == (ssize_t)sizeof cf) {
+        close(outp[0]);
+        reap_blocking(pid, &status);
+        res->start_errno = cf.errnum;
+        res->elapsed_ms = now_ms() - t0;
+        if (cf.stage == STAGE_CHDIR)
+            seterr(err, errlen, "'%s': cannot change directory to '%s': %s", name, o->cwd,
+                   errtext(cf.errnum, et, sizeof et));
+        else
+            seterr(err, errlen, "'%s': %s", name, errtext(cf.errnum, et, sizeof et));
+        return -1;
+    }
+
+    int outfd = outp[0];
+    fcntl(outfd, F_SETFL, fcntl(outfd, F_GETFL) | O_NONBLOCK);
+    int pidfd = open_pidfd(pid);
+    size_t cap = o->max_output ? o->max_output : (size_t)1 << 20, kept = 0;
+    int64_t deadline = t0 + o->timeout_ms;
+    bool eof = false, reaped = false, lost = false;
+
+    while (!(eof && reaped)) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) {
+            res->timed_out = true;
+            break;
+        }
+        struct pollfd pf[2];
+        int n = 0, oi = -1;
+        int tmo = left > INT_MAX ? INT_MAX : (int)left;
+        if (!eof) {
+            pf[n] = (struct pollfd){.fd = outfd, .events = POLLIN};
+            oi = n++;
+        }
+        if (!reaped) {
+            if (pidfd >= 0)
+                pf[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
+            else if (tmo > 10)
+                tmo = 10;
+        }
+        if (poll(pf, (nfds_t)n, tmo) < 0 && errno != EINTR) {
+            res->timed_out = true; /* cannot wait any more: treat as the deadline */
+            break;
+        }
+        if (oi >= 0 && pf[oi].revents)
+            read_ready(outfd, out, cap, &kept, &eof, &res->truncated);
+        if (!reaped) {
+            pid_t w = waitpid(pid, &status, WNOHANG);
+            if (w == pid) {
+                reaped = true;
+            } else if (w < 0 && errno != EINTR) {
+                reaped = lost = true; /* SIGCHLD ignored: the status is gone */
+            }
+        }
+    }
+    if (res->timed_out) {
+        kill(-pid, SIGKILL);
+        if (!reaped) {
+            kill(pid, SIGKILL);
+            reap_blocking(pid, &status);
+        }
+    }
+    close(outfd);
+    if (pidfd >= 0) close(pidfd);
+    res->elapsed_ms = now_ms() - t0;
+
+    if (res->timed_out) {
+        seterr(err, errlen, "'%s' timed out after %lld ms", name, (long long)o->timeout_ms);
+        return -1;
+    }
+    if (lost) {
+        seterr(err, errlen, "'%s': its exit status was lost (SIGCHLD ignored?)", name);
+        return -1;
+    }
+    if (WIFEXITED(status)) {
+        res->exited = true;
+        res->exit_code = WEXITSTATUS(status);
+        if (res->exit_code == 0) return 0;
+        seterr(err, errlen, "'%s' exited with status %d", name, res->exit_code);
+        return -1;
+    }
+    res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    seterr(err, errlen, "'%s' was killed by signal %d", name, res->term_signal);
+    return -1;
+
+sys_fail:
+    e = errno;
+    res->start_errno = e;
+    seterr(err, errlen, "'%s': %s: %s", name, what, errtext(e, et, sizeof et));
+    if (devnull >= 0) close(devnull);
+    for (int i = 0; i < 2; i++) {
+        if (outp[i] >= 0) close(outp[i]);
+        if (failp[i] >= 0) close(failp[i]);
+    }
+    free(path);
+    strv_release(&envv);
+    return -1;
+}

@@ -1,0 +1,180 @@
+# tests/e2e/lib.sh - the small library every e2e test sources.
+#
+#   . "$(dirname "$0")/lib.sh"
+#   t_begin "config check accepts the demo"
+#   t_run 0 gpumod config check       # exit code, then the command
+#   t_has out "0 errors"              # out | err: what the last t_run printed
+#   t_end
+#   t_done                            # at the end of the script
+#
+# Each script gets a private temp dir ($T) with its own state dir, config
+# dir, runtime dir and socket; GPUMOD_PROC_ROOT points at a healthy /proc
+# fixture.  Background processes started with t_spawn are killed by pid
+# (and process group) when the script exits.  Deadlines given to t_wait
+# are multiplied by GPUMOD_TEST_TIME_SCALE (sanitizer and valgrind runs).
+# Output is TAP: "ok N - name" / "not ok N - name" plus "#" diagnostics.
+
+set -u
+GPUMOD_SRC=${GPUMOD_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD=$GPUMOD_SRC/$BUILD ;; esac
+GPUMOD_BIN=$BUILD/gpumod
+FAKELLM_BIN=$BUILD/fakellm
+GPUMOD_TEST_TIME_SCALE=${GPUMOD_TEST_TIME_SCALE:-1}
+FIXTURES=$GPUMOD_SRC/tests/fixtures
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/gpumod-e2e.XXXXXX")
+mkdir -p "$T/state" "$T/config" "$T/run"
+export GPUMOD_STATE_DIR=$T/state GPUMOD_CONFIG_DIR=$T/config XDG_RUNTIME_DIR=$T/run
+export GPUMOD_SOCKET=$T/run/gpumod.sock
+export GPUMOD_PROC_ROOT=${GPUMOD_PROC_ROOT:-$FIXTURES/proc/healthy}
+unset GPUMOD_PRESETS_DIR GPUMOD_MODES_DIR NOTIFY_SOCKET
+
+_t_n=0 _t_failed_total=0 _t_failed=0 _t_name="" _t_pids=()
+
+_t_cleanup() {
+    local p
+    for p in "${_t_pids[@]}"; do
+        kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
+    done
+    for p in "${_t_pids[@]}"; do
+        local i=0
+        while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        kill -KILL -- "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+    done
+    [ -n "${GPUMOD_KEEP_TMP:-}" ] && { echo "# kept $T"; return; }
+    rm -rf "$T"
+}
+trap _t_cleanup EXIT
+
+# gpumod ARGS...: the binary under test (valgrind-wrapped when asked)
+gpumod() {
+    if [ -n "${GPUMOD_VALGRIND:-}" ]; then
+        valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+            "$GPUMOD_BIN" "$@"
+    else
+        "$GPUMOD_BIN" "$@"
+    fi
+}
+
+t_diag() { printf '# %s\n' "$@"; }
+
+t_begin() { _t_name=$1; _t_failed=0; }
+
+t_fail() {
+    _t_failed=1
+    t_diag "$_t_name: $*"
+}
+
+t_end() {
+    _t_n=$((_t_n + 1))
+    if [ "$_t_failed" -eq 0 ]; then
+        echo "ok $_t_n - $_t_name"
+    else
+        echo "not ok $_t_n - $_t_name"
+        _t_failed_total=$((_t_failed_total + 1))
+    fi
+}
+
+t_skip() { _t_n=$((_t_n + 1)); echo "ok $_t_n - $1 # SKIP ${2:-}"; }
+
+t_done() {
+    echo "1..$_t_n"
+    [ "$_t_failed_total" -eq 0 ]
+}
+
+# t_run EXPECTED_RC CMD...: run, keep stdout/stderr in $T/out, $T/err
+t_run() {
+    local want=$1; shift
+    "$@" >"$T/out" 2>"$T/err" </dev/null
+    local rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        t_fail "'$*' exited $rc, expected $want"
+        sed 's/^/#   out: /' "$T/out" | head -20
+        sed 's/^/#   err: /' "$T/err" | head -20
+    fi
+    return 0
+}
+
+_t_file() { case "$1" in out) echo "$T/out" ;; err) echo "$T/err" ;; *) echo "$1" ;; esac; }
+
+# t_has out|err|FILE TEXT: fixed-string match
+t_has() {
+    local f; f=$(_t_file "$1")
+    if ! grep -qF -- "$2" "$f"; then
+        t_fail "$1 lacks: $2"
+        sed 's/^/#   | /' "$f" | head -30
+    fi
+}
+
+t_lacks() {
+    local f; f=$(_t_file "$1")
+    if grep -qF -- "$2" "$f"; then
+        t_fail "$1 should not contain: $2"
+        grep -F -- "$2" "$f" | head -5 | sed 's/^/#   | /'
+    fi
+}
+
+# t_match out|err|FILE REGEX (extended)
+t_match() {
+    local f; f=$(_t_file "$1")
+    if ! grep -qE -- "$2" "$f"; then
+        t_fail "$1 does not match /$2/"
+        sed 's/^/#   | /' "$f" | head -30
+    fi
+}
+
+# t_eq ACTUAL EXPECTED [WHAT]
+t_eq() {
+    [ "$1" == "$2" ] || t_fail "${3:-value}: got '$1', expected '$2'"
+}
+
+# t_jq out|FILE FILTER EXPECTED: jq -r FILTER must print EXPECTED
+t_jq() {
+    local f got; f=$(_t_file "$1")
+    got=$(jq -r "$2" "$f" 2>&1)
+    [ "$got" == "$3" ] || t_fail "jq '$2' on $1: got '$got', expected '$3'"
+}
+
+# t_spawn NAME CMD...: start in the background in its own process group;
+# stdout+stderr go to $T/NAME.log; the pid is in $T/NAME.pid and $_t_last_pid
+t_spawn() {
+    local name=$1; shift
+    setsid "$@" >"$T/$name.log" 2>&1 </dev/null &
+    _t_last_pid=$!
+    _t_pids+=("$_t_last_pid")
+    echo "$_t_last_pid" >"$T/$name.pid"
+}
+
+# t_wait SECONDS CMD...: poll CMD every 50 ms until it succeeds; the
+# deadline is scaled by GPUMOD_TEST_TIME_SCALE.  Returns 1 on timeout.
+t_wait() {
+    local secs=$1; shift
+    local deadline=$(( $(date +%s%N) / 1000000 + secs * 1000 * GPUMOD_TEST_TIME_SCALE ))
+    while ! "$@" >/dev/null 2>&1; do
+        [ $(( $(date +%s%N) / 1000000 )) -ge $deadline ] && return 1
+        sleep 0.05
+    done
+    return 0
+}
+
+# free_port: a TCP port nobody listens on (from /proc/net/tcp{,6}), random
+# so that parallel scripts rarely pick the same one
+free_port() {
+    local used p
+    used=$(awk 'NR > 1 && $4 == "0A" { split($2, a, ":"); print strtonum("0x" a[2]) }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
+    while :; do
+        p=$(( 20000 + RANDOM % 40000 ))
+        grep -qx "$p" <<<"$used" || { echo "$p"; return; }
+    done
+}
+
+# http METHOD URL [BODY]: curl with a deadline; body in $T/out, status in $T/status
+http() {
+    local m=$1 url=$2 body=${3:-}
+    local args=(-s -S -o "$T/out" -w '%{http_code}' -X "$m" --max-time $((10 * GPUMOD_TEST_TIME_SCALE)))
+    [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
+    curl "${args[@]}" "$url" >"$T/status" 2>"$T/err"
+    return 0
+}
