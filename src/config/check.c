@@ -115,10 +115,63 @@ static void check_modes(config *cfg)
                   "router.default: unknown service '%s'", def);
 }
 
+/* Spellings of one flag.  A flag that extra_args or args repeat after
+ * gpumod already passed it takes the engine's last value, which the
+ * estimate then does not know about: worth a warning, common in presets
+ * written for the Python project ("--parallel 5" in extra_args). */
+static const char *const flag_groups[][4] = {
+    {"-c", "--ctx-size"}, {"-np", "--parallel"}, {"-t", "--threads"},
+    {"-ngl", "--gpu-layers", "--n-gpu-layers"}, {"-fa", "--flash-attn"}, {"-m", "--model"},
+    {"--host"}, {"--port"}, {"-a", "--alias"}, {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},
+    {"-ncmoe", "--n-cpu-moe"}, {"-fit", "--fit"}, {"-md", "--model-draft", "--spec-draft-model"},
+    {"--models-dir"}, {"--models-max"}, {"--max-model-len"}, {"--max-num-seqs"},
+    {"--gpu-memory-utilization"}, {"-tp", "--tensor-parallel-size"}, {"--served-model-name"},
+    {"--workers"}, {"--kv-cache-dtype"}, {"--dtype"},
+};
+
+static int flag_group(const char *word)
+{
+    char name[64];
+    size_t n = strcspn(word, "=");
+    if (n >= sizeof name) return -1;
+    memcpy(name, word, n);
+    name[n] = '\0';
+    for (size_t g = 0; g < sizeof flag_groups / sizeof *flag_groups; g++)
+        for (size_t k = 0; k < 4 && flag_groups[g][k]; k++)
+            if (!strcmp(flag_groups[g][k], name)) return (int)g;
+    return -1;
+}
+
+static void check_repeated_flags(config *cfg, const preset *p)
+{
+    if (p->has_errors || p->driver == DRV_DOCKER || p->driver == DRV_COMMAND || p->driver == DRV_REMOTE) return;
+    launch l = LAUNCH_INIT;
+    char err[256];
+    if (driver_launch(p, &cfg->set, &l, err, sizeof err)) return;
+    size_t own = l.argv.n - p->extra_args.n - p->args.n; /* the driver's words come first */
+    for (size_t i = own; i < l.argv.n; i++) {
+        int g = flag_group(l.argv.v[i]);
+        if (g < 0) continue;
+        for (size_t j = 1; j < own; j++) {
+            if (flag_group(l.argv.v[j]) != g) continue;
+            const char *val = strchr(l.argv.v[i], '=') ? strchr(l.argv.v[i], '=') + 1
+                              : i + 1 < l.argv.n ? l.argv.v[i + 1] : "";
+            diags_add(&cfg->diags, DIAG_WARNING, p->pos,
+                      "preset '%s': %s repeats '%s', which gpumod already passes as '%s %s'; the engine takes the "
+                      "last value ('%s') and gpumod's estimate does not: set it with the preset's own key instead",
+                      p->id, i < own + p->extra_args.n ? "unit_vars.extra_args" : "args", l.argv.v[i], l.argv.v[j],
+                      j + 1 < own ? l.argv.v[j + 1] : "", val);
+            break;
+        }
+    }
+    launch_release(&l);
+}
+
 void config_check_cross(config *cfg)
 {
     check_names(cfg);
     check_modes(cfg);
+    for (size_t i = 0; i < cfg->n_presets; i++) check_repeated_flags(cfg, &cfg->presets[i]);
 }
 
 char *find_program(const char *name)
@@ -208,8 +261,9 @@ void config_check_files(config *cfg)
         if (!bin) continue;
         char *abs = find_program(bin);
         if (!abs) {
-            diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': %s binary '%s' is not found in PATH", p->id,
-                      driver_names[p->driver], bin);
+            diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': %s binary '%s' %s", p->id,
+                      driver_names[p->driver], bin,
+                      strchr(bin, '/') ? "is not an executable file" : "is not found in PATH");
             continue;
         }
         if (!p->has_errors) check_flags(cfg, p, abs);

@@ -52,18 +52,18 @@ static void parse_extra_args(schema_ctx *c, const field *f, const ynode *n, void
         return;
     }
     if (n->kind != Y_SCALAR || yscalar_is_null(n)) {
-        if (n->kind != Y_SCALAR) schema_error(c, n, "unit_vars: %s: expected a string or a list, found %s", f->key, ykind_name(n));
+        if (n->kind != Y_SCALAR) schema_error(c, n, "%s: expected a string or a list, found %s", f->key, ykind_name(n));
         return;
     }
     if (text_has_control(n->s, false)) {
-        schema_error(c, n, "unit_vars: %s: control character in string", f->key);
+        schema_error(c, n, "%s: control character in string", f->key);
         return;
     }
     char *s = expand_vars(n->s);
     char err[160];
     strv_release(&pb->p.extra_args);
     if (argsplit(s, &pb->p.extra_args, err, sizeof err))
-        schema_error(c, n, "unit_vars: %s: %s (quoting rules: docs/configuration.md#extra_args)", f->key, err);
+        schema_error(c, n, "%s: %s (quoting rules: docs/configuration.md#extra_args)", f->key, err);
     free(s);
 }
 
@@ -145,7 +145,7 @@ static void parse_json_object(schema_ctx *c, const field *f, const ynode *n, voi
     } else if (n->kind == Y_SCALAR) {
         cJSON *j = cJSON_Parse(n->s);
         if (!j || !cJSON_IsObject(j)) {
-            schema_error(c, n, "unit_vars: %s: expected a JSON object (as a string or a mapping), found '%s'", f->key, n->s);
+            schema_error(c, n, "%s: expected a JSON object (as a string or a mapping), found '%s'", f->key, n->s);
             cJSON_Delete(j);
             return;
         }
@@ -154,15 +154,15 @@ static void parse_json_object(schema_ctx *c, const field *f, const ynode *n, voi
         cJSON_free(s);
         cJSON_Delete(j);
     } else {
-        schema_error(c, n, "unit_vars: %s: expected a JSON object, found %s", f->key, ykind_name(n));
+        schema_error(c, n, "%s: expected a JSON object, found %s", f->key, ykind_name(n));
         return;
     }
     if (!json) {
-        schema_error(c, n, "unit_vars: %s: cannot convert to JSON", f->key);
+        schema_error(c, n, "%s: cannot convert to JSON", f->key);
         return;
     }
     if (text_has_control(json, false)) {
-        schema_error(c, n, "unit_vars: %s: control character in string", f->key);
+        schema_error(c, n, "%s: control character in string", f->key);
         free(json);
         return;
     }
@@ -709,7 +709,7 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
     if (has_remote && p->driver != DRV_REMOTE)
         schema_error(c, ymap_get(root, "remote"), "remote: only for driver 'remote' (this preset's driver is %s)",
                      driver_names[p->driver]);
-    if (p->driver != DRV_REMOTE && p->port == 0 && ymap_get(root, "driver"))
+    if (p->driver != DRV_REMOTE && !ymap_get(root, "port") && ymap_get(root, "driver"))
         schema_error(c, root, "required key 'port' is missing (driver %s runs a server on a port)",
                      driver_names[p->driver]);
 

@@ -222,10 +222,9 @@ static void range_text(char *out, size_t n, const field *f)
         snprintf(out, n, " in %g..%g", f->min, f->max);
 }
 
-static const char *scalar_or_kind(const ynode *n)
-{
-    return n->kind == Y_SCALAR ? n->s : ykind_name(n);
-}
+/* "'text'" for a scalar, "a list" / "a mapping" otherwise: three %s */
+#define FOUND(n) (n)->kind == Y_SCALAR ? "'" : "", (n)->kind == Y_SCALAR ? (n)->s : ykind_name(n), \
+                 (n)->kind == Y_SCALAR ? "'" : ""
 
 static void enum_expect(buf *b, const char *const *names)
 {
@@ -285,7 +284,7 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
             break;
         }
         if (n->kind != Y_SCALAR || parse_int64(n->s, &v)) {
-            schema_error(c, n, "%s: expected an integer%s, found '%s'", f->key, rng, scalar_or_kind(n));
+            schema_error(c, n, "%s: expected an integer%s, found %s%s%s", f->key, rng, FOUND(n));
             break;
         }
         if (has_range(f) && (v < f->min || v > f->max)) {
@@ -298,7 +297,7 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
     case F_FLOAT: {
         double v;
         if (n->kind != Y_SCALAR || !is_num_text(n->s, &v)) {
-            schema_error(c, n, "%s: expected a number%s, found '%s'", f->key, rng, scalar_or_kind(n));
+            schema_error(c, n, "%s: expected a number%s, found %s%s%s", f->key, rng, FOUND(n));
             break;
         }
         if (has_range(f) && (v < f->min || v > f->max)) {
@@ -321,9 +320,8 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
             }
         }
         if (b < 0) {
-            schema_error(c, n, "%s: expected %s, found '%s'", f->key,
-                         f->type == F_TRI ? "true, false or auto" : "true or false (yes/no/on/off)",
-                         scalar_or_kind(n));
+            schema_error(c, n, "%s: expected %s, found %s%s%s", f->key,
+                         f->type == F_TRI ? "true, false or auto" : "true or false (yes/no/on/off)", FOUND(n));
             break;
         }
         if (f->type == F_BOOL)
@@ -335,8 +333,8 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
     case F_DURATION: {
         int64_t v;
         if (n->kind != Y_SCALAR || parse_duration_ms(n->s, &v)) {
-            schema_error(c, n, "%s: expected a duration (seconds, or a number with ms, s, m or h)%s, found '%s'",
-                         f->key, rng, scalar_or_kind(n));
+            schema_error(c, n, "%s: expected a duration (seconds, or a number with ms, s, m or h)%s, found %s%s%s",
+                         f->key, rng, FOUND(n));
             break;
         }
         if (has_range(f) && (v < f->min || v > f->max)) {
@@ -360,7 +358,7 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
         size_t cnt = 0;
         while (f->names[cnt]) cnt++;
         const char *dym = n->kind == Y_SCALAR ? schema_did_you_mean(n->s, f->names, cnt) : NULL;
-        schema_error(c, n, "%s: expected one of %s, found '%s'%s%s%s", f->key, b.p, scalar_or_kind(n),
+        schema_error(c, n, "%s: expected one of %s, found %s%s%s%s%s%s", f->key, b.p, FOUND(n),
                      dym ? " (did you mean '" : "", dym ? dym : "", dym ? "'?)" : "");
         buf_release(&b);
         break;
