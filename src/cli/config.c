@@ -109,6 +109,63 @@ static void strv_text_list(buf *b, const strv *v, const char *indent)
     }
 }
 
+/* A shallow copy of a preset whose argv-like and env fields are replaced
+ * by redacted copies, for display only. */
+typedef struct redacted {
+    preset p;
+    kvlist env, unit_vars;
+    strv args, extra_args, command;
+} redacted;
+
+static void redact_words(strv *dst, const strv *src, bool has_argv0)
+{
+    if (!has_argv0) strv_push(dst, "-");
+    strv_extend(dst, src);
+    redact_argv(dst);
+    if (!has_argv0) { /* drop the placeholder argv[0] */
+        free(dst->v[0]);
+        memmove(dst->v, dst->v + 1, dst->n * sizeof *dst->v);
+        dst->n--;
+    }
+}
+
+static void redacted_init(redacted *r, const preset *p)
+{
+    memset(r, 0, sizeof *r);
+    r->p = *p;
+    for (size_t i = 0; i < p->env.n; i++)
+        kvlist_set(&r->env, p->env.v[i].key, redact_is_secret_name(p->env.v[i].key) ? "<redacted>" : p->env.v[i].val,
+                   p->env.v[i].pos);
+    redact_words(&r->args, &p->args, false);
+    redact_words(&r->extra_args, &p->extra_args, false);
+    redact_words(&r->command, &p->command, true);
+    for (size_t i = 0; i < p->unit_vars.n; i++) {
+        const kvpair *kv = &p->unit_vars.v[i];
+        if (!strcmp(kv->key, "extra_args")) {
+            buf j = BUF_INIT;
+            for (size_t w = 0; w < r->extra_args.n; w++) buf_printf(&j, "%s%s", w ? " " : "", r->extra_args.v[w]);
+            kvlist_set(&r->unit_vars, kv->key, j.p, kv->pos);
+            buf_release(&j);
+        } else {
+            kvlist_set(&r->unit_vars, kv->key, redact_is_secret_name(kv->key) ? "<redacted>" : kv->val, kv->pos);
+        }
+    }
+    r->p.env = r->env;
+    r->p.unit_vars = r->unit_vars;
+    r->p.args = r->args;
+    r->p.extra_args = r->extra_args;
+    r->p.command = r->command;
+}
+
+static void redacted_release(redacted *r)
+{
+    kvlist_release(&r->env);
+    kvlist_release(&r->unit_vars);
+    strv_release(&r->args);
+    strv_release(&r->extra_args);
+    strv_release(&r->command);
+}
+
 static int show_preset(cli *c, const config *cfg, const preset *p)
 {
     launch l = LAUNCH_INIT;
@@ -122,16 +179,14 @@ static int show_preset(cli *c, const config *cfg, const preset *p)
         buf_json_str(&b, p->pos.file ? p->pos.file : "");
         buf_adds(&b, ",\"preset\":");
         /* the preset's own env is shown redacted too */
-        preset q = *p;
-        kvlist env = {0};
-        for (size_t i = 0; i < p->env.n; i++)
-            kvlist_set(&env, p->env.v[i].key, redact_is_secret_name(p->env.v[i].key) ? "<redacted>" : p->env.v[i].val,
-                       p->env.v[i].pos);
-        q.env = env;
-        preset_show(&b, &q, true);
-        kvlist_release(&env);
+        redacted r;
+        redacted_init(&r, p);
+        preset_show(&b, &r.p, true);
+        redacted_release(&r);
         buf_adds(&b, ",\"driver_options\":");
-        preset_show_unit_vars(&b, p, true);
+        redacted_init(&r, p);
+        preset_show_unit_vars(&b, &r.p, true);
+        redacted_release(&r);
         buf_adds(&b, ",\"argv\":");
         strv_json(&b, &l.argv);
         buf_adds(&b, ",\"env\":");
@@ -146,16 +201,14 @@ static int show_preset(cli *c, const config *cfg, const preset *p)
         buf_adds(&b, "}\n");
     } else {
         buf_printf(&b, "# preset '%s' from %s\n", p->id, p->pos.file ? p->pos.file : "?");
-        preset q = *p;
-        kvlist env = {0};
-        for (size_t i = 0; i < p->env.n; i++)
-            kvlist_set(&env, p->env.v[i].key, redact_is_secret_name(p->env.v[i].key) ? "<redacted>" : p->env.v[i].val,
-                       p->env.v[i].pos);
-        q.env = env;
-        preset_show(&b, &q, false);
-        kvlist_release(&env);
+        redacted r;
+        redacted_init(&r, p);
+        preset_show(&b, &r.p, false);
+        redacted_release(&r);
         buf_adds(&b, "driver_options:\n");
-        preset_show_unit_vars(&b, p, false);
+        redacted_init(&r, p);
+        preset_show_unit_vars(&b, &r.p, false);
+        redacted_release(&r);
         if (lrc) {
             buf_printf(&b, "# cannot build the command line: %s\n", err);
         } else if (p->driver == DRV_REMOTE) {

@@ -878,7 +878,10 @@ void unit_vars_doc_markdown(buf *out)
     for (const field *f = unit_vars_fields; f->key; f++) {
         buf b = BUF_INIT;
         drivers_of(&b, f);
-        buf_printf(out, "| `%s` | %s | %s | %s |\n", f->key, b.p, ftype_name(f), f->doc ? f->doc : "");
+        buf_printf(out, "| `%s` | %s | %s | ", f->key, b.p, ftype_name(f));
+        if (f->deflt && strcmp(f->deflt, "null")) buf_printf(out, "default %s; ", f->deflt);
+        schema_md_text(out, f->doc);
+        buf_adds(out, " |\n");
         buf_release(&b);
     }
     for (size_t i = 0; uv_ignored[i]; i++)

@@ -197,7 +197,7 @@ const char *ftype_name(const field *f)
     case F_STRV: return "list of strings";
     case F_ENV: return "mapping of strings";
     case F_SECTION: return "mapping";
-    case F_CUSTOM: return "see below";
+    case F_CUSTOM: return "see meaning";
     }
     return "?";
 }
@@ -215,11 +215,9 @@ static void range_text(char *out, size_t n, const field *f)
         return;
     }
     if (f->type == F_DURATION)
-        snprintf(out, n, " in %gs..%gs", f->min / 1000, f->max / 1000);
-    else if (f->max >= 1e17)
-        snprintf(out, n, " >= %g", f->min);
+        snprintf(out, n, " in %.15gs..%.15gs", f->min / 1000, f->max / 1000);
     else
-        snprintf(out, n, " in %g..%g", f->min, f->max);
+        snprintf(out, n, " in %.15g..%.15g", f->min, f->max);
 }
 
 /* "'text'" for a scalar, "a list" / "a mapping" otherwise: three %s */
@@ -615,8 +613,14 @@ static void show_value_text(buf *out, const field *f, const void *obj, int inden
 void schema_show_text(buf *out, const field *tab, const void *obj, int indent)
 {
     for (const field *f = tab; f->key; f++) {
-        buf_printf(out, "%*s%s: ", indent, "", f->key);
+        buf_printf(out, "%*s%s:", indent, "", f->key);
+        size_t at = out->len;
+        buf_addc(out, ' ');
         show_value_text(out, f, obj, indent);
+        if (out->len > at + 1 && out->p[at + 1] == '\n') { /* a nested block: no trailing blank */
+            memmove(out->p + at, out->p + at + 1, out->len - at);
+            out->len--;
+        }
         buf_addc(out, '\n');
     }
 }
@@ -640,7 +644,7 @@ static void show_value_json(buf *out, const field *f, const void *obj)
             buf_printf(out, "%lld", (long long)v);
         break;
     }
-    case F_FLOAT: buf_printf(out, "%.17g", *CAT(obj, f->off, double)); break;
+    case F_FLOAT: buf_printf(out, "%.15g", *CAT(obj, f->off, double)); break;
     case F_BOOL: buf_adds(out, *CAT(obj, f->off, bool) ? "true" : "false"); break;
     case F_TRI: {
         tri t = *CAT(obj, f->off, tri);
@@ -714,6 +718,14 @@ void schema_show_json(buf *out, const field *tab, const void *obj)
     buf_addc(out, '}');
 }
 
+void schema_md_text(buf *out, const char *s)
+{
+    for (; s && *s; s++) {
+        if (*s == '|') buf_addc(out, '\\');
+        buf_addc(out, *s);
+    }
+}
+
 void schema_doc_markdown(buf *out, const field *tab, const char *prefix)
 {
     for (const field *f = tab; f->key; f++) {
@@ -732,7 +744,9 @@ void schema_doc_markdown(buf *out, const field *tab, const char *prefix)
             buf_addc(out, ' ');
             for (size_t i = 0; f->names[i]; i++) buf_printf(out, "%s`%s`", i ? ", " : "", f->names[i]);
         }
-        buf_printf(out, "%s | %s | %s%s |\n", rng, f->deflt ? f->deflt : (f->flags & FL_REQUIRED) ? "required" : "—",
-                   (f->flags & FL_IGNORED) ? "**accepted, not acted on (warning).** " : "", f->doc ? f->doc : "");
+        buf_printf(out, "%s | %s | %s", rng, f->deflt ? f->deflt : (f->flags & FL_REQUIRED) ? "required" : "—",
+                   (f->flags & FL_IGNORED) ? "**accepted, not acted on (warning).** " : "");
+        schema_md_text(out, f->doc);
+        buf_adds(out, " |\n");
     }
 }

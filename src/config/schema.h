@@ -78,6 +78,8 @@ void schema_show_text(buf *out, const field *tab, const void *obj, int indent);
 void schema_show_json(buf *out, const field *tab, const void *obj);
 /* Markdown reference table rows: | key | type | default | doc | */
 void schema_doc_markdown(buf *out, const field *tab, const char *prefix);
+/* Append text with table pipes escaped. */
+void schema_md_text(buf *out, const char *s);
 
 void schema_error(schema_ctx *c, const ynode *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void schema_warn(schema_ctx *c, const ynode *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -319,7 +319,7 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
         }
     }
     if (res->timed_out) {
-        ;
+        kill(-pid, SIGKILL);
         if (!reaped) {
             kill(pid, SIGKILL);
             reap_blocking(pid, &status);
