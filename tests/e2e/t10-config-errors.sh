@@ -385,7 +385,7 @@ YAML
 check 2
 t_has err "$C/gpumod.yaml:2:3: error: memory: unknown key 'host_margin' (did you mean 'host_margin_mb'?)"
 t_has err "$C/gpumod.yaml:4:17: error: supervisor: stop_timeout: expected a duration"
-t_has err "$C/gpumod.yaml:6:20: error: router: max_connections: 0 is out of range: expected an integer in 1..1e+06"
+t_has err "$C/gpumod.yaml:6:20: error: router: max_connections: 0 is out of range: expected an integer in 1..1000000"
 t_end
 
 t_begin "settings: router.default and switch.startup_mode must name what exists"

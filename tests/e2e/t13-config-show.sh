@@ -66,9 +66,9 @@ t_end
 
 t_begin "config schema prints the reference tables from the parsing tables"
 t_run 0 gpumod config schema
-t_has out "| \`memory.watchdog.interval\` | duration in 0.01s..60s | 500ms |"
-t_has out "| `n_gpu_layers` | llamacpp |"
-t_has out "| \`omni\` | — | — | accepted, not acted on (warning)"
+t_has out '| `memory.watchdog.interval` | duration in 0.01s..60s | 500ms |'
+t_has out '| `n_gpu_layers` | llamacpp |'
+t_has out '| `omni` | — | — | accepted, not acted on (warning)'
 t_end
 
 t_begin "docs/configuration.md embeds the current schema"
