@@ -14,16 +14,20 @@
 
 static void make(strv *v, const char *const *words)
 {
-    for (size_t i = 0; words[i]; i++) strv_push(v, words[i]);
+    for (size_t i = 0; words[i]; i++)
+        strv_push(v, words[i]);
 }
 
 static void assert_words(const strv *got, const char *const *want)
 {
     size_t n = 0;
-    while (want[n]) n++;
+    while (want[n])
+        n++;
     buf g = BUF_INIT, w = BUF_INIT;
-    for (size_t i = 0; i < got->n; i++) buf_printf(&g, "'%s' ", got->v[i]);
-    for (size_t i = 0; i < n; i++) buf_printf(&w, "'%s' ", want[i]);
+    for (size_t i = 0; i < got->n; i++)
+        buf_printf(&g, "'%s' ", got->v[i]);
+    for (size_t i = 0; i < n; i++)
+        buf_printf(&w, "'%s' ", want[i]);
     assert_string_equal(g.p, w.p);
     assert_int_equal(got->n, n);
     buf_release(&g);
@@ -33,15 +37,44 @@ static void assert_words(const strv *got, const char *const *want)
 static void secret_names(void **state)
 {
     (void)state;
-    const char *yes[] = {"--api-key", "api_key", "HF_TOKEN", "hf-token", "--hf-token",
-                         "OPENAI_API_KEY", "GPUMOD_API_KEYS", "AWS_SECRET_ACCESS_KEY",
-                         "DB_PASSWORD", "db_passwd", "MyPassword", "APIKEY", "ACCESSTOKEN",
-                         "--ssl-key-file", "GOOGLE_APPLICATION_CREDENTIALS", "HTTP_AUTH",
-                         "Authorization", "client.secret", "x_Token", NULL};
-    const char *no[] = {"--tokenizer", "--tokenizer-mode", "--max-num-batched-tokens",
-                        "--cache-type-k", "--override-kv", "PATH", "HOME", "--port",
-                        "CUDA_VISIBLE_DEVICES", "--keep", "TOKENS", "--author", "", "-",
-                        "--", "--models-preset", "--keyboard", NULL};
+    const char *yes[] = {"--api-key",
+                         "api_key",
+                         "HF_TOKEN",
+                         "hf-token",
+                         "--hf-token",
+                         "OPENAI_API_KEY",
+                         "GPUMOD_API_KEYS",
+                         "AWS_SECRET_ACCESS_KEY",
+                         "DB_PASSWORD",
+                         "db_passwd",
+                         "MyPassword",
+                         "APIKEY",
+                         "ACCESSTOKEN",
+                         "--ssl-key-file",
+                         "GOOGLE_APPLICATION_CREDENTIALS",
+                         "HTTP_AUTH",
+                         "Authorization",
+                         "client.secret",
+                         "x_Token",
+                         NULL};
+    const char *no[] = {"--tokenizer",
+                        "--tokenizer-mode",
+                        "--max-num-batched-tokens",
+                        "--cache-type-k",
+                        "--override-kv",
+                        "PATH",
+                        "HOME",
+                        "--port",
+                        "CUDA_VISIBLE_DEVICES",
+                        "--keep",
+                        "TOKENS",
+                        "--author",
+                        "",
+                        "-",
+                        "--",
+                        "--models-preset",
+                        "--keyboard",
+                        NULL};
     for (size_t i = 0; yes[i]; i++)
         if (!redact_is_secret_name(yes[i])) fail_msg("'%s' should be secret", yes[i]);
     for (size_t i = 0; no[i]; i++)
@@ -57,10 +90,10 @@ static void argv_values(void **state)
                                    "--api-key=sk-456", "--hf-token", "hf_x", "--tokenizer",
                                    "tok/name", "--max-num-batched-tokens", "8192", NULL});
     redact_argv(&a);
-    assert_words(&a, (const char *const[]){"llama-server", "--api-key", REDACTED, "--port",
-                                           "8080", "--api-key=" REDACTED, "--hf-token",
-                                           REDACTED, "--tokenizer", "tok/name",
-                                           "--max-num-batched-tokens", "8192", NULL});
+    assert_words(&a,
+                 (const char *const[]){"llama-server", "--api-key", REDACTED, "--port", "8080",
+                                       "--api-key=" REDACTED, "--hf-token", REDACTED, "--tokenizer",
+                                       "tok/name", "--max-num-batched-tokens", "8192", NULL});
     strv_release(&a);
 }
 
@@ -68,14 +101,13 @@ static void argv_env_words(void **state)
 {
     (void)state;
     strv a = STRV_INIT;
-    make(&a, (const char *const[]){"docker", "run", "-e", "HF_TOKEN=abc", "-e", "LANG=C",
-                                   "-e", "HF_TOKEN", "--override-kv",
+    make(&a, (const char *const[]){"docker", "run", "-e", "HF_TOKEN=abc", "-e", "LANG=C", "-e",
+                                   "HF_TOKEN", "--override-kv",
                                    "tokenizer.ggml.add_bos_token=bool:false", "img", NULL});
     redact_argv(&a);
     assert_words(&a, (const char *const[]){"docker", "run", "-e", "HF_TOKEN=" REDACTED, "-e",
                                            "LANG=C", "-e", "HF_TOKEN", "--override-kv",
-                                           "tokenizer.ggml.add_bos_token=bool:false", "img",
-                                           NULL});
+                                           "tokenizer.ggml.add_bos_token=bool:false", "img", NULL});
     strv_release(&a);
 }
 
@@ -87,8 +119,8 @@ static void argv_edges(void **state)
     strv a = STRV_INIT;
     make(&a, (const char *const[]){"TOKEN=x", "--api-key", "--port", "1", "--secret", NULL});
     redact_argv(&a);
-    assert_words(&a, (const char *const[]){"TOKEN=x", "--api-key", "--port", "1", "--secret",
-                                           NULL});
+    assert_words(&a,
+                 (const char *const[]){"TOKEN=x", "--api-key", "--port", "1", "--secret", NULL});
     strv_release(&a);
     strv empty = STRV_INIT;
     redact_argv(&empty);
@@ -99,12 +131,12 @@ static void env_entries(void **state)
 {
     (void)state;
     strv e = STRV_INIT;
-    make(&e, (const char *const[]){"HF_TOKEN=hf_abc", "PATH=/usr/bin", "DB_PASSWORD=",
-                                   "GGML_CUDA_NO_PINNED=1", "odd", NULL});
+    make(&e, (const char *const[]){"HF_TOKEN=hf_abc", "PATH=/usr/bin",
+                                   "DB_PASSWORD=", "GGML_CUDA_NO_PINNED=1", "odd", NULL});
     redact_env(&e);
     assert_words(&e, (const char *const[]){"HF_TOKEN=" REDACTED, "PATH=/usr/bin",
-                                           "DB_PASSWORD=" REDACTED, "GGML_CUDA_NO_PINNED=1",
-                                           "odd", NULL});
+                                           "DB_PASSWORD=" REDACTED, "GGML_CUDA_NO_PINNED=1", "odd",
+                                           NULL});
     strv_release(&e);
 }
 

@@ -50,7 +50,8 @@ static void echo_output(void **state)
     run_result r;
     char err[256] = "";
     run_opts o = opts(5000);
-    assert_int_equal(run_capture(ARGV("/bin/echo", "hello", "world"), &o, &out, &r, err, sizeof err), 0);
+    assert_int_equal(
+        run_capture(ARGV("/bin/echo", "hello", "world"), &o, &out, &r, err, sizeof err), 0);
     assert_string_equal(out.p, "hello world\n");
     assert_true(r.exited);
     assert_int_equal(r.exit_code, 0);
@@ -71,9 +72,9 @@ static void stderr_and_path(void **state)
     buf_adds(&out, ">");
     char err[256];
     run_opts o = opts(5000);
-    assert_int_equal(run_capture(ARGV("sh", "-c", "echo out; echo err >&2"), &o, &out, NULL, err,
-                                 sizeof err),
-                     0);
+    assert_int_equal(
+        run_capture(ARGV("sh", "-c", "echo out; echo err >&2"), &o, &out, NULL, err, sizeof err),
+        0);
     assert_string_equal(out.p, ">out\nerr\n");
     buf_release(&out);
 }
@@ -85,9 +86,9 @@ static void exit_code(void **state)
     run_result r;
     char err[256];
     run_opts o = opts(5000);
-    assert_int_equal(run_capture(ARGV("/bin/sh", "-c", "echo partial; exit 3"), &o, &out, &r, err,
-                                 sizeof err),
-                     -1);
+    assert_int_equal(
+        run_capture(ARGV("/bin/sh", "-c", "echo partial; exit 3"), &o, &out, &r, err, sizeof err),
+        -1);
     assert_true(r.exited);
     assert_int_equal(r.exit_code, 3);
     assert_int_equal(r.term_signal, 0);
@@ -104,9 +105,8 @@ static void killed_by_signal(void **state)
     run_result r;
     char err[256];
     run_opts o = opts(5000);
-    assert_int_equal(run_capture(ARGV("/bin/sh", "-c", "kill -TERM $$"), &o, NULL, &r, err,
-                                 sizeof err),
-                     -1);
+    assert_int_equal(
+        run_capture(ARGV("/bin/sh", "-c", "kill -TERM $$"), &o, NULL, &r, err, sizeof err), -1);
     assert_false(r.exited);
     assert_int_equal(r.term_signal, SIGTERM);
     assert_string_equal(err, "'/bin/sh' was killed by signal 15");
@@ -164,14 +164,15 @@ static void deadline_kills_group(void **state)
     run_result r;
     char err[256];
     run_opts o = opts(300);
-    assert_int_equal(run_capture(ARGV("/bin/sh", "-c", "sleep 30 & echo $!"), &o, &out, &r, err,
-                                 sizeof err),
-                     -1);
+    assert_int_equal(
+        run_capture(ARGV("/bin/sh", "-c", "sleep 30 & echo $!"), &o, &out, &r, err, sizeof err),
+        -1);
     assert_true(r.timed_out);
     pid_t gc = (pid_t)atoi(out.p);
     assert_true(gc > 1);
     bool gone = false;
-    for (int i = 0; i < 200 && !(gone = dead(gc)); i++) usleep(10000);
+    for (int i = 0; i < 200 && !(gone = dead(gc)); i++)
+        usleep(10000);
     assert_true(gone);
     no_children_left();
     buf_release(&out);
@@ -219,7 +220,9 @@ static void not_executable(void **state)
     /* executable but not a valid image: execve itself fails, in the child */
     chmod(file, 0700);
     f = fopen(file, "w");
-    fputs("\x7f" "ELF garbage", f);
+    fputs("\x7f"
+          "ELF garbage",
+          f);
     fclose(f);
     assert_int_equal(run_capture(argv, &o, NULL, &r, err, sizeof err), -1);
     assert_int_equal(r.start_errno, ENOEXEC);
@@ -237,8 +240,8 @@ static void output_cap(void **state)
     run_result r;
     char err[256];
     run_opts o = {.timeout_ms = 5000, .max_output = 1000};
-    assert_int_equal(run_capture(ARGV("/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' a"),
-                                 &o, &out, &r, err, sizeof err),
+    assert_int_equal(run_capture(ARGV("/bin/sh", "-c", "head -c 100000 /dev/zero | tr '\\0' a"), &o,
+                                 &out, &r, err, sizeof err),
                      0);
     assert_int_equal(out.len, 1000);
     assert_true(r.truncated);
@@ -352,18 +355,36 @@ static void which(void **state)
     assert_null(run_which(NULL, NULL));
     assert_null(run_which("/tmp", &e));
     assert_int_equal(e, EACCES);
+
+    /* found in PATH but not executable: EACCES, as execvp says */
+    char dir[] = "/tmp/gpumod-which-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char *file = xasprintf("%s/gpumod-plain", dir);
+    FILE *f = fopen(file, "w");
+    assert_non_null(f);
+    fclose(f);
+    char *saved = xstrdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+    setenv("PATH", dir, 1);
+    p = run_which("gpumod-plain", &e);
+    setenv("PATH", saved, 1);
+    assert_null(p);
+    assert_int_equal(e, EACCES);
+    unlink(file);
+    rmdir(dir);
+    free(file);
+    free(saved);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(echo_output),     cmocka_unit_test(stderr_and_path),
-        cmocka_unit_test(exit_code),       cmocka_unit_test(killed_by_signal),
-        cmocka_unit_test(deadline_kills),  cmocka_unit_test(deadline_kills_group),
-        cmocka_unit_test(missing_binary),  cmocka_unit_test(not_executable),
-        cmocka_unit_test(output_cap),      cmocka_unit_test(cwd_and_env),
-        cmocka_unit_test(stdin_and_fds),   cmocka_unit_test(signals_reset),
-        cmocka_unit_test(bad_input),       cmocka_unit_test(which),
+        cmocka_unit_test(echo_output),    cmocka_unit_test(stderr_and_path),
+        cmocka_unit_test(exit_code),      cmocka_unit_test(killed_by_signal),
+        cmocka_unit_test(deadline_kills), cmocka_unit_test(deadline_kills_group),
+        cmocka_unit_test(missing_binary), cmocka_unit_test(not_executable),
+        cmocka_unit_test(output_cap),     cmocka_unit_test(cwd_and_env),
+        cmocka_unit_test(stdin_and_fds),  cmocka_unit_test(signals_reset),
+        cmocka_unit_test(bad_input),      cmocka_unit_test(which),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,6 +139,8 @@ void api_error(conn *c, int status, const char *type, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* An inference request finished: counts toward FAKELLM_CRASH_AFTER. */
 void api_request_done(void);
+/* One time-to-first-token observation, for vLLM's histogram. */
+void api_observe_ttft(double seconds);
 
 /* gen.c */
 enum gen_api { GEN_CHAT, GEN_TEXT, GEN_NATIVE };
@@ -166,6 +168,8 @@ void load_start(void);
 int load_sleep(int level, char *err, size_t errlen);
 int load_wake(char *err, size_t errlen);
 void load_stop_worker(void);
+/* after the loop has ended: free what load.c holds */
+void load_release(void);
 struct fk_model {
     char *id, *path;
     const char *status; /* "unloaded" "loading" "loaded" */

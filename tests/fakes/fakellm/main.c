@@ -590,6 +590,7 @@ int main(int argc, char **argv)
     /* after fk_exit: let the close callbacks run, then free */
     uv_run(fk.loop, UV_RUN_DEFAULT);
     uv_loop_close(fk.loop);
+    load_release();
     config_release();
     return exit_code;
 }

@@ -1,0 +1,522 @@
+/* load.c - fakellm's scripted model load and the memory it holds: the
+ * FAKELLM_LOAD_MS timeline, FAKELLM_RAM_MB (mapped and touched, so it is
+ * real RSS), FAKELLM_GPU_MB (entries in the fake NVML state), the
+ * FAKELLM_FORK_WORKER child, vLLM sleep/wake, and router-mode models.
+ *
+ * The load is a timer, not a sleep: the loop keeps answering /health 503
+ * meanwhile, as llama-server does.  Memory is touched in step with the
+ * load's progress so a watcher sees RSS grow.  With a worker, the worker
+ * holds the memory, like vLLM's EngineCore: it stays in our process group
+ * (a group kill reaches it) but never learns of our death, so killing
+ * only the parent leaves it holding the memory - the orphan that a
+ * manager's "stop" must not leave behind.  The parent talks to it over a
+ * socketpair with one-byte commands, waiting under a deadline.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fakellm.h"
+
+#define PAGE 4096
+#define WORKER_DEADLINE_MS 60000
+
+static uv_timer_t load_timer;
+static uv_signal_t sig_chld;
+static double load_t0;
+static int pct_logged;
+static bool failed_half;
+
+static char *ram;         /* FAKELLM_RAM_MB, held by this process */
+static size_t ram_len, ram_touched;
+static bool held;         /* memory (and GPU entries) currently held */
+static pid_t worker_pid;
+static int worker_fd = -1;
+
+static struct fk_model *models;
+static size_t n_models;
+
+static int ram_map(char *err, size_t errlen)
+{
+    ram_len = (size_t)fk.env.ram_mb << 20;
+    ram_touched = 0;
+    if (!ram_len)
+        return 0;
+    ram = mmap(NULL, ram_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (ram == MAP_FAILED) {
+        ram = NULL;
+        snprintf(err, errlen, "mmap %ld MiB: %s", fk.env.ram_mb, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Writing one byte per page makes the kernel back it: it is RSS now. */
+static void ram_touch(double frac)
+{
+    size_t upto = frac >= 1 ? ram_len : (size_t)((double)ram_len * frac);
+    for (; ram && ram_touched < upto; ram_touched += PAGE)
+        ram[ram_touched] = 1;
+}
+
+static void ram_unmap(void)
+{
+    if (ram)
+        munmap(ram, ram_len);
+    ram = NULL;
+    ram_len = ram_touched = 0;
+}
+
+/* Acquire or release what this process itself holds. */
+static int hold_local(bool on, char *err, size_t errlen)
+{
+    if (!on) {
+        ram_unmap();
+        return fk.env.gpu_mb ? nvml_unregister(getpid(), err, errlen) : 0;
+    }
+    if (ram_map(err, errlen) < 0)
+        return -1;
+    return fk.env.gpu_mb ? nvml_register(getpid(), fk.env.gpu_mb, err, errlen) : 0;
+}
+
+static void worker_main(int fd)
+{
+    prctl(PR_SET_NAME, fk.cfg.mode == FK_VLLM ? "VLLM::EngineCor" : "fakellm-worker");
+    /* libuv's handlers came with the fork: the worker dies by default */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* keep no copy of the listening socket: the port must free up when
+     * the parent dies, even if this orphan lives on */
+    if (fd != 3) {
+        dup2(fd, 3);
+        close(fd);
+    }
+    for (int i = 4; i < 1024; i++)
+        close(i);
+    for (;;) {
+        char cmd, ack = 'k', err[256];
+        ssize_t n = read(3, &cmd, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            for (;;)
+                pause(); /* the parent is gone; an orphan holds on */
+        if (cmd == 'a') {
+            if (hold_local(true, err, sizeof err) < 0) {
+                fk_log('E', "core.py:700", "(EngineCore_DP0 pid=%d) %s", (int)getpid(), err);
+                ack = 'e';
+            }
+            ram_touch(1);
+            fk_log('I', "gpu_worker.py:267", "(EngineCore_DP0 pid=%d) worker holds %ld MiB of RAM",
+                   (int)getpid(), fk.env.ram_mb);
+        } else if (cmd == 'r') {
+            if (hold_local(false, err, sizeof err) < 0)
+                ack = 'e';
+        }
+        if (write(3, &ack, 1) != 1)
+            for (;;)
+                pause();
+    }
+}
+
+static int worker_send(char cmd, char *err, size_t errlen)
+{
+    if (write(worker_fd, &cmd, 1) != 1) {
+        snprintf(err, errlen, "worker: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int worker_wait(char *err, size_t errlen)
+{
+    double deadline = fk_mono_ms() + WORKER_DEADLINE_MS;
+    for (;;) {
+        struct pollfd p = {worker_fd, POLLIN, 0};
+        int left = (int)(deadline - fk_mono_ms());
+        if (left <= 0) {
+            snprintf(err, errlen, "worker did not answer within %d ms", WORKER_DEADLINE_MS);
+            return -1;
+        }
+        int r = poll(&p, 1, left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        char ack;
+        if (r > 0 && read(worker_fd, &ack, 1) == 1) {
+            if (ack == 'k')
+                return 0;
+            snprintf(err, errlen, "worker failed to acquire or release its memory");
+            return -1;
+        }
+        if (r > 0) {
+            snprintf(err, errlen, "worker is gone");
+            return -1;
+        }
+    }
+}
+
+static int worker_cmd(char cmd, char *err, size_t errlen)
+{
+    return worker_send(cmd, err, errlen) < 0 ? -1 : worker_wait(err, errlen);
+}
+
+static void on_sigchld(uv_signal_t *h, int signum)
+{
+    int status;
+    if (!worker_pid || waitpid(worker_pid, &status, WNOHANG) != worker_pid)
+        return;
+    worker_pid = 0;
+    /* vLLM's API server gives up when its engine dies */
+    fk_log('E', "core_client.py:564", "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.");
+    fk_exit(1);
+}
+
+static int fork_worker(char *err, size_t errlen)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        snprintf(err, errlen, "socketpair: %s", strerror(errno));
+        return -1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        close(sv[0]);
+        close(sv[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        worker_main(sv[1]);
+    }
+    close(sv[1]);
+    worker_fd = sv[0];
+    worker_pid = pid;
+    fk_log('I', "core.py:93", "(EngineCore_DP0 pid=%d) Initializing a V1 LLM engine (v%s) with config: model='%s'",
+           (int)pid, FK_VLLM_VERSION, fk.cfg.model ? fk.cfg.model : "");
+    uv_signal_init(fk.loop, &sig_chld);
+    uv_signal_start(&sig_chld, on_sigchld, SIGCHLD);
+    return worker_send('a', err, errlen); /* acquired while we "load" */
+}
+
+static int hold(bool on, char *err, size_t errlen)
+{
+    int rc = worker_pid ? worker_cmd(on ? 'a' : 'r', err, errlen) : hold_local(on, err, errlen);
+    if (rc == 0)
+        held = on;
+    return rc;
+}
+
+/* SIGTERM, wait, SIGKILL: a clean exit takes its worker along. */
+void load_stop_worker(void)
+{
+    if (!worker_pid)
+        return;
+    kill(worker_pid, SIGTERM);
+    double deadline = fk_mono_ms() + 2000;
+    while (waitpid(worker_pid, NULL, WNOHANG) == 0) {
+        if (fk_mono_ms() > deadline) {
+            kill(worker_pid, SIGKILL);
+            waitpid(worker_pid, NULL, 0);
+            break;
+        }
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    worker_pid = 0;
+}
+
+static void load_failed(const char *why)
+{
+    if (fk.cfg.mode == FK_VLLM) {
+        fk_log('E', "core.py:708", "EngineCore failed to start.");
+        fk_log('E', "core.py:708", "ValueError: %s", why);
+        fk_log('E', "api_server.py:1900", "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}");
+    } else {
+        fk_log('E', "llama_model_load", "error loading model: %s", why);
+        fk_log('E', "llama_model_load_from_file_impl", "failed to load model");
+        fk_log('E', "srv:load_model", "failed to load model, '%s'", fk.cfg.model);
+        fk_log('E', "srv:llama_server", "exiting due to model loading error");
+    }
+}
+
+static void load_done(void)
+{
+    char err[256];
+    uv_timer_stop(&load_timer);
+    ram_touch(1);
+    if (worker_pid && worker_wait(err, sizeof err) < 0) {
+        load_failed(err);
+        fk_exit(1);
+        return;
+    }
+    held = true;
+    struct fk_config *c = &fk.cfg;
+    if (c->mode == FK_VLLM) {
+        fk_log('I', "gpu_model_runner.py:2602", "Model loading took %.4f GiB and %.6f seconds",
+               (double)fk.env.ram_mb / 1024, (fk_mono_ms() - load_t0) / 1000);
+        if (http_listen(err, sizeof err) < 0) {
+            fk_log('E', "api_server.py:1900", "[Errno 98] error while attempting to bind on address ('%s', %d): %s",
+                   c->host, c->port, err);
+            fk_exit(1);
+            return;
+        }
+        fk.state = FK_READY;
+        fk_log('I', "api_server.py:1847", "Starting vLLM API server 0 on http://%s:%d", c->host, c->port);
+        fk_log('I', "launcher.py:29", "Available routes are:");
+        fk_log('I', NULL, "Started server process [%d]", (int)getpid());
+        fk_log('I', NULL, "Waiting for application startup.");
+        fk_log('I', NULL, "Application startup complete.");
+        return;
+    }
+    fk.state = FK_READY;
+    fk_log('I', "srv:load_model", "initializing, n_slots = %d, n_ctx_slot = %d, kv_unified = '%s'",
+           c->n_parallel, c->n_ctx_slot, c->parallel_set ? "false" : "true");
+    fk_log('I', "srv:llama_server", "model loaded");
+    fk_log('I', "srv:llama_server", "listening on http://%s:%d", c->host, c->port);
+}
+
+static void on_load_tick(uv_timer_t *t)
+{
+    double frac = fk.env.load_ms ? (fk_mono_ms() - load_t0) / (double)fk.env.load_ms : 1;
+    if (frac > 1)
+        frac = 1;
+    if (fk.env.exit_during_load && frac >= 0.5 && !failed_half) {
+        failed_half = true;
+        char why[256];
+        if (fk.cfg.mode == FK_VLLM)
+            snprintf(why, sizeof why, "Free memory on device (0.82/23.52 GiB) on startup is less than desired "
+                     "GPU memory utilization (0.9, 21.17 GiB). Decrease GPU memory utilization or reduce GPU "
+                     "memory used by other processes.");
+        else {
+            fk_log('E', "ggml_backend_cuda_buffer_type_alloc_buffer",
+                   "allocating %ld.00 MiB on device 0: cudaMalloc failed: out of memory",
+                   fk.env.ram_mb ? fk.env.ram_mb : 1024);
+            snprintf(why, sizeof why, "unable to allocate CUDA0 buffer");
+        }
+        load_failed(why);
+        fk_exit(fk.env.exit_during_load);
+        return;
+    }
+    ram_touch(frac);
+    int pct = (int)(frac * 100) / 25 * 25;
+    if (pct > pct_logged && pct < 100) {
+        pct_logged = pct;
+        if (fk.cfg.mode == FK_VLLM)
+            fk_log('I', "default_loader.py:267", "Loading weights took %.2f seconds (%d%%)",
+                   (fk_mono_ms() - load_t0) / 1000, pct);
+        else
+            fk_log('I', "llama_model_load", "loading tensors: %d%%", pct);
+    }
+    if (frac >= 1)
+        load_done();
+}
+
+static int cmp_model(const void *a, const void *b)
+{
+    return strcmp(((const struct fk_model *)a)->id, ((const struct fk_model *)b)->id);
+}
+
+static void router_start(void)
+{
+    DIR *d = opendir(fk.cfg.models_dir);
+    size_t cap = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n <= 5 || strcmp(e->d_name + n - 5, ".gguf") != 0)
+            continue;
+        if (n_models == cap)
+            models = xrealloc(models, (cap = cap ? 2 * cap : 8) * sizeof *models);
+        struct fk_model *m = &models[n_models++];
+        memset(m, 0, sizeof *m);
+        m->id = xstrndup(e->d_name, n - 5);
+        m->path = xasprintf("%s/%s", fk.cfg.models_dir, e->d_name);
+        m->status = "unloaded";
+    }
+    if (d)
+        closedir(d);
+    else
+        fk_log('W', "srv:load_models", "cannot open models dir '%s': %s", fk.cfg.models_dir, strerror(errno));
+    qsort(models, n_models, sizeof *models, cmp_model);
+    for (size_t i = 0; i < n_models; i++) {
+        uv_timer_init(fk.loop, &models[i].timer);
+        models[i].timer.data = &models[i];
+    }
+    fk.state = FK_READY;
+    fk_log('I', "srv:llama_server", "router mode: %zu models in '%s'", n_models, fk.cfg.models_dir);
+    fk_log('I', "srv:llama_server", "listening on http://%s:%d", fk.cfg.host, fk.cfg.port);
+}
+
+/* Part of the load, as in llama.cpp: the file must open and say GGUF. */
+static int check_gguf(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fk_log('E', "gguf_init_from_file", "failed to open GGUF file '%s' (%s)", path, strerror(errno));
+        return -1;
+    }
+    char magic[4] = {0};
+    ssize_t n = read(fd, magic, 4);
+    close(fd);
+    if (n != 4 || memcmp(magic, "GGUF", 4) != 0) {
+        fk_log('E', "gguf_init_from_file_impl", "invalid magic characters: '%.4s', expected 'GGUF'", magic);
+        return -1;
+    }
+    return 0;
+}
+
+void load_start(void)
+{
+    char err[256];
+    struct fk_config *c = &fk.cfg;
+    if (c->mode == FK_ROUTER) {
+        router_start();
+        return;
+    }
+    if (c->mode == FK_LLAMA) {
+        fk_log('I', "srv:load_model", "loading model '%s'", c->model);
+        if (check_gguf(c->model) < 0) {
+            load_failed("llama_model_loader: failed to load model");
+            fk_exit(1);
+            return;
+        }
+    } else {
+        fk_log('I', "core.py:93", "Initializing a V1 LLM engine (v%s) with config: model='%s', max_seq_len=%d",
+               FK_VLLM_VERSION, c->model, c->max_model_len);
+    }
+    load_t0 = fk_mono_ms();
+    int rc = fk.env.fork_worker ? fork_worker(err, sizeof err) : hold_local(true, err, sizeof err);
+    if (rc < 0) {
+        load_failed(err);
+        fk_exit(1);
+        return;
+    }
+    uv_timer_init(fk.loop, &load_timer);
+    long tick = fk.env.load_ms / 20;
+    tick = tick < 10 ? 10 : tick > 250 ? 250 : tick;
+    uv_timer_start(&load_timer, on_load_tick, fk.env.load_ms ? (uint64_t)tick : 0, (uint64_t)tick);
+}
+
+/* vLLM's sleep gives the memory back only for an engine started with
+ * --enable-sleep-mode; without it the call succeeds and frees nothing,
+ * which is what the real one does and what a manager must notice. */
+int load_sleep(int level, char *err, size_t errlen)
+{
+    if (fk.state == FK_SLEEPING)
+        return 0;
+    if (level != 1 && level != 2) {
+        snprintf(err, errlen, "sleep level must be 1 or 2, not %d", level);
+        return -1;
+    }
+    if (!fk.cfg.sleep_mode) {
+        fk_log('W', "gpu_worker.py:104", "sleep mode was not enabled (--enable-sleep-mode): nothing is freed");
+    } else if (held && hold(false, err, errlen) < 0) {
+        return -1;
+    }
+    fk.state = FK_SLEEPING;
+    fk_log('I', "gpu_worker.py:104", "Sleep mode freed %.2f GiB memory, level %d",
+           fk.cfg.sleep_mode ? (double)fk.env.ram_mb / 1024 : 0.0, level);
+    return 0;
+}
+
+int load_wake(char *err, size_t errlen)
+{
+    if (fk.state != FK_SLEEPING)
+        return 0;
+    if (!held) {
+        if (hold(true, err, errlen) < 0)
+            return -1;
+        if (!worker_pid)
+            ram_touch(1);
+    }
+    fk.state = FK_READY;
+    fk_log('I', "api_server.py:1012", "wake up the engine");
+    return 0;
+}
+
+size_t load_router_count(void)
+{
+    return n_models;
+}
+
+struct fk_model *load_router_at(size_t i)
+{
+    return i < n_models ? &models[i] : NULL;
+}
+
+struct fk_model *load_router_find(const char *id)
+{
+    for (size_t i = 0; i < n_models; i++)
+        if (strcmp(models[i].id, id) == 0)
+            return &models[i];
+    return NULL;
+}
+
+static void on_model_loaded(uv_timer_t *t)
+{
+    struct fk_model *m = t->data;
+    m->status = "loaded";
+    m->last_used = fk_mono_ms();
+    fk_log('I', "srv:load", "model '%s' loaded", m->id);
+    gen_model_ready(m->id);
+}
+
+void load_router_load(struct fk_model *m)
+{
+    m->last_used = fk_mono_ms();
+    if (strcmp(m->status, "unloaded") != 0)
+        return;
+    size_t busy = 0;
+    struct fk_model *lru = NULL;
+    for (size_t i = 0; i < n_models; i++) {
+        struct fk_model *o = &models[i];
+        if (strcmp(o->status, "unloaded") == 0)
+            continue;
+        busy++;
+        if (strcmp(o->status, "loaded") == 0 && (!lru || o->last_used < lru->last_used))
+            lru = o;
+    }
+    if (fk.cfg.models_max > 0 && busy >= (size_t)fk.cfg.models_max && lru) {
+        fk_log('I', "srv:unload_lru", "models_max limit reached, removing LRU name=%s", lru->id);
+        load_router_unload(lru);
+    }
+    m->status = "loading";
+    fk_log('I', "srv:load", "spawning server instance for model '%s'", m->id);
+    uv_timer_start(&m->timer, on_model_loaded, (uint64_t)fk.env.load_ms, 0);
+}
+
+void load_router_unload(struct fk_model *m)
+{
+    uv_timer_stop(&m->timer);
+    if (strcmp(m->status, "unloaded") != 0)
+        fk_log('I', "srv:unload", "model '%s' unloaded", m->id);
+    m->status = "unloaded";
+}
+
+void load_release(void)
+{
+    ram_unmap();
+    if (worker_fd >= 0)
+        close(worker_fd);
+    worker_fd = -1;
+    for (size_t i = 0; i < n_models; i++) {
+        free(models[i].id);
+        free(models[i].path);
+    }
+    free(models);
+    models = NULL;
+    n_models = 0;
+}
