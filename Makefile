@@ -51,7 +51,7 @@ LLHTTP_SRC := $(LLHTTP_DIR)/llhttp/llhttp.c $(LLHTTP_DIR)/llhttp/api.c $(LLHTTP_
 FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
-.PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help check-syntax
+.PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup
 all: $(GPUMOD) $(FAKELLM)
 
 help:
@@ -61,6 +61,7 @@ help:
 	@echo "make asan       the whole suite under ASan+UBSan (build-asan/)"
 	@echo "make valgrind   the whole suite under valgrind (no timing assertions)"
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
+	@echo "make bench-startup  gpumod --version start-up time against /bin/true"
 
 deps:
 	@scripts/install-deps
@@ -97,6 +98,14 @@ $(FAKELLM): $(FAKE_OBJ) $(LLHTTP_OBJ) $(BUILD)/libgpumod.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
 
 unit: $(UNIT_BIN)
+
+$(BUILD)/bench-startup: tests/bench/startup.c
+	$(CC) -std=c17 -D_GNU_SOURCE -O2 -Wall -Wextra -o $@ $<
+
+# Start-up cost of the CLI against /bin/true, same machine, same run.
+bench-startup: $(GPUMOD) $(BUILD)/bench-startup
+	@echo "machine: $$(nproc) cores, $$(awk '/MemTotal/{printf "%.0f GiB", $$2/1048576}' /proc/meminfo), $$(uname -sr)"
+	@$(BUILD)/bench-startup $${N:-2000} -- /bin/true -- $(GPUMOD) --version
 
 test: deps
 	@$(MAKE) --no-print-directory all unit

@@ -66,8 +66,7 @@ static int expand_word(const preset *p, const char *w, buf *b, char *err, size_t
     return 0;
 }
 
-int driver_command_build(const preset *p, const settings *s, launch *out, char *err,
-                         size_t errlen)
+int driver_command_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen)
 {
     (void)s;
     if (!p->command.n || !*p->command.v[0])
@@ -82,8 +81,8 @@ int driver_command_build(const preset *p, const settings *s, launch *out, char *
         strv_push_own(&out->argv, buf_detach(&b));
     }
     if (!*out->argv.v[0])
-        return driver_fail(err, errlen, "preset '%s': command word '%s' expands to nothing",
-                           p->id, p->command.v[0]);
+        return driver_fail(err, errlen, "preset '%s': command word '%s' expands to nothing", p->id,
+                           p->command.v[0]);
     driver_env_devices(p, &out->env);
     return 0;
 }

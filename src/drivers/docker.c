@@ -30,8 +30,7 @@ static void push_gpus(const preset *p, strv *a)
     }
 }
 
-int driver_docker_build(const preset *p, const settings *s, launch *out, char *err,
-                        size_t errlen)
+int driver_docker_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen)
 {
     const docker_opts *o = &p->docker;
     strv *a = &out->argv;
@@ -50,8 +49,8 @@ int driver_docker_build(const preset *p, const settings *s, launch *out, char *e
     const char *host = driver_host(p);
     int64_t cport = o->container_port > 0 ? o->container_port : p->port;
     strv_push(a, "-p");
-    strv_pushf(a, strchr(host, ':') ? "[%s]:%" PRId64 ":%" PRId64 : "%s:%" PRId64 ":%" PRId64,
-               host, p->port, cport);
+    strv_pushf(a, strchr(host, ':') ? "[%s]:%" PRId64 ":%" PRId64 : "%s:%" PRId64 ":%" PRId64, host,
+               p->port, cport);
     for (size_t i = 0; i < p->env.n; i++) {
         strv_push(a, "-e");
         strv_push(a, p->env.v[i].key);

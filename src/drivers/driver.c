@@ -18,15 +18,12 @@
 typedef int (*build_fn)(const preset *, const settings *, launch *, char *, size_t);
 
 static const build_fn builders[DRV__COUNT] = {
-    [DRV_LLAMACPP] = driver_llamacpp_build,
-    [DRV_VLLM] = driver_vllm_build,
-    [DRV_FASTAPI] = driver_fastapi_build,
-    [DRV_DOCKER] = driver_docker_build,
-    [DRV_COMMAND] = driver_command_build,
-    [DRV_REMOTE] = NULL, /* no process */
+    [DRV_LLAMACPP] = driver_llamacpp_build, [DRV_VLLM] = driver_vllm_build,
+    [DRV_FASTAPI] = driver_fastapi_build,   [DRV_DOCKER] = driver_docker_build,
+    [DRV_COMMAND] = driver_command_build,   [DRV_REMOTE] = NULL, /* no process */
 };
 
-static const char *const help_llama[] = {"--help", NULL};
+static const char *const help_plain[] = {"--help", NULL};
 static const char *const help_vllm[] = {"serve", "--help=all", NULL};
 
 int driver_fail(char *err, size_t errlen, const char *fmt, ...)
@@ -40,7 +37,7 @@ int driver_fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-static const char *pid(const preset *p)
+static const char *id_of(const preset *p)
 {
     return p->id ? p->id : "?";
 }
@@ -63,11 +60,10 @@ static const char *drv_name(driver_kind k)
 
 int driver_push_binary(const preset *p, const settings *s, strv *argv, char *err, size_t errlen)
 {
-    const char *bin = s && kind_ok(p->driver) ? s->driver_binary[p->driver]
-                                                                    : NULL;
+    const char *bin = s && kind_ok(p->driver) ? s->driver_binary[p->driver] : NULL;
     if (!bin || !*bin)
         return driver_fail(err, errlen, "preset '%s': no binary configured for driver '%s'",
-                           pid(p), drv_name(p->driver));
+                           id_of(p), drv_name(p->driver));
     strv_push(argv, bin);
     return 0;
 }
@@ -125,11 +121,11 @@ int driver_launch(const preset *p, const settings *s, launch *out, char *err, si
 {
     launch_release(out);
     if (!kind_ok(p->driver))
-        return driver_fail(err, errlen, "preset '%s': unknown driver %d", pid(p), (int)p->driver);
+        return driver_fail(err, errlen, "preset '%s': unknown driver %d", id_of(p), (int)p->driver);
     for (size_t i = 0; i < p->env.n; i++)
         if (!env_name_ok(p->env.v[i].key))
             return driver_fail(err, errlen,
-                               "preset '%s': env name '%s' is not a valid variable name", pid(p),
+                               "preset '%s': env name '%s' is not a valid variable name", id_of(p),
                                p->env.v[i].key ? p->env.v[i].key : "");
     build_fn build = builders[p->driver];
     if (!build) return 0;
@@ -149,22 +145,22 @@ const char *driver_health_path(const preset *p)
     return p->health_endpoint && *p->health_endpoint ? p->health_endpoint : "/health";
 }
 
-int driver_stop_argv(const preset *p, const settings *s, int64_t timeout_ms, strv *stop,
-                     strv *rm, char *err, size_t errlen)
+int driver_stop_argv(const preset *p, const settings *s, int64_t timeout_ms, strv *stop, strv *rm,
+                     char *err, size_t errlen)
 {
     if (!kind_ok(p->driver))
-        return driver_fail(err, errlen, "preset '%s': unknown driver %d", pid(p), (int)p->driver);
+        return driver_fail(err, errlen, "preset '%s': unknown driver %d", id_of(p), (int)p->driver);
     if (p->driver != DRV_DOCKER) return 0;
     if (driver_push_binary(p, s, stop, err, errlen) < 0) return -1;
     int64_t secs = timeout_ms <= 0 ? 0 : (timeout_ms + 999) / 1000;
     strv_push(stop, "stop");
     strv_push(stop, "-t");
     strv_pushf(stop, "%lld", (long long)secs);
-    strv_pushf(stop, "gpumod-%s", pid(p));
+    strv_pushf(stop, "gpumod-%s", id_of(p));
     strv_push(rm, stop->v[0]);
     strv_push(rm, "rm");
     strv_push(rm, "-f");
-    strv_pushf(rm, "gpumod-%s", pid(p));
+    strv_pushf(rm, "gpumod-%s", id_of(p));
     return 1;
 }
 
@@ -172,8 +168,11 @@ const char *const *driver_help_args(driver_kind k)
 {
     switch (k) {
     case DRV_LLAMACPP:
-    case DRV_FASTAPI: return help_llama;
-    case DRV_VLLM: return help_vllm;
-    default: return NULL;
+    case DRV_FASTAPI:
+        return help_plain;
+    case DRV_VLLM:
+        return help_vllm;
+    default:
+        return NULL;
     }
 }

@@ -25,7 +25,10 @@ typedef struct launch {
     char *cwd; /* NULL: the daemon's */
 } launch;
 
-#define LAUNCH_INIT {STRV_INIT, STRV_INIT, NULL}
+#define LAUNCH_INIT                                                                                \
+    {                                                                                              \
+        STRV_INIT, STRV_INIT, NULL                                                                 \
+    }
 
 /* Fill out (initialised by the caller with LAUNCH_INIT, or released) for
  * preset p.  Returns 0, or -1 with err set and out left empty.  The
@@ -45,8 +48,8 @@ const char *driver_health_path(const preset *p);
  * "no such container" is not an error.  The rm command is also what to
  * run before a start, to clear a container a crash left behind.  -1 with
  * err when p cannot be stopped (unknown driver, no binary). */
-int driver_stop_argv(const preset *p, const settings *s, int64_t timeout_ms, strv *stop,
-                     strv *rm, char *err, size_t errlen);
+int driver_stop_argv(const preset *p, const settings *s, int64_t timeout_ms, strv *stop, strv *rm,
+                     char *err, size_t errlen);
 
 /* The arguments that make the driver's binary list its flags, for
  * flags_check(): {"--help"} for llama-server and uvicorn, {"serve",
@@ -56,7 +59,8 @@ const char *const *driver_help_args(driver_kind k);
 
 /* ---- Shared by the driver files; not for callers outside src/drivers. */
 
-int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen);
+int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char *err,
+                          size_t errlen);
 int driver_vllm_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen);
 int driver_fastapi_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen);
 int driver_docker_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen);

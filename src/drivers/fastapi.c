@@ -6,8 +6,7 @@
 
 #include <inttypes.h>
 
-int driver_fastapi_build(const preset *p, const settings *s, launch *out, char *err,
-                         size_t errlen)
+int driver_fastapi_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen)
 {
     const fastapi_opts *o = &p->fastapi;
     strv *a = &out->argv;

@@ -47,7 +47,8 @@ static bool is_number(const char *s)
 static bool is_flag_word(const char *w, size_t n)
 {
     size_t d = 0;
-    while (d < n && d < 2 && w[d] == '-') d++;
+    while (d < n && d < 2 && w[d] == '-')
+        d++;
     if (d == 0 || d == n || !isalnum((unsigned char)w[d])) return false;
     for (size_t i = d; i < n; i++)
         if (!(isalnum((unsigned char)w[i]) || w[i] == '-' || w[i] == '_' || w[i] == '.'))
@@ -107,15 +108,19 @@ void flags_parse(const char *help, flagset *fs)
         const char *nl = strchr(l, '\n');
         size_t len = nl ? (size_t)(nl - l) : strlen(l);
         size_t ind = 0;
-        while (ind < len && (l[ind] == ' ' || l[ind] == '\t')) ind++;
+        while (ind < len && (l[ind] == ' ' || l[ind] == '\t'))
+            ind++;
         if (option_line(l, ind, len)) {
             commit(fs, &entry, removed);
             size_t end = option_column_end(l, ind, len);
             for (size_t i = ind; i < end;) {
-                while (i < end && strchr(SEPARATORS, l[i])) i++;
+                while (i < end && strchr(SEPARATORS, l[i]))
+                    i++;
                 size_t s = i;
-                while (i < end && !strchr(SEPARATORS, l[i])) i++;
-                if (i > s && is_flag_word(l + s, i - s)) strv_push_own(&entry, xstrndup(l + s, i - s));
+                while (i < end && !strchr(SEPARATORS, l[i]))
+                    i++;
+                if (i > s && is_flag_word(l + s, i - s))
+                    strv_push_own(&entry, xstrndup(l + s, i - s));
             }
             removed = has_ci(l + end, len - end, "has been removed");
         } else if (ind > OPTION_INDENT_MAX && ind < len) {
@@ -211,8 +216,10 @@ static void write_cache(const char *dir, const char *file, const buf *header, co
         for (size_t off = 0; ok && off < parts[i]->len;) {
             ssize_t n = write(fd, parts[i]->p + off, parts[i]->len - off);
             if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) ok = false;
-            else off += (size_t)n;
+            if (n <= 0)
+                ok = false;
+            else
+                off += (size_t)n;
         }
     }
     if (fd >= 0 && close(fd) < 0) ok = false;
@@ -269,8 +276,9 @@ int flags_help(const flags_query *q, buf *text, bool *from_cache, char *err, siz
         }
     }
 
-    strv_push(&argv, abs);
-    for (size_t i = 0; hargs[i]; i++) strv_push(&argv, hargs[i]);
+    strv_push(&argv, found); /* as the supervisor would run it: venvs care */
+    for (size_t i = 0; hargs[i]; i++)
+        strv_push(&argv, hargs[i]);
     run_opts ro = {.timeout_ms = q->timeout_ms > 0 ? q->timeout_ms : HELP_TIMEOUT_MS,
                    .max_output = HELP_MAX};
     run_result res;
@@ -303,8 +311,8 @@ out:
     return rc;
 }
 
-int flags_check(const flags_query *q, const strv *argv, strv *unknown, strv *removed,
-                char *err, size_t errlen)
+int flags_check(const flags_query *q, const strv *argv, strv *unknown, strv *removed, char *err,
+                size_t errlen)
 {
     buf text = BUF_INIT;
     if (flags_help(q, &text, NULL, err, errlen) < 0) {

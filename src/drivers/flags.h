@@ -31,7 +31,10 @@ typedef struct flagset {
     strv removed;
 } flagset;
 
-#define FLAGSET_INIT {STRV_INIT, STRV_INIT}
+#define FLAGSET_INIT                                                                               \
+    {                                                                                              \
+        STRV_INIT, STRV_INIT                                                                       \
+    }
 
 /* The help text of q->binary, from the cache or by running it (and then
  * caching it).  *from_cache (may be NULL) says which.  Returns 0, or -1
@@ -53,7 +56,7 @@ void flagset_release(flagset *fs);
 void flags_unknown(const flagset *fs, const strv *argv, strv *unknown, strv *removed);
 
 /* flags_help + flags_parse + flags_unknown.  0, or -1 with err set. */
-int flags_check(const flags_query *q, const strv *argv, strv *unknown, strv *removed,
-                char *err, size_t errlen);
+int flags_check(const flags_query *q, const strv *argv, strv *unknown, strv *removed, char *err,
+                size_t errlen);
 
 #endif

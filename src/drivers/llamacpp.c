@@ -43,8 +43,7 @@ static void push_tensor_split(const preset *p, strv *argv)
     strv_push_own(argv, buf_detach(&b));
 }
 
-int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char *err,
-                          size_t errlen)
+int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen)
 {
     const llama_opts *o = &p->llama;
     strv *a = &out->argv;
@@ -71,7 +70,8 @@ int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char 
     if (p->model_path) {
         buf names = BUF_INIT;
         buf_adds(&names, p->id);
-        for (size_t i = 0; i < p->aliases.n; i++) buf_printf(&names, ",%s", p->aliases.v[i]);
+        for (size_t i = 0; i < p->aliases.n; i++)
+            buf_printf(&names, ",%s", p->aliases.v[i]);
         strv_push(a, "--alias");
         strv_push_own(a, buf_detach(&names));
     }

@@ -37,15 +37,15 @@ static bool word_is_secret(const char *w, size_t n)
 {
     return contains_ci(w, n, "SECRET") || contains_ci(w, n, "PASSWORD") ||
            contains_ci(w, n, "PASSWD") || contains_ci(w, n, "CREDENTIAL") ||
-           ends_with_ci(w, n, "KEY") || ends_with_ci(w, n, "KEYS") ||
-           ends_with_ci(w, n, "TOKEN") || equals_ci(w, n, "AUTH") ||
-           equals_ci(w, n, "AUTHORIZATION");
+           ends_with_ci(w, n, "KEY") || ends_with_ci(w, n, "KEYS") || ends_with_ci(w, n, "TOKEN") ||
+           equals_ci(w, n, "AUTH") || equals_ci(w, n, "AUTHORIZATION");
 }
 
 bool redact_is_secret_name(const char *name)
 {
     if (!name) return false;
-    while (*name == '-') name++;
+    while (*name == '-')
+        name++;
     const char *w = name;
     for (const char *c = name;; c++) {
         if (*c == '\0' || *c == '-' || *c == '_' || *c == '.') {
@@ -61,7 +61,8 @@ static bool env_word(const char *s, size_t *namelen)
 {
     if (!(isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
     size_t i = 1;
-    while (isalnum((unsigned char)s[i]) || s[i] == '_') i++;
+    while (isalnum((unsigned char)s[i]) || s[i] == '_')
+        i++;
     if (s[i] != '=') return false;
     *namelen = i;
     return true;

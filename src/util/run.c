@@ -94,8 +94,8 @@ char *run_which(const char *name, int *errnum)
     int best = ENOENT;
     for (const char *p = path;;) {
         const char *end = strchrnul(p, ':');
-        char *cand = end == p ? xasprintf("./%s", name)
-                              : xasprintf("%.*s/%s", (int)(end - p), p, name);
+        char *cand =
+            end == p ? xasprintf("./%s", name) : xasprintf("%.*s/%s", (int)(end - p), p, name);
         int e = exec_file(cand);
         if (!e) return cand;
         if (e == EACCES) best = EACCES; /* like execvp: keep looking, remember */
@@ -117,13 +117,12 @@ static void child_fail(int fd, int stage)
     _exit(127);
 }
 
-static void child_exec(const char *path, char *const argv[], char *const envp[],
-                       const char *cwd, int devnull, int outw, int failw)
-    __attribute__((noreturn));
+static void child_exec(const char *path, char *const argv[], char *const envp[], const char *cwd,
+                       int devnull, int outw, int failw) __attribute__((noreturn));
 
 /* After fork: only async-signal-safe calls from here on. */
-static void child_exec(const char *path, char *const argv[], char *const envp[],
-                       const char *cwd, int devnull, int outw, int failw)
+static void child_exec(const char *path, char *const argv[], char *const envp[], const char *cwd,
+                       int devnull, int outw, int failw)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -144,7 +143,8 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
     {
         long max = sysconf(_SC_OPEN_MAX);
         if (max < 0 || max > 65536) max = 65536;
-        for (int fd = 3; fd < max; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        for (int fd = 3; fd < max; fd++)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
     }
     execve(path, argv, envp);
     child_fail(failw, STAGE_EXEC);
@@ -152,7 +152,8 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
 
 static int build_env(const strv *add, strv *envv, char *err, size_t errlen)
 {
-    for (char **e = environ; e && *e; e++) strv_push(envv, *e);
+    for (char **e = environ; e && *e; e++)
+        strv_push(envv, *e);
     for (size_t i = 0; add && i < add->n; i++) {
         const char *eq = strchr(add->v[i], '=');
         if (!eq || eq == add->v[i]) {
@@ -205,8 +206,8 @@ static void reap_blocking(pid_t pid, int *status)
     }
 }
 
-int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res,
-                char *err, size_t errlen)
+int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res, char *err,
+                size_t errlen)
 {
     run_result local;
     if (!res) res = &local;
@@ -307,8 +308,7 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
             res->timed_out = true; /* cannot wait any more: treat as the deadline */
             break;
         }
-        if (oi >= 0 && pf[oi].revents)
-            read_ready(outfd, out, cap, &kept, &eof, &res->truncated);
+        if (oi >= 0 && pf[oi].revents) read_ready(outfd, out, cap, &kept, &eof, &res->truncated);
         if (!reaped) {
             pid_t w = waitpid(pid, &status, WNOHANG);
             if (w == pid) {

@@ -13,21 +13,21 @@
 #include "util/strv.h"
 
 typedef struct run_opts {
-    int64_t timeout_ms;  /* > 0; the whole run, output included */
-    size_t max_output;   /* bytes kept in out; 0: 1 MiB.  The rest is read
-                            and dropped, so the child never blocks on a
-                            full pipe */
-    const char *cwd;     /* NULL: inherit */
-    const strv *env;     /* KEY=VALUE set on top of environ; NULL: none */
+    int64_t timeout_ms; /* > 0; the whole run, output included */
+    size_t max_output;  /* bytes kept in out; 0: 1 MiB.  The rest is read
+                           and dropped, so the child never blocks on a
+                           full pipe */
+    const char *cwd;    /* NULL: inherit */
+    const strv *env;    /* KEY=VALUE set on top of environ; NULL: none */
 } run_opts;
 
 typedef struct run_result {
-    bool exited;         /* exit_code is valid */
+    bool exited; /* exit_code is valid */
     int exit_code;
-    int term_signal;     /* the signal that ended it, 0 if none */
-    bool timed_out;      /* the deadline passed: the group got SIGKILL */
-    bool truncated;      /* output went over max_output */
-    int start_errno;     /* could not be started (ENOENT, EACCES, ...), else 0 */
+    int term_signal; /* the signal that ended it, 0 if none */
+    bool timed_out;  /* the deadline passed: the group got SIGKILL */
+    bool truncated;  /* output went over max_output */
+    int start_errno; /* could not be started (ENOENT, EACCES, ...), else 0 */
     int64_t elapsed_ms;
 } run_result;
 
@@ -41,8 +41,8 @@ typedef struct run_result {
  * "'x' was killed by signal 9", "'x' timed out after 200 ms").  res (may
  * be NULL) tells the cases apart for callers to whom a non-zero exit is
  * an answer, not a failure.  Needs SIGCHLD not set to SIG_IGN. */
-int run_capture(char *const argv[], const run_opts *opts, buf *out, run_result *res,
-                char *err, size_t errlen);
+int run_capture(char *const argv[], const run_opts *opts, buf *out, run_result *res, char *err,
+                size_t errlen);
 
 /* The file that running `name` would execute: name itself when it holds a
  * '/', else the first executable regular file of that name in $PATH.
