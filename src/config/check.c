@@ -144,10 +144,17 @@ static int flag_group(const char *word)
 
 static void check_repeated_flags(config *cfg, const preset *p)
 {
-    if (p->has_errors || p->driver == DRV_DOCKER || p->driver == DRV_COMMAND || p->driver == DRV_REMOTE) return;
+    if (p->has_errors) return;
     launch l = LAUNCH_INIT;
-    char err[256];
-    if (driver_launch(p, &cfg->set, &l, err, sizeof err)) return;
+    char err[512];
+    if (driver_launch(p, &cfg->set, &l, err, sizeof err)) { /* what the loader cannot see: err names the preset */
+        diags_add(&cfg->diags, DIAG_ERROR, p->pos, "%s", err);
+        return;
+    }
+    if (p->driver == DRV_DOCKER || p->driver == DRV_COMMAND || p->driver == DRV_REMOTE) {
+        launch_release(&l);
+        return;
+    }
     size_t own = l.argv.n - p->extra_args.n - p->args.n; /* the driver's words come first */
     for (size_t i = own; i < l.argv.n; i++) {
         int g = flag_group(l.argv.v[i]);
@@ -213,16 +220,12 @@ static void check_flags(config *cfg, const preset *p, const char *binary)
     if (!help) return;
     launch l = LAUNCH_INIT;
     char err[512];
-    if (driver_launch(p, &cfg->set, &l, err, sizeof err)) {
-        diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': %s", p->id, err);
-        return;
-    }
+    if (driver_launch(p, &cfg->set, &l, err, sizeof err)) return; /* reported by config_check_cross */
     char *cache = xasprintf("%s/cache", cfg->set.state_dir);
     flags_query q = {binary, help, cache, 0};
     strv unknown = STRV_INIT, removed = STRV_INIT;
     if (flags_check(&q, &l.argv, &unknown, &removed, err, sizeof err)) {
-        diags_add(&cfg->diags, DIAG_WARNING, p->pos, "preset '%s': cannot check the flags of '%s': %s", p->id, binary,
-                  err);
+        diags_add(&cfg->diags, DIAG_WARNING, p->pos, "preset '%s': %s", p->id, err);
     } else {
         for (size_t i = 0; i < removed.n; i++)
             diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': flag '%s' has been removed from %s (its --help says so)",

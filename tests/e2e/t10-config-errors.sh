@@ -302,6 +302,18 @@ t_has err "e.yaml:3:20: error: preset 'e': remote.base_url 'ftp://x' must start 
 t_has err "f.yaml:1:1: error: preset 'f': required key 'port' is missing"
 t_end
 
+t_begin "a command preset with an unknown placeholder"
+reset_cfg
+preset cmd <<'YAML'
+id: cmd
+driver: command
+port: 9000
+command: [/usr/bin/server, --listen, "{host}:{port}", --name, "{nmae}"]
+YAML
+check 2
+t_match err "cmd.yaml:1:1: error: preset 'cmd': .*\{nmae\}"
+t_end
+
 t_begin "duplicate preset ids across files"
 reset_cfg; good one 7070
 preset two <<'YAML'
