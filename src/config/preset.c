@@ -834,6 +834,8 @@ void preset_release(preset *p)
     strv_release(&pb.p.extra_args);
     free(pb.p.mem_gpu_mb);
     free(pb.p.canary.prompt);
+    free(pb.p.llama.chat_template_kwargs); /* F_CUSTOM: not the table's to free */
+    free(pb.p.vllm.hf_overrides);
     free(pb.uv_model_path);
     memset(p, 0, sizeof *p);
 }

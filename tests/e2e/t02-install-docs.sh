@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# make install honours PREFIX and DESTDIR; the man page and README keep up
+# with the command table.
+. "$(dirname "$0")/lib.sh"
+
+t_begin "make install PREFIX DESTDIR installs the binary and the man page"
+t_run 0 make -s -C "$GPUMOD_SRC" BUILD="$BUILD" install PREFIX=/usr DESTDIR="$T/root"
+t_eq "$(stat -c %a "$T/root/usr/bin/gpumod")" 755 "gpumod mode"
+t_eq "$(stat -c %a "$T/root/usr/share/man/man1/gpumod.1")" 644 "man page mode"
+t_run 0 "$T/root/usr/bin/gpumod" --version
+t_match out "^gpumod "
+t_end
+
+t_begin "every command of --help is in the man page and the README"
+t_run 0 gpumod --help
+for c in $(awk '/^Commands:/{f=1;next} /^$/{f=0} f{print $1}' "$T/out"); do
+    grep -q "^\.B $c\b\|^\.B $c " "$GPUMOD_SRC/docs/gpumod.1" || t_fail "man page lacks command '$c'"
+    grep -q "gpumod $c\|gpumod --$c\|gpumod help" "$GPUMOD_SRC/README.md" || t_fail "README lacks command '$c'"
+done
+t_end
+
+t_begin "the man page documents every exit code of --help"
+for code in 0 1 2 3 4; do
+    grep -q "^\.B $code\$" "$GPUMOD_SRC/docs/gpumod.1" || t_fail "man page lacks exit code $code"
+done
+t_end
+
+t_begin "the demo runs and says that fakellm stands in for a real engine"
+t_run 0 env BUILD="$BUILD" "$GPUMOD_SRC/scripts/demo"
+t_has out "fakellm (tests/fakes/fakellm) stands in for llama-server and vLLM"
+t_has out "3 presets, 2 modes: 0 errors, 0 warnings"
+t_has out '"argv":["fakellm","serve"'
+t_end
+
+t_done
