@@ -88,16 +88,6 @@ static int config_check(cli *c, int argc, char **argv, const cmd *k)
     return rc ? EXIT_USAGE : EXIT_OK;
 }
 
-static void strv_json(buf *b, const strv *v)
-{
-    buf_addc(b, '[');
-    for (size_t i = 0; i < v->n; i++) {
-        if (i) buf_addc(b, ',');
-        buf_json_str(b, v->v[i]);
-    }
-    buf_addc(b, ']');
-}
-
 static void strv_text_list(buf *b, const strv *v, const char *indent)
 {
     if (!v->n) buf_adds(b, " []\n");
@@ -188,9 +178,9 @@ static int show_preset(cli *c, const config *cfg, const preset *p)
         preset_show_unit_vars(&b, &r.p, true);
         redacted_release(&r);
         buf_adds(&b, ",\"argv\":");
-        strv_json(&b, &l.argv);
+        schema_show_strv(&b, &l.argv, true);
         buf_adds(&b, ",\"env\":");
-        strv_json(&b, &l.env);
+        schema_show_strv(&b, &l.env, true);
         buf_adds(&b, ",\"cwd\":");
         if (l.cwd) buf_json_str(&b, l.cwd);
         else buf_adds(&b, "null");
@@ -260,7 +250,7 @@ static int show_all(cli *c, const config *cfg)
             buf_adds(&b, "{\"id\":");
             buf_json_str(&b, cfg->modes[i].id);
             buf_adds(&b, ",\"services\":");
-            strv_json(&b, &cfg->modes[i].services);
+            schema_show_strv(&b, &cfg->modes[i].services, true);
             buf_addc(&b, '}');
         }
         buf_adds(&b, "]}\n");

@@ -126,13 +126,7 @@ static char *node_to_json(const ynode *n, int depth)
 
 static void show_extra_args(buf *out, const field *f, const void *obj, bool json)
 {
-    const strv *v = &((const pbuild *)obj)->p.extra_args;
-    buf_addc(out, '[');
-    for (size_t i = 0; i < v->n; i++) {
-        if (i) buf_adds(out, json ? "," : ", ");
-        buf_json_str(out, v->v[i]);
-    }
-    buf_addc(out, ']');
+    schema_show_strv(out, &((const pbuild *)obj)->p.extra_args, json);
 }
 
 static void parse_json_object(schema_ctx *c, const field *f, const ynode *n, void *obj)
@@ -352,23 +346,7 @@ static void parse_unit_vars(schema_ctx *c, const field *f, const ynode *n, void 
 
 static void show_unit_vars(buf *out, const field *f, const void *obj, bool json)
 {
-    const kvlist *kl = &((const pbuild *)obj)->p.unit_vars;
-    if (json) {
-        buf_addc(out, '{');
-        for (size_t i = 0; i < kl->n; i++) {
-            if (i) buf_addc(out, ',');
-            buf_json_str(out, kl->v[i].key);
-            buf_addc(out, ':');
-            buf_json_str(out, kl->v[i].val);
-        }
-        buf_addc(out, '}');
-        return;
-    }
-    if (!kl->n) buf_adds(out, "{}");
-    for (size_t i = 0; i < kl->n; i++) {
-        buf_printf(out, "\n  %s: ", kl->v[i].key);
-        buf_json_str(out, kl->v[i].val);
-    }
+    schema_show_kvlist(out, &((const pbuild *)obj)->p.unit_vars, json, 0);
 }
 
 static void parse_devices(schema_ctx *c, const field *f, const ynode *n, void *obj)
@@ -407,13 +385,7 @@ static void parse_devices(schema_ctx *c, const field *f, const ynode *n, void *o
 
 static void show_devices(buf *out, const field *f, const void *obj, bool json)
 {
-    const strv *d = &((const pbuild *)obj)->p.devices;
-    buf_addc(out, '[');
-    for (size_t i = 0; i < d->n; i++) {
-        if (i) buf_adds(out, json ? "," : ", ");
-        buf_json_str(out, d->v[i]);
-    }
-    buf_addc(out, ']');
+    schema_show_strv(out, &((const pbuild *)obj)->p.devices, json);
 }
 
 static void parse_memory(schema_ctx *c, const field *f, const ynode *n, void *obj)

@@ -554,6 +554,35 @@ static void text_str(buf *out, const char *s)
         buf_json_str(out, s); /* a JSON string is a valid YAML double-quoted scalar */
 }
 
+void schema_show_strv(buf *out, const strv *v, bool json)
+{
+    buf_addc(out, '[');
+    for (size_t i = 0; i < v->n; i++) {
+        if (i) buf_adds(out, json ? "," : ", ");
+        buf_json_str(out, v->v[i]);
+    }
+    buf_addc(out, ']');
+}
+
+void schema_show_kvlist(buf *out, const kvlist *kl, bool json, int indent)
+{
+    if (json || !kl->n) {
+        buf_addc(out, '{');
+        for (size_t i = 0; i < kl->n; i++) {
+            if (i) buf_addc(out, ',');
+            buf_json_str(out, kl->v[i].key);
+            buf_addc(out, ':');
+            buf_json_str(out, kl->v[i].val);
+        }
+        buf_addc(out, '}');
+        return;
+    }
+    for (size_t i = 0; i < kl->n; i++) {
+        buf_printf(out, "\n%*s%s: ", indent + 2, "", kl->v[i].key);
+        text_str(out, kl->v[i].val);
+    }
+}
+
 static void show_value_text(buf *out, const field *f, const void *obj, int indent)
 {
     switch (f->type) {
@@ -579,28 +608,8 @@ static void show_value_text(buf *out, const field *f, const void *obj, int inden
         buf_adds(out, v < 0 ? "null" : f->names[v]);
         break;
     }
-    case F_STRV: {
-        const strv *sv = CAT(obj, f->off, strv);
-        buf_addc(out, '[');
-        for (size_t i = 0; i < sv->n; i++) {
-            if (i) buf_adds(out, ", ");
-            buf_json_str(out, sv->v[i]);
-        }
-        buf_addc(out, ']');
-        break;
-    }
-    case F_ENV: {
-        const kvlist *kl = CAT(obj, f->off, kvlist);
-        if (!kl->n) {
-            buf_adds(out, "{}");
-            break;
-        }
-        for (size_t i = 0; i < kl->n; i++) {
-            buf_printf(out, "\n%*s%s: ", indent + 2, "", kl->v[i].key);
-            text_str(out, kl->v[i].val);
-        }
-        break;
-    }
+    case F_STRV: schema_show_strv(out, CAT(obj, f->off, strv), false); break;
+    case F_ENV: schema_show_kvlist(out, CAT(obj, f->off, kvlist), false, indent); break;
     case F_SECTION:
         buf_addc(out, '\n');
         schema_show_text(out, f->sub, obj, indent + 2);
@@ -669,28 +678,8 @@ static void show_value_json(buf *out, const field *f, const void *obj)
             buf_json_str(out, f->names[v]);
         break;
     }
-    case F_STRV: {
-        const strv *sv = CAT(obj, f->off, strv);
-        buf_addc(out, '[');
-        for (size_t i = 0; i < sv->n; i++) {
-            if (i) buf_addc(out, ',');
-            buf_json_str(out, sv->v[i]);
-        }
-        buf_addc(out, ']');
-        break;
-    }
-    case F_ENV: {
-        const kvlist *kl = CAT(obj, f->off, kvlist);
-        buf_addc(out, '{');
-        for (size_t i = 0; i < kl->n; i++) {
-            if (i) buf_addc(out, ',');
-            buf_json_str(out, kl->v[i].key);
-            buf_addc(out, ':');
-            buf_json_str(out, kl->v[i].val);
-        }
-        buf_addc(out, '}');
-        break;
-    }
+    case F_STRV: schema_show_strv(out, CAT(obj, f->off, strv), true); break;
+    case F_ENV: schema_show_kvlist(out, CAT(obj, f->off, kvlist), true, 0); break;
     case F_SECTION: schema_show_json(out, f->sub, obj); break;
     case F_CUSTOM:
         if (f->show)

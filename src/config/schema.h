@@ -76,6 +76,10 @@ void schema_release(const field *tab, void *obj);
  * object body (without braces when inner). */
 void schema_show_text(buf *out, const field *tab, const void *obj, int indent);
 void schema_show_json(buf *out, const field *tab, const void *obj);
+/* A string list as a JSON array; an ordered map as a JSON object, or as
+ * an indented YAML block (text). */
+void schema_show_strv(buf *out, const strv *v, bool json);
+void schema_show_kvlist(buf *out, const kvlist *kl, bool json, int indent);
 /* Markdown reference table rows: | key | type | default | doc | */
 void schema_doc_markdown(buf *out, const field *tab, const char *prefix);
 /* Append text with table pipes escaped. */
