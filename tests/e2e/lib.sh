@@ -158,15 +158,21 @@ t_wait() {
     return 0
 }
 
-# free_port: a TCP port nobody listens on (from /proc/net/tcp{,6}), random
-# so that parallel scripts rarely pick the same one
+# free_port: a TCP port no socket uses (any state, from /proc/net/tcp{,6}),
+# below the kernel's ephemeral range, so that ports left in TIME_WAIT by
+# earlier connections never collide with a server's listen; random, so
+# that parallel scripts rarely pick the same one
 free_port() {
-    local used p
-    used=$(awk 'NR > 1 && $4 == "0A" { split($2, a, ":"); print strtonum("0x" a[2]) }' \
-        /proc/net/tcp /proc/net/tcp6 2>/dev/null | sort -u)
+    local lo hi p
+    read -r lo _ </proc/sys/net/ipv4/ip_local_port_range
+    hi=$lo
+    [ "$hi" -gt 11000 ] || hi=65000
+    [ "$hi" -le 20000 ] && lo=10000 || lo=20000
+    [ "$hi" -le "$lo" ] && lo=$((hi / 2))
     while :; do
-        p=$(( 20000 + RANDOM % 40000 ))
-        grep -qx "$p" <<<"$used" || { echo "$p"; return; }
+        p=$(( lo + (RANDOM * 32768 + RANDOM) % (hi - lo) ))
+        awk -v p="$p" 'NR > 1 { split($2, a, ":"); if (strtonum("0x" a[2]) == p) f = 1 } END { exit !f }' \
+            /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
     done
 }
 
@@ -177,4 +183,57 @@ http() {
     [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
     curl "${args[@]}" "$url" >"$T/status" 2>"$T/err"
     return 0
+}
+
+# --- helpers for scripts that run processes such as fakellm ---------------
+
+# fakellm_spawn NAME [VAR=VALUE...] -- ARGS...: t_spawn fakellm with that
+# environment added; log in $T/NAME.log, pid in $_t_last_pid
+fakellm_spawn() {
+    local name=$1 envs=(); shift
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done; shift
+    t_spawn "$name" env "${envs[@]}" "$FAKELLM_BIN" "$@"
+}
+
+# wait_healthy PORT: GET /health answers 2xx within 10 s (scaled); else show
+# the log lines that name the port or are errors, and return 1
+wait_healthy() {
+    t_wait 10 curl -sf -o /dev/null "http://127.0.0.1:$1/health" && return 0
+    grep -h -e "$1" -e "^E " "$T"/*.log 2>/dev/null | tail -n 5 | sed 's/^/#   log: /'
+    return 1
+}
+
+# alive PID: the process exists and is not a zombie
+alive() { [ -e "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+
+# reap PID SECONDS: wait until PID (a child of this script) has exited, within
+# the scaled deadline; its exit status in $rc ("timeout" and 1 if it did not)
+reap() {
+    local deadline=$(( $(date +%s%N) / 1000000 + $2 * 1000 * GPUMOD_TEST_TIME_SCALE ))
+    while alive "$1"; do
+        [ $(( $(date +%s%N) / 1000000 )) -ge $deadline ] && { rc=timeout; return 1; }
+        sleep 0.02
+    done
+    wait "$1" 2>/dev/null; rc=$?
+    return 0
+}
+
+# rss_mb PID: resident memory in MiB (VmRSS)
+rss_mb() { awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$1/status"; }
+
+# stop_all_clean: SIGTERM every process t_spawn started that still runs;
+# each must exit 0 within 5 s (scaled), and no $T/*.log may hold a
+# sanitizer report (the ASan build's leak check runs at that exit)
+stop_all_clean() {
+    local p
+    for p in "${_t_pids[@]}"; do
+        alive "$p" || continue
+        kill -TERM "$p"
+        reap "$p" 5 || { t_fail "pid $p still running 5 s after SIGTERM"; continue; }
+        [ "$rc" -eq 0 ] || t_fail "pid $p exited $rc after SIGTERM"
+    done
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T"/*.log 2>/dev/null; then
+        t_fail "a sanitizer report:"
+        grep -hE -A12 'AddressSanitizer|LeakSanitizer|runtime error:' "$T"/*.log | head -40 | sed 's/^/#   /'
+    fi
 }

@@ -81,7 +81,7 @@ struct fk_env {
 /* Counters behind /metrics (gen.c and http.c bump them). */
 struct fk_stats {
     uint64_t prompt_tokens, predicted_tokens, n_decode, aborted, completed;
-    uint64_t finished_stop, finished_length, requests;
+    uint64_t finished_stop, finished_length;
     double prompt_s, predicted_s, ttft_sum_s, e2e_sum_s;
     uint64_t ttft_count, e2e_count;
     uint64_t ttft_buckets[24];
@@ -148,7 +148,6 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body);
 /* Router mode: a model finished loading; start what waits for it. */
 void gen_model_ready(const char *model_id);
 void gen_shutdown(void);
-int gen_busy_slots(void);
 /* GET /slots: one JSON object per slot */
 cJSON *gen_slots_json(void);
 

@@ -123,6 +123,7 @@ static void schedule(void)
             slots[g->slot] = g;
             fk.st.processing++;
             g->t_start = fk_mono_ms();
+            uv_update_time(fk.loop);
             uv_timer_start(&g->timer, on_tick, (uint64_t)fk.env.ttft_ms, 0);
         }
         g = next;
@@ -293,6 +294,11 @@ static void on_tick(uv_timer_t *t)
 {
     struct gen *g = t->data;
     double now = fk_mono_ms(), iv = interval_ms();
+    if (!g->t_first && now - g->t_start < (double)fk.env.ttft_ms) {
+        /* libuv's clock is cached per loop turn: never answer early */
+        uv_timer_start(t, on_tick, (uint64_t)ceil(fk.env.ttft_ms - (now - g->t_start)), 0);
+        return;
+    }
     buf b = BUF_INIT;
     if (!g->t_first) {
         /* the prompt is "processed": what llama counts at this point */
@@ -371,42 +377,43 @@ static void add_content(buf *b, cJSON *content)
 static int prompt_tokens(conn *c, enum gen_api api, cJSON *body)
 {
     buf text = BUF_INIT;
+    int ids = 0;
+    cJSON *x;
     if (api == GEN_CHAT) {
-        cJSON *msgs = cJSON_GetObjectItem(body, "messages"), *m;
+        cJSON *msgs = cJSON_GetObjectItem(body, "messages");
         if (!cJSON_IsArray(msgs)) {
             api_error(c, 400, "invalid_request_error", "Expected 'messages' to be an array");
             return -1;
         }
-        cJSON_ArrayForEach(m, msgs) add_content(&text, cJSON_GetObjectItem(m, "content"));
+        cJSON_ArrayForEach(x, msgs) add_content(&text, cJSON_GetObjectItem(x, "content"));
     } else {
-        cJSON *p = cJSON_GetObjectItem(body, "prompt"), *x;
-        if (cJSON_IsString(p)) {
-            buf_adds(&text, p->valuestring);
-        } else if (cJSON_IsArray(p)) {
-            int ids = 0;
-            cJSON_ArrayForEach(x, p) {
-                if (cJSON_IsNumber(x))
-                    ids++; /* token ids: one token each */
-                else if (cJSON_IsString(x))
-                    buf_printf(&text, "%s\n", x->valuestring);
-            }
-            int n = ids + (int)tok_count(text.p);
-            buf_release(&text);
-            return n;
-        } else {
+        cJSON *p = cJSON_GetObjectItem(body, "prompt");
+        if (!cJSON_IsString(p) && !cJSON_IsArray(p)) {
             api_error(c, 400, "invalid_request_error", "\"prompt\" must be provided");
             return -1;
         }
+        if (cJSON_IsString(p))
+            buf_adds(&text, p->valuestring);
+        cJSON *arr = cJSON_IsArray(p) ? p : NULL;
+        cJSON_ArrayForEach(x, arr) {
+            if (cJSON_IsNumber(x))
+                ids++; /* a token id is one token */
+            else if (cJSON_IsString(x))
+                buf_printf(&text, "%s\n", x->valuestring);
+        }
     }
-    int n = (int)tok_count(text.p);
+    int n = ids + (int)tok_count(text.p);
     buf_release(&text);
     return n;
 }
 
+/* A JSON number as an int; huge values clamp, negative ones mean "none". */
 static int json_int(cJSON *o, const char *key, int dflt)
 {
     cJSON *v = cJSON_GetObjectItem(o, key);
-    return cJSON_IsNumber(v) ? (int)v->valuedouble : dflt;
+    if (!cJSON_IsNumber(v))
+        return dflt;
+    return v->valuedouble >= INT32_MAX ? INT32_MAX : v->valuedouble < 0 ? -1 : (int)v->valuedouble;
 }
 
 void gen_submit(conn *c, enum gen_api api, cJSON *body)
@@ -448,10 +455,11 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body)
     int max = api == GEN_NATIVE ? json_int(body, "n_predict", json_int(body, "max_tokens", -1))
                                 : json_int(body, "max_completion_tokens", json_int(body, "max_tokens", -1));
     int limit = cfg->mode == FK_VLLM ? cfg->max_model_len : cfg->n_ctx_slot;
-    if (cfg->mode == FK_VLLM && (prompt_n >= limit || (max > 0 && prompt_n + max > limit))) {
-        api_error(c, 400, "", "This model's maximum context length is %d tokens. However, you requested %d "
+    if (cfg->mode == FK_VLLM && (prompt_n >= limit || (max > 0 && max > limit - prompt_n))) {
+        long long want = (long long)prompt_n + (max > 0 ? max : 0);
+        api_error(c, 400, "", "This model's maximum context length is %d tokens. However, you requested %lld "
                   "tokens (%d in the messages, %d in the completion). Please reduce the length of the "
-                  "messages or completion.", limit, prompt_n + (max > 0 ? max : 0), prompt_n, max > 0 ? max : 0);
+                  "messages or completion.", limit, want, prompt_n, max > 0 ? max : 0);
         return;
     }
     if (prompt_n >= limit) {
@@ -503,11 +511,6 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body)
 void gen_model_ready(const char *model_id)
 {
     schedule();
-}
-
-int gen_busy_slots(void)
-{
-    return fk.st.processing;
 }
 
 cJSON *gen_slots_json(void)

@@ -41,6 +41,7 @@ struct conn {
     bool pump_queued;
     bool body_too_big;
     bool read_stopped;
+    bool expect_continue;
     char method[16];
     unsigned long id;
     double recv_mono, recv_real, first_mono, first_real, last_active;
@@ -113,14 +114,8 @@ static void on_write(uv_write_t *req, int status)
     free(w);
 }
 
-static void conn_send(conn *c, const char *p, size_t n)
+static void raw_send(conn *c, const char *p, size_t n)
 {
-    if (c->closing)
-        return;
-    if (!c->first_mono) {
-        c->first_mono = fk_mono_ms();
-        c->first_real = fk_real_ms();
-    }
     struct wreq *w = xmalloc(sizeof *w + n);
     w->c = c;
     memcpy(w->data, p, n);
@@ -129,6 +124,18 @@ static void conn_send(conn *c, const char *p, size_t n)
         free(w);
         conn_close(c);
     }
+}
+
+/* The response's bytes; the first write is the request's first send. */
+static void conn_send(conn *c, const char *p, size_t n)
+{
+    if (c->closing)
+        return;
+    if (!c->first_mono) {
+        c->first_mono = fk_mono_ms();
+        c->first_real = fk_real_ms();
+    }
+    raw_send(c, p, n);
 }
 
 static const char *status_text(int status)
@@ -271,6 +278,7 @@ static int on_message_begin(llhttp_t *p)
     buf_clear(&c->hfield);
     buf_clear(&c->hval);
     c->body_too_big = false;
+    c->expect_continue = false;
     c->id = ++next_id;
     c->recv_mono = fk_mono_ms();
     c->recv_real = fk_real_ms();
@@ -311,9 +319,22 @@ static int on_header_value_complete(llhttp_t *p)
     if (strcasecmp(c->hfield.p, "authorization") == 0) {
         buf_clear(&c->auth);
         buf_add(&c->auth, c->hval.p, c->hval.len);
+    } else if (strcasecmp(c->hfield.p, "expect") == 0 && strcasecmp(c->hval.p, "100-continue") == 0) {
+        c->expect_continue = true;
     }
     buf_clear(&c->hfield);
     buf_clear(&c->hval);
+    return 0;
+}
+
+/* curl sends "Expect: 100-continue" before a body over 1 KiB and waits
+ * a second for this line: without it every long prompt would look slow. */
+static int on_headers_complete(llhttp_t *p)
+{
+    conn *c = p->data;
+    if (c->expect_continue && !c->closing)
+        raw_send(c, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+    c->expect_continue = false;
     return 0;
 }
 
@@ -512,6 +533,7 @@ int http_bind(const char *host, int port, char *err, size_t errlen)
     settings.on_header_field = on_header_field;
     settings.on_header_value = on_header_value;
     settings.on_header_value_complete = on_header_value_complete;
+    settings.on_headers_complete = on_headers_complete;
     settings.on_body = on_body;
     settings.on_message_complete = on_message_complete;
     uv_timer_init(fk.loop, &sweep_timer);

@@ -104,8 +104,7 @@ static void worker_main(int fd)
         dup2(fd, 3);
         close(fd);
     }
-    for (int i = 4; i < 1024; i++)
-        close(i);
+    close_range(4, ~0u, 0);
     for (;;) {
         char cmd, ack = 'k', err[256];
         ssize_t n = read(3, &cmd, 1);

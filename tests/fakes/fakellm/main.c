@@ -56,6 +56,7 @@ static const struct opt llama_opts[] = {
     {"--slots", NULL, O_SLOTS, "expose slots monitoring endpoint (default: enabled)"},
     {"--no-slots", NULL, O_NO_SLOTS, "disable slots monitoring endpoint"},
     {"--embedding, --embeddings", NULL, O_EMBD, "restrict to only support embedding use case"},
+    {"--pooling", "{none,mean,cls,last,rank}", O_IGNORE, "pooling type for embeddings, use model default if unspecified"},
     {"--api-key", "KEY", O_API_KEY, "API key to use for authentication (default: none)"},
     {"--models-dir", "PATH", O_MODELS_DIR, "directory containing models for the router server"},
     {"--models-max", "N", O_MODELS_MAX, "for router server, maximum number of models to load simultaneously (default: 4, 0 = unlimited)"},
@@ -372,7 +373,12 @@ static void read_env(void)
     e->gpu_mb = g && *g ? xstrdup(g) : NULL;
     e->garbage = env_flag("FAKELLM_GARBAGE");
     const char *lr = getenv("FAKELLM_LOG_REQUESTS");
-    e->log_requests = !lr || !*lr ? 1 : strcmp(lr, "all") == 0 || strcmp(lr, "2") == 0 ? 2 : env_flag("FAKELLM_LOG_REQUESTS");
+    if (!lr || !*lr)
+        e->log_requests = 1;
+    else if (strcmp(lr, "all") == 0 || strcmp(lr, "2") == 0)
+        e->log_requests = 2;
+    else
+        e->log_requests = env_flag("FAKELLM_LOG_REQUESTS");
     e->dev_mode = env_flag("VLLM_SERVER_DEV_MODE");
     if (e->load_ms < 0 || e->ram_mb < 0 || e->ttft_ms < 0) {
         fprintf(stderr, "warning: negative FAKELLM_* durations and sizes count as 0\n");
@@ -406,6 +412,8 @@ void fk_log(char level, const char *func, const char *fmt, ...)
     buf b = BUF_INIT;
     if (fk.cfg.mode == FK_VLLM) {
         const char *lv = level == 'E' ? "ERROR" : level == 'W' ? "WARNING" : "INFO";
+        if (func && strncmp(func, "srv:", 4) == 0)
+            func += 4; /* fakellm's own lines in vLLM's format */
         if (func) {
             time_t now = time(NULL);
             struct tm tm;
