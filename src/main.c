@@ -31,6 +31,48 @@ static const cmd commands[] = {
      "  config schema\n"
      "      The reference tables of every key, in Markdown (docs/configuration.md).\n",
      cmd_config},
+    {"gpu", "[--json]", "show the host snapshot: GPUs, host memory, fragmentation, pressure",
+     "  gpu [--json]\n"
+     "      What the gate sees: memory per GPU (NVML, else nvidia-smi, else none)\n"
+     "      and for the host (MemAvailable), free memory in blocks of 2 MiB and\n"
+     "      larger, memory pressure (PSI), per-process GPU usage, NVML state.\n"
+     "      Unified-memory GPUs (GB10) show the host's MemAvailable.\n",
+     cmd_gpu},
+    {"model", "inspect FILE [--ctx N] [--parallel N] [--cache-type-k T] [--cache-type-v T] [--ngl N|all] "
+              "[--n-cpu-moe N] [--flash-attn on|off|auto] [--gpus N] [--json]",
+     "describe a GGUF model and estimate what llama-server takes",
+     "  model inspect FILE [flags] [--json]\n"
+     "      Reads the GGUF header only (milliseconds for any file size): architecture,\n"
+     "      parameters, layers, heads, KV heads, trained context, experts, file type;\n"
+     "      then the estimate for llama-server with those flags (defaults: --ctx 4096\n"
+     "      --parallel 1, f16 KV cache, --ngl all, --gpus 1; --gpus 0 is CPU only),\n"
+     "      by part (weights, kv, rs, compute, output, overhead) and device.\n"
+     "      Exit 1 when the file cannot be read or estimated.\n",
+     cmd_model},
+    {"preflight", "--for SERVICE | --mode MODE [--json] [--timing]", "ask the memory gate whether a start would fit",
+     "  preflight --for SERVICE [--json]\n"
+     "      The gate every start path uses (a systemd unit's ExecStartPre= too):\n"
+     "      the service's need (measured, else estimated, else declared) against\n"
+     "      this host's snapshot.  Exit 0 ok, 1 refused (the reason names the\n"
+     "      binding constraint with figures), 2 configuration error.\n"
+     "  preflight --mode MODE [--json]\n"
+     "      Every service of the mode in start order, each counting the ones\n"
+     "      before it as reserved.\n"
+     "  --timing prints the time of each phase on stderr (config, snapshot,\n"
+     "      NVML, state database, need and gate).\n",
+     cmd_preflight},
+    {"simulate", "service ID [estimator flags] | mode MODE [--json]",
+     "what a service or mode would take, and alternatives when it does not fit",
+     "  simulate service ID [--ctx N] [--parallel N] [--cache-type-k T] [--cache-type-v T]\n"
+     "                      [--ngl N|all] [--n-cpu-moe N] [--flash-attn on|off|auto] [--json]\n"
+     "      The need by part and device with its source, a bar per device, the\n"
+     "      verdict; when it does not fit, alternatives computed by the estimator:\n"
+     "      q8_0 / q4_0 KV cache, the largest context that fits, fewer GPU layers,\n"
+     "      more MoE experts on the CPU, each with its figures.\n"
+     "  simulate mode MODE [--json]\n"
+     "      Every service of the mode in start order against this host.\n"
+     "      Exit 0 fits, 1 does not fit, 2 configuration error.\n",
+     cmd_simulate},
     {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},
     {"version", "", "print the version", NULL, cmd_version},
     {NULL},

@@ -37,5 +37,14 @@ void cli_print_command_help(const cmd *command, bool to_stderr);
 
 /* Command groups (src/cli/<group>.c). */
 int cmd_config(cli *c, int argc, char **argv);
+int cmd_gpu(cli *c, int argc, char **argv);
+int cmd_model(cli *c, int argc, char **argv);
+int cmd_preflight(cli *c, int argc, char **argv);
+int cmd_simulate(cli *c, int argc, char **argv);
+
+/* Print the diagnostics of a configuration to stderr (file:line:col). */
+void cli_print_diags(const config *cfg, const char *only_file);
+/* Parse an integer option value; 0, or prints a usage error and returns -1. */
+int cli_int_arg(const cli *c, const cmd *k, const char *opt, const char *val, int64_t lo, int64_t hi, int64_t *out);
 
 #endif

@@ -47,17 +47,34 @@ static void diags_json(buf *out, const diags *ds, diag_level lv)
     buf_addc(out, ']');
 }
 
-static void print_diags(const config *cfg, int verbose)
+void cli_print_diags(const config *cfg, const char *only_file)
 {
     buf b = BUF_INIT;
-    for (size_t i = 0; i < cfg->diags.n; i++) diag_text(&b, &cfg->diags.v[i]);
+    for (size_t i = 0; i < cfg->diags.n; i++) {
+        const diag *d = &cfg->diags.v[i];
+        if (only_file && (!d->pos.file || strcmp(d->pos.file, only_file))) continue;
+        diag_text(&b, d);
+    }
     fputs(b.p, stderr);
     buf_release(&b);
 }
 
+int cli_int_arg(const cli *c, const cmd *k, const char *opt, const char *val, int64_t lo, int64_t hi, int64_t *out)
+{
+    char *end;
+    long long v = val ? strtoll(val, &end, 10) : 0;
+    if (!val || !*val || *end || v < lo || v > hi) {
+        cli_usage_error(c, k, "%s: expected an integer in %lld..%lld, found '%s'", opt, (long long)lo, (long long)hi,
+                        val ? val : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 static int config_check(cli *c, int argc, char **argv, const cmd *k)
 {
-    config_opts opts = {.check_files = true};
+    config_opts opts = {.check_files = true, .lint = true};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-files"))
             opts.check_files = false;
@@ -77,7 +94,7 @@ static int config_check(cli *c, int argc, char **argv, const cmd *k)
         buf_adds(&b, "}\n");
         fputs(b.p, stdout);
     } else {
-        print_diags(&cfg, c->verbose);
+        cli_print_diags(&cfg, NULL);
         if (c->verbose >= 0)
             printf("%s: %zu preset%s, %zu mode%s: %zu error%s, %zu warning%s\n", cfg.config_dir, cfg.n_presets,
                    cfg.n_presets == 1 ? "" : "s", cfg.n_modes, cfg.n_modes == 1 ? "" : "s", cfg.diags.errors,
@@ -284,10 +301,10 @@ static int config_show(cli *c, int argc, char **argv, const cmd *k)
         if (argv[i][0] == '-' || id) return cli_usage_error(c, k, "config show: unexpected argument '%s'", argv[i]);
         id = argv[i];
     }
-    config_opts opts = {.check_files = false};
+    config_opts opts = {.check_files = false, .lint = true};
     config cfg;
     int lrc = config_load(&cfg, &c->paths, &opts);
-    if (lrc) print_diags(&cfg, c->verbose);
+    if (lrc) cli_print_diags(&cfg, NULL);
     int rc;
     const preset *p = id ? config_preset(&cfg, id) : NULL;
     const mode *m = id ? config_mode(&cfg, id) : NULL;

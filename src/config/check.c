@@ -178,6 +178,10 @@ void config_check_cross(config *cfg)
 {
     check_names(cfg);
     check_modes(cfg);
+}
+
+void config_lint(config *cfg)
+{
     for (size_t i = 0; i < cfg->n_presets; i++) check_repeated_flags(cfg, &cfg->presets[i]);
 }
 

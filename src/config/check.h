@@ -6,6 +6,10 @@
 #include "config/config.h"
 
 void config_check_cross(config *cfg);
+/* What only `config check` and `config show` need: every preset's argv
+ * built and looked at (a repeated flag, a placeholder the driver cannot
+ * fill).  Left out of the start paths (preflight) for speed. */
+void config_lint(config *cfg);
 /* Model files and directories exist, driver binaries are found in PATH,
  * and every flag gpumod would pass is one the installed binary lists in
  * its --help (cached by path and mtime under <state_dir>/cache). */

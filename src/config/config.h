@@ -242,6 +242,7 @@ typedef struct config_paths {
 
 typedef struct config_opts {
     bool check_files; /* model paths, binaries, --help flag discovery */
+    bool lint;        /* build every preset's argv and look at it */
 } config_opts;
 
 /* Resolve paths (flag > env > gpumod.yaml > default), read every file,

@@ -478,15 +478,15 @@ static void default_one(const field *f, void *obj)
     }
     if (f->type == F_TRI && !f->deflt) *AT(obj, f->off, tri) = TRI_UNSET;
     if (!f->deflt || f->type == F_CUSTOM) return;
+    /* Defaults are plain scalars: parse them as the scalar node a YAML file
+     * would give, without running libyaml (every CLI call pays this). */
     diags d = {0};
-    ydoc doc;
     schema_ctx c = {"<default>", &d, "", false};
-    if (yaml_load_string(&doc, f->deflt, strlen(f->deflt), "<default>", &d) == 0 && doc.root) {
-        field g = *f;
-        g.flags &= ~(unsigned)FL_IGNORED;
-        schema_parse_value(&c, &g, doc.root, obj);
-    }
-    yaml_release(&doc);
+    ynode n = {.kind = Y_SCALAR, .line = 1, .col = 1, .plain = true, .s = (char *)f->deflt,
+               .len = strlen(f->deflt)};
+    field g = *f;
+    g.flags &= ~(unsigned)FL_IGNORED;
+    schema_parse_value(&c, &g, &n, obj);
     if (d.errors) {
         /* A default the parser rejects is a programming error. */
         fprintf(stderr, "gpumod: bad default for '%s': %s\n", f->key, d.v[0].msg);

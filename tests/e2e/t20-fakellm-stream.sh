@@ -33,7 +33,7 @@ ms_ge "$done_" "$first" || t_fail "server log: done $done_ before first send $fi
 grep -qE 'recv_real_ms=[0-9]{13}\.[0-9]{3} ' <<<"$line" || t_fail "no realtime ms in: $line"
 t_end
 
-t_begin "FAKELLM_TPS: 21 tokens at 20/s take >= 1 s after the first; predicted_per_second ~ 20"
+t_begin "FAKELLM_TPS: 21 tokens at 20/s take ~1 s after the first byte; predicted_per_second <= 20"
 P=$(free_port)
 fakellm_spawn tps FAKELLM_TPS=20 -- -m "$MODEL" --port "$P"
 wait_healthy "$P" || t_fail "never healthy"
@@ -41,7 +41,9 @@ U=http://127.0.0.1:$P
 read -r st tt < <(curl -s -o "$T/sse" -w '%{time_starttransfer} %{time_total}\n' --max-time $((20 * S)) \
     "$U/v1/chat/completions" -d '{"messages":[],"stream":true,"max_tokens":21,"ignore_eos":true}')
 gen=$(awk -v a="$tt" -v b="$st" 'BEGIN { print a - b }')
-ms_ge "$gen" 1.0 || t_fail "tokens took $gen s after the first byte, < 1.0"
+# the client clock starts at the first byte, which may trail the server's first
+# send by a scheduler tick: the server-side rate below is the exact check
+ms_ge "$gen" 0.9 || t_fail "tokens took $gen s after the first byte, < 0.9"
 ms_ge $((1 + 2 * S)) "$gen" || t_fail "tokens took $gen s"
 t_eq "$(grep -c '"delta":{"content"' "$T/sse")" 21 "token chunks"
 pps=$(grep '"timings"' "$T/sse" | head -n 1 | sed 's/^data: //' | jq .timings.predicted_per_second)

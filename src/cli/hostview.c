@@ -1,0 +1,147 @@
+/* hostview.c - shared output of the memory commands (see hostview.h). */
+#include "cli/hostview.h"
+#include "model/estimate.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MIB (1024ull * 1024ull)
+
+void policy_from_settings(const settings *s, gate_policy *p)
+{
+    p->host_factor = s->memory.host_factor;
+    p->host_margin_bytes = (uint64_t)s->memory.host_margin_mb * MIB;
+    p->gpu_margin_bytes = (uint64_t)s->memory.gpu_margin_mb * MIB;
+    p->uma_reserve_bytes = (uint64_t)s->memory.uma_reserve_mb * MIB;
+    p->min_contig_bytes = (uint64_t)s->memory.min_contig_mb * MIB;
+    p->psi_some_avg10_max = s->memory.psi_some_avg10_max;
+}
+
+void snapshot_opts_from_settings(const settings *s, snapshot_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->nvml_timeout_ms = s->memory.nvml_timeout_ms;
+    o->smi_timeout_ms = s->memory.nvml_timeout_ms * 2;
+}
+
+void snapshot_for(const settings *s, snapshot *snap)
+{
+    snapshot_opts o;
+    snapshot_opts_from_settings(s, &o);
+    snapshot_take(snap, &o);
+}
+
+void fmt_bytes(buf *b, uint64_t v)
+{
+    if (v >= 10ull * 1024 * MIB)
+        buf_printf(b, "%.1f GiB", (double)v / (1024.0 * MIB));
+    else if (v >= 1024 * MIB)
+        buf_printf(b, "%.2f GiB", (double)v / (1024.0 * MIB));
+    else if (v >= MIB)
+        buf_printf(b, "%.0f MiB", (double)v / MIB);
+    else if (v >= 1024)
+        buf_printf(b, "%.0f KiB", (double)v / 1024);
+    else
+        buf_printf(b, "%llu B", (unsigned long long)v);
+}
+
+void fmt_bar(buf *b, uint64_t used, uint64_t total, int w)
+{
+    int fill = total ? (int)((double)used / (double)total * w + 0.5) : 0;
+    if (fill > w) fill = w;
+    buf_addc(b, '[');
+    for (int i = 0; i < w; i++) buf_addc(b, i < fill ? '#' : '.');
+    buf_addc(b, ']');
+}
+
+void need_text(buf *b, const need_detail *nd)
+{
+    buf_printf(b, "need (%s): host ", nd->n.source);
+    fmt_bytes(b, nd->n.host_bytes);
+    for (size_t i = 0; i < nd->n.ngpu; i++) {
+        buf_printf(b, ", gpu %d ", nd->n.gpu[i].index);
+        fmt_bytes(b, nd->n.gpu[i].bytes);
+    }
+    buf_addc(b, '\n');
+    if (nd->detail[0]) buf_printf(b, "  %s\n", nd->detail);
+}
+
+static void need_json(buf *b, const need_detail *nd)
+{
+    buf_adds(b, "{\"source\":");
+    buf_json_str(b, nd->n.source);
+    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)nd->n.host_bytes);
+    for (size_t i = 0; i < nd->n.ngpu; i++)
+        buf_printf(b, "%s\"%d\":%llu", i ? "," : "", nd->n.gpu[i].index, (unsigned long long)nd->n.gpu[i].bytes);
+    buf_adds(b, "}");
+    if (nd->hash[0]) {
+        buf_adds(b, ",\"config_hash\":");
+        buf_json_str(b, nd->hash);
+    }
+    if (nd->detail[0]) {
+        buf_adds(b, ",\"detail\":");
+        buf_json_str(b, nd->detail);
+    }
+    if (nd->has_estimate) {
+        const estimate *e = &nd->est;
+        buf_adds(b, ",\"estimate\":{\"host\":{");
+        for (int p = 0; p < EST__PARTS; p++)
+            buf_printf(b, "%s\"%s_bytes\":%llu", p ? "," : "", est_part_names[p], (unsigned long long)e->host[p]);
+        buf_adds(b, "},\"devices\":[");
+        for (size_t d = 0; d < e->ndev; d++) {
+            buf_printf(b, "%s{\"index\":%d", d ? "," : "", nd->n.gpu[d].index);
+            for (int p = 0; p < EST__PARTS; p++)
+                buf_printf(b, ",\"%s_bytes\":%llu", est_part_names[p], (unsigned long long)e->dev[d][p]);
+            buf_addc(b, '}');
+        }
+        buf_printf(b, "],\"n_ctx\":%lld,\"n_layer_gpu\":%lld}", (long long)e->n_ctx, (long long)e->n_layer_gpu);
+    }
+    buf_addc(b, '}');
+}
+
+void verdict_json(buf *b, const char *via, const char *service, const verdict *v, const need_detail *nd,
+                  const snapshot *s)
+{
+    buf_printf(b, "{\"ok\":%s,\"via\":", v->ok ? "true" : "false");
+    buf_json_str(b, via);
+    buf_adds(b, ",\"service\":");
+    if (service)
+        buf_json_str(b, service);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"reason\":");
+    buf_json_str(b, v->reason);
+    buf_adds(b, ",\"binding\":");
+    if (v->binding[0])
+        buf_json_str(b, v->binding);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"need\":");
+    need_json(b, nd);
+    buf_printf(b, ",\"available\":{\"host\":{\"mem_available_bytes\":%llu,\"contig_2m_bytes\":%llu,"
+                  "\"reserved_bytes\":%llu},\"gpus\":[",
+               (unsigned long long)s->host.mem_available, (unsigned long long)s->host.contig_2m_bytes,
+               (unsigned long long)v->reserved_host_bytes);
+    for (size_t i = 0; i < s->ngpus; i++) {
+        const gpu_dev *g = &s->gpus[i];
+        buf_printf(b, "%s{\"index\":%d,\"uuid\":", i ? "," : "", g->index);
+        buf_json_str(b, g->uuid);
+        buf_printf(b, ",\"unified\":%s,\"free_bytes\":%llu,\"reserved_bytes\":%llu}", g->unified ? "true" : "false",
+                   (unsigned long long)(g->unified ? s->host.mem_available : g->free_bytes),
+                   (unsigned long long)v->reserved_gpu_bytes[i]);
+    }
+    buf_adds(b, "]},\"high_order_pages\":{");
+    bool first = true;
+    for (size_t o = s->host.order_2m >= 0 ? (size_t)s->host.order_2m : 0; o < s->host.norders; o++) {
+        buf_printf(b, "%s\"%zu\":%llu", first ? "" : ",", o, (unsigned long long)s->host.order_count[o]);
+        first = false;
+    }
+    buf_adds(b, "},\"psi\":");
+    if (s->host.psi_ok)
+        buf_printf(b, "{\"some_avg10\":%.2f,\"full_avg10\":%.2f}", s->host.psi_some_avg10, s->host.psi_full_avg10);
+    else
+        buf_adds(b, "null");
+    buf_adds(b, ",\"nvml\":");
+    buf_json_str(b, nvml_state_names[s->nvml]);
+    buf_addc(b, '}');
+}

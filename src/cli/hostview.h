@@ -1,0 +1,43 @@
+/* hostview.h - what the memory commands (gpu, preflight, simulate, model
+ * inspect) share: settings -> gate policy and snapshot options, the
+ * verdict JSON of docs/interfaces.md, and human-readable sizes and bars. */
+#ifndef GPUMOD_HOSTVIEW_H
+#define GPUMOD_HOSTVIEW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "core/gate.h"
+#include "host/host.h"
+#include "model/need.h"
+#include "util/buf.h"
+
+void policy_from_settings(const settings *s, gate_policy *p);
+void snapshot_opts_from_settings(const settings *s, snapshot_opts *o);
+/* The verdict object of docs/interfaces.md ("Gate verdict"). */
+void verdict_json(buf *b, const char *via, const char *service, const verdict *v, const need_detail *nd,
+                  const snapshot *s);
+/* "20.1 GiB", "512 MiB", "12 KiB" */
+void fmt_bytes(buf *b, uint64_t bytes);
+/* [#####.....] of width w for used/total */
+void fmt_bar(buf *b, uint64_t used, uint64_t total, int w);
+/* one line per need: host and each GPU */
+void need_text(buf *b, const need_detail *nd);
+/* Take the snapshot the settings ask for. */
+void snapshot_for(const settings *s, snapshot *snap);
+
+/* The estimator flags shared by `model inspect` and `simulate`:
+ * --ctx N --parallel N --cache-type-k T --cache-type-v T --ngl N|all
+ * --n-cpu-moe N --flash-attn on|off|auto.  Returns 1 when argv[*i] was one
+ * (advancing *i past its value), 0 when not, -1 after a usage error. */
+struct cli;
+struct cmd;
+int est_flag(const struct cli *c, const struct cmd *k, int argc, char **argv, int *i, est_params *ep,
+             unsigned *given);
+enum { EST_GIVEN_CTX = 1, EST_GIVEN_PARALLEL = 2, EST_GIVEN_CTK = 4, EST_GIVEN_CTV = 8, EST_GIVEN_NGL = 16,
+       EST_GIVEN_NCMOE = 32, EST_GIVEN_FA = 64 };
+/* Text breakdown of an estimate by part, per device and host. */
+void estimate_text(buf *b, const estimate *e, const int *dev_index);
+
+#endif

@@ -1,0 +1,247 @@
+/* model.c - `gpumod model inspect FILE [estimator flags] [--gpus N]
+ * [--json]`: what a GGUF file is (architecture, parameters, layers, heads,
+ * context, experts, file type) and what llama-server would take with
+ * those flags, by part and device.  Reads the header region only. */
+#include "cli/cli.h"
+#include "cli/hostview.h"
+#include "model/estimate.h"
+#include "model/ggml_type.h"
+#include "model/gguf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int opt_val(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n)) return 0;
+    if (argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n]) return 0;
+    *val = *i + 1 < argc ? argv[++*i] : NULL;
+    return 1;
+}
+
+static int cache_type(const cli *c, const cmd *k, char which, const char *v, uint32_t *out)
+{
+    int t = v ? ggml_type_by_name(v) : -1;
+    if (t < 0) {
+        cli_usage_error(c, k, "--cache-type-%c: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)",
+                        which, v ? v : "");
+        return -1;
+    }
+    *out = (uint32_t)t;
+    return 0;
+}
+
+int est_flag(const cli *c, const cmd *k, int argc, char **argv, int *i, est_params *ep, unsigned *given)
+{
+    const char *v;
+    int64_t x;
+    if (opt_val(argc, argv, i, "--ctx", &v) || opt_val(argc, argv, i, "-c", &v)) {
+        if (cli_int_arg(c, k, "--ctx", v, 1, 16777216, &x)) return -1;
+        ep->ctx = x;
+        *given |= EST_GIVEN_CTX;
+    } else if (opt_val(argc, argv, i, "--parallel", &v)) {
+        if (cli_int_arg(c, k, "--parallel", v, 1, 4096, &x)) return -1;
+        ep->parallel = x;
+        *given |= EST_GIVEN_PARALLEL;
+    } else if (opt_val(argc, argv, i, "--cache-type-k", &v) || opt_val(argc, argv, i, "-ctk", &v)) {
+        if (cache_type(c, k, 'k', v, &ep->type_k)) return -1;
+        *given |= EST_GIVEN_CTK;
+    } else if (opt_val(argc, argv, i, "--cache-type-v", &v) || opt_val(argc, argv, i, "-ctv", &v)) {
+        if (cache_type(c, k, 'v', v, &ep->type_v)) return -1;
+        *given |= EST_GIVEN_CTV;
+    } else if (opt_val(argc, argv, i, "--ngl", &v) || opt_val(argc, argv, i, "-ngl", &v)) {
+        if (v && !strcmp(v, "all"))
+            ep->ngl = -1;
+        else if (cli_int_arg(c, k, "--ngl", v, -1, 100000, &x))
+            return -1;
+        else
+            ep->ngl = x;
+        *given |= EST_GIVEN_NGL;
+    } else if (opt_val(argc, argv, i, "--n-cpu-moe", &v)) {
+        if (cli_int_arg(c, k, "--n-cpu-moe", v, 0, 100000, &x)) return -1;
+        ep->n_cpu_moe = x;
+        *given |= EST_GIVEN_NCMOE;
+    } else if (opt_val(argc, argv, i, "--flash-attn", &v) || opt_val(argc, argv, i, "-fa", &v)) {
+        if (v && !strcmp(v, "on")) ep->flash_attn = 1;
+        else if (v && !strcmp(v, "off")) ep->flash_attn = 0;
+        else if (v && !strcmp(v, "auto")) ep->flash_attn = -1;
+        else {
+            cli_usage_error(c, k, "--flash-attn: expected on, off or auto, found '%s'", v ? v : "");
+            return -1;
+        }
+        *given |= EST_GIVEN_FA;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+void estimate_text(buf *b, const estimate *e, const int *dev_index)
+{
+    buf_printf(b, "%-10s", "");
+    for (size_t d = 0; d < e->ndev; d++) buf_printf(b, " %12s%-2d", "gpu ", dev_index ? dev_index[d] : (int)d);
+    buf_printf(b, " %14s\n", "host");
+    for (int p = 0; p < EST__PARTS; p++) {
+        buf_printf(b, "%-10s", est_part_names[p]);
+        for (size_t d = 0; d < e->ndev; d++) {
+            buf t = BUF_INIT;
+            fmt_bytes(&t, e->dev[d][p]);
+            buf_printf(b, " %14s", t.p);
+            buf_release(&t);
+        }
+        buf t = BUF_INIT;
+        fmt_bytes(&t, e->host[p]);
+        buf_printf(b, " %14s\n", t.p);
+        buf_release(&t);
+    }
+    buf_printf(b, "%-10s", "total");
+    for (size_t d = 0; d < e->ndev; d++) {
+        buf t = BUF_INIT;
+        fmt_bytes(&t, e->dev_total[d]);
+        buf_printf(b, " %14s", t.p);
+        buf_release(&t);
+    }
+    buf t = BUF_INIT;
+    fmt_bytes(&t, e->host_total);
+    buf_printf(b, " %14s\n", t.p);
+    buf_release(&t);
+}
+
+static void summary_json(buf *b, const model_summary *m, const gguf_file *g)
+{
+    buf_adds(b, "{\"architecture\":");
+    buf_json_str(b, m->arch);
+    buf_adds(b, ",\"name\":");
+    buf_json_str(b, m->name);
+    buf_printf(b, ",\"parameters\":%llu,\"layers\":%lld,\"embedding_length\":%lld,\"heads\":%lld,\"kv_heads\":%lld,"
+                  "\"context_length\":%lld,\"vocab\":%lld,\"experts\":%lld,\"experts_used\":%lld,\"file_type\":",
+               (unsigned long long)m->n_params, (long long)m->n_layer, (long long)m->n_embd, (long long)m->n_head,
+               (long long)m->n_head_kv, (long long)m->n_ctx_train, (long long)m->n_vocab, (long long)m->n_expert,
+               (long long)m->n_expert_used);
+    if (m->file_type_name) buf_json_str(b, m->file_type_name);
+    else buf_adds(b, "null");
+    buf_printf(b, ",\"weight_bytes\":%llu,\"sliding_window\":%lld,\"kv_lora_rank\":%lld,\"recurrent\":%s,"
+                  "\"embedding\":%s,\"gguf_version\":%u,\"tensors\":%zu,\"file_bytes\":%llu,\"split_count\":%u}",
+               (unsigned long long)m->weight_bytes, (long long)m->n_swa, (long long)m->kv_lora_rank,
+               m->recurrent ? "true" : "false", m->embedding ? "true" : "false", g->version, g->ntensors,
+               (unsigned long long)g->file_bytes, g->split_count);
+}
+
+static int inspect(cli *c, int argc, char **argv, const cmd *k)
+{
+    const char *file = NULL;
+    est_params ep;
+    est_params_default(&ep);
+    ep.ndev = 1;
+    unsigned given = 0;
+    for (int i = 1; i < argc; i++) {
+        int r = est_flag(c, k, argc, argv, &i, &ep, &given);
+        if (r < 0) return EXIT_USAGE;
+        if (r) continue;
+        int64_t x;
+        if (!strcmp(argv[i], "--gpus") || !strncmp(argv[i], "--gpus=", 7)) {
+            const char *v = argv[i][6] == '=' ? argv[i] + 7 : i + 1 < argc ? argv[++i] : NULL;
+            if (cli_int_arg(c, k, "--gpus", v, 0, HOST_MAX_GPUS, &x)) return EXIT_USAGE;
+            ep.ndev = (size_t)x;
+        } else if (argv[i][0] == '-' || file) {
+            return cli_usage_error(c, k, "model inspect: unexpected argument '%s'", argv[i]);
+        } else {
+            file = argv[i];
+        }
+    }
+    if (!file) return cli_usage_error(c, k, "model inspect: missing FILE");
+    gguf_file g;
+    char err[512];
+    if (gguf_open(&g, file, err, sizeof err)) {
+        fprintf(stderr, "gpumod: model inspect: %s\n", err);
+        return EXIT_REFUSED;
+    }
+    model_summary m;
+    if (model_describe(&g, &m, err, sizeof err)) {
+        fprintf(stderr, "gpumod: model inspect: '%s': %s\n", file, err);
+        gguf_release(&g);
+        return EXIT_REFUSED;
+    }
+    estimate e;
+    char eerr[512] = "";
+    int erc = estimate_llamacpp(&g, &ep, &e, eerr, sizeof eerr);
+    buf b = BUF_INIT;
+    if (c->json) {
+        buf_adds(&b, "{\"file\":");
+        buf_json_str(&b, file);
+        buf_adds(&b, ",\"model\":");
+        summary_json(&b, &m, &g);
+        buf_printf(&b, ",\"params\":{\"ctx\":%lld,\"parallel\":%lld,\"cache_type_k\":\"%s\",\"cache_type_v\":\"%s\","
+                       "\"ngl\":%lld,\"n_cpu_moe\":%lld,\"flash_attn\":%d,\"gpus\":%zu}",
+                   (long long)ep.ctx, (long long)ep.parallel, ggml_type_get(ep.type_k)->name,
+                   ggml_type_get(ep.type_v)->name, (long long)ep.ngl, (long long)ep.n_cpu_moe, ep.flash_attn, ep.ndev);
+        if (erc) {
+            buf_adds(&b, ",\"estimate\":null,\"error\":");
+            buf_json_str(&b, eerr);
+        } else {
+            buf_adds(&b, ",\"estimate\":{\"host\":{");
+            for (int p = 0; p < EST__PARTS; p++)
+                buf_printf(&b, "%s\"%s_bytes\":%llu", p ? "," : "", est_part_names[p], (unsigned long long)e.host[p]);
+            buf_printf(&b, ",\"total_bytes\":%llu},\"devices\":[", (unsigned long long)e.host_total);
+            for (size_t d = 0; d < e.ndev; d++) {
+                buf_printf(&b, "%s{\"index\":%zu", d ? "," : "", d);
+                for (int p = 0; p < EST__PARTS; p++)
+                    buf_printf(&b, ",\"%s_bytes\":%llu", est_part_names[p], (unsigned long long)e.dev[d][p]);
+                buf_printf(&b, ",\"total_bytes\":%llu}", (unsigned long long)e.dev_total[d]);
+            }
+            buf_printf(&b, "],\"n_ctx\":%lld,\"n_ctx_seq\":%lld,\"n_layer_gpu\":%lld,\"kv_layers\":%lld,"
+                           "\"swa_layers\":%lld,\"swa_cells\":%lld,\"recurrent_layers\":%lld,\"kv_bytes_per_token\":%llu}",
+                       (long long)e.n_ctx, (long long)e.n_ctx_seq, (long long)e.n_layer_gpu, (long long)e.kv_layers,
+                       (long long)e.swa_layers, (long long)e.swa_cells, (long long)e.recurrent_layers,
+                       (unsigned long long)e.kv_bytes_per_token);
+        }
+        buf_adds(&b, "}\n");
+    } else {
+        buf_printf(&b, "%s\n  architecture %s", file, m.arch);
+        if (m.name[0]) buf_printf(&b, " (%s)", m.name);
+        buf_printf(&b, ", GGUF v%u, %zu tensors", g.version, g.ntensors);
+        if (g.split_count > 1) buf_printf(&b, " in %u files", g.split_count);
+        if (m.n_params >= 1000000000ull)
+            buf_printf(&b, "\n  parameters %.2f B, weights ", (double)m.n_params / 1e9);
+        else
+            buf_printf(&b, "\n  parameters %.2f M, weights ", (double)m.n_params / 1e6);
+        fmt_bytes(&b, m.weight_bytes);
+        buf_printf(&b, ", file type %s\n", m.file_type_name ? m.file_type_name : "unknown");
+        buf_printf(&b, "  layers %lld, embedding %lld, heads %lld, KV heads %lld, trained context %lld, vocab %lld\n",
+                   (long long)m.n_layer, (long long)m.n_embd, (long long)m.n_head, (long long)m.n_head_kv,
+                   (long long)m.n_ctx_train, (long long)m.n_vocab);
+        if (m.n_expert) buf_printf(&b, "  experts %lld (%lld used)\n", (long long)m.n_expert, (long long)m.n_expert_used);
+        if (m.n_swa) buf_printf(&b, "  sliding window %lld\n", (long long)m.n_swa);
+        if (m.kv_lora_rank) buf_printf(&b, "  MLA latent rank %lld\n", (long long)m.kv_lora_rank);
+        if (m.recurrent) buf_adds(&b, "  recurrent / SSM layers\n");
+        if (m.embedding) buf_adds(&b, "  embedding model\n");
+        buf_printf(&b, "estimate for llama-server -c %lld --parallel %lld -ctk %s -ctv %s -ngl ", (long long)ep.ctx,
+                   (long long)ep.parallel, ggml_type_get(ep.type_k)->name, ggml_type_get(ep.type_v)->name);
+        if (ep.ngl < 0) buf_adds(&b, "all");
+        else buf_printf(&b, "%lld", (long long)ep.ngl);
+        if (ep.n_cpu_moe) buf_printf(&b, " --n-cpu-moe %lld", (long long)ep.n_cpu_moe);
+        buf_printf(&b, " on %zu GPU%s:\n", ep.ndev, ep.ndev == 1 ? "" : "s");
+        if (erc)
+            buf_printf(&b, "  %s\n", eerr);
+        else
+            estimate_text(&b, &e, NULL);
+    }
+    fputs(b.p, stdout);
+    buf_release(&b);
+    gguf_release(&g);
+    return erc ? EXIT_REFUSED : EXIT_OK;
+}
+
+int cmd_model(cli *c, int argc, char **argv)
+{
+    const cmd *k = cli_find("model");
+    if (argc < 2) return cli_usage_error(c, k, "model: missing subcommand");
+    if (!strcmp(argv[1], "inspect")) return inspect(c, argc - 1, argv + 1, k);
+    return cli_usage_error(c, k, "model: unknown subcommand '%s'", argv[1]);
+}

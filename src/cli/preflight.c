@@ -1,0 +1,188 @@
+/* preflight.c - `gpumod preflight --for SERVICE | --mode MODE [--json]`:
+ * the gate, standalone.  The same function the daemon uses, so a systemd
+ * unit's ExecStartPre=gpumod preflight --for ID closes every path that
+ * would bypass the daemon.  It must be cheap: no SQLite unless a state
+ * database exists, a GGUF header read, one snapshot.
+ *
+ * Exit 0 ok, 1 refused, 2 configuration or usage error. */
+#include "cli/cli.h"
+#include "cli/hostview.h"
+#include "model/need.h"
+#include "store/db.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* --timing: phase durations on stderr, for make bench-preflight */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+typedef struct pf {
+    cli *c;
+    config cfg;
+    snapshot snap;
+    store *st;
+    gate_policy policy;
+    reservation res[64];
+    need_detail details[64];
+    size_t nres;
+} pf;
+
+/* a preset whose own file has errors cannot be judged: exit 2 */
+static int preset_usable(pf *f, const preset *p)
+{
+    if (!p->has_errors) return 0;
+    cli_print_diags(&f->cfg, p->pos.file);
+    fprintf(stderr, "gpumod: preflight: preset '%s' has configuration errors\n", p->id);
+    return -1;
+}
+
+/* Judge one service; its need stays reserved for the next (a mode). */
+static int judge(pf *f, const preset *p, buf *out, bool *ok)
+{
+    need_detail *nd = &f->details[f->nres < 64 ? f->nres : 63];
+    char err[512];
+    if (service_need(p, &f->cfg.set, &f->snap, f->st, nd, err, sizeof err)) {
+        fprintf(stderr, "gpumod: preflight: %s\n", err);
+        return -1;
+    }
+    verdict v;
+    if (!strcmp(nd->n.source, "none")) { /* remote: nothing runs here, nothing to gate */
+        memset(&v, 0, sizeof v);
+        v.ok = true;
+    } else {
+        gate_check(&f->snap, &nd->n, f->res, f->nres, p->id, &f->policy, &v);
+    }
+    if (f->c->json) {
+        verdict_json(out, "standalone", p->id, &v, nd, &f->snap);
+    } else if (v.ok) {
+        buf_printf(out, "ok: '%s' fits: ", p->id);
+        need_text(out, nd);
+    } else {
+        buf_printf(out, "refused: '%s': %s\n  ", p->id, v.reason);
+        need_text(out, nd);
+    }
+    *ok = v.ok;
+    if (f->nres < 64) {
+        f->res[f->nres].service = p->id;
+        f->res[f->nres].need = nd->n;
+        f->nres++;
+    }
+    return 0;
+}
+
+int cmd_preflight(cli *c, int argc, char **argv)
+{
+    const cmd *k = cli_find("preflight");
+    const char *svc = NULL, *mode_id = NULL;
+    bool timing = false;
+    double t0 = now_ms(), t_cfg = 0, t_snap = 0, t_store = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--timing"))
+            timing = true;
+        else if (!strcmp(argv[i], "--for") && i + 1 < argc)
+            svc = argv[++i];
+        else if (!strncmp(argv[i], "--for=", 6))
+            svc = argv[i] + 6;
+        else if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+            mode_id = argv[++i];
+        else if (!strncmp(argv[i], "--mode=", 7))
+            mode_id = argv[i] + 7;
+        else
+            return cli_usage_error(c, k, "preflight: unexpected argument '%s'", argv[i]);
+    }
+    if (!svc == !mode_id) return cli_usage_error(c, k, "preflight: give exactly one of --for SERVICE or --mode MODE");
+
+    pf f = {.c = c};
+    config_opts opts = {.check_files = false};
+    config_load(&f.cfg, &c->paths, &opts);
+    t_cfg = now_ms();
+    int rc = EXIT_OK;
+    const preset *p = NULL;
+    const mode *m = NULL;
+    if (svc && !(p = config_preset(&f.cfg, svc))) {
+        fprintf(stderr, "gpumod: preflight: no preset '%s' in %s\n", svc, f.cfg.config_dir);
+        config_release(&f.cfg);
+        return EXIT_USAGE;
+    }
+    if (mode_id && strcmp(mode_id, "none") && !(m = config_mode(&f.cfg, mode_id))) {
+        fprintf(stderr, "gpumod: preflight: no mode '%s' in %s\n", mode_id, f.cfg.config_dir);
+        config_release(&f.cfg);
+        return EXIT_USAGE;
+    }
+    if (p && preset_usable(&f, p)) {
+        config_release(&f.cfg);
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; m && i < m->services.n; i++) {
+        const preset *q = config_preset(&f.cfg, m->services.v[i]);
+        if (!q) {
+            cli_print_diags(&f.cfg, m->pos.file);
+            config_release(&f.cfg);
+            return EXIT_USAGE;
+        }
+        if (preset_usable(&f, q)) {
+            config_release(&f.cfg);
+            return EXIT_USAGE;
+        }
+    }
+
+    policy_from_settings(&f.cfg.set, &f.policy);
+    snapshot_for(&f.cfg.set, &f.snap);
+    t_snap = now_ms();
+    char err[512];
+    bool missing;
+    if (store_open(&f.st, f.cfg.set.state_dir, false, 200, &missing, err, sizeof err) && !missing)
+        fprintf(stderr, "gpumod: preflight: measured footprints unavailable: %s\n", err);
+    t_store = now_ms();
+
+    buf out = BUF_INIT;
+    bool all_ok = true, ok = true;
+    if (p) {
+        if (judge(&f, p, &out, &ok)) rc = EXIT_USAGE;
+        all_ok = ok;
+        if (c->json) buf_addc(&out, '\n');
+    } else {
+        /* a mode from nothing: each service in start order, earlier ones reserved */
+        if (c->json) {
+            buf_adds(&out, "{\"mode\":");
+            buf_json_str(&out, mode_id);
+            buf_adds(&out, ",\"verdicts\":[");
+        }
+        size_t n = m ? m->services.n : 0;
+        /* start_first services go first, as a switch would start them */
+        for (int pass = 0; pass < 2 && rc == EXIT_OK; pass++) {
+            for (size_t i = 0; i < n; i++) {
+                const preset *q = config_preset(&f.cfg, m->services.v[i]);
+                if (q->start_first != (pass == 0)) continue;
+                if (c->json && f.nres) buf_addc(&out, ',');
+                if (judge(&f, q, &out, &ok)) {
+                    rc = EXIT_USAGE;
+                    break;
+                }
+                all_ok = all_ok && ok;
+            }
+        }
+        if (c->json) buf_printf(&out, "],\"ok\":%s}\n", all_ok ? "true" : "false");
+        else if (rc == EXIT_OK) buf_printf(&out, "mode '%s': %s\n", mode_id, all_ok ? "fits" : "does not fit");
+    }
+    if (rc == EXIT_OK) {
+        fputs(out.p, stdout);
+        if (!all_ok) rc = EXIT_REFUSED;
+    }
+    if (timing) {
+        double t_end = now_ms();
+        fprintf(stderr, "timing config %.3f snapshot %.3f nvml %lld store %.3f need+gate %.3f total %.3f ms\n",
+                t_cfg - t0, t_snap - t_cfg, (long long)f.snap.nvml_ms, t_store - t_snap, t_end - t_store, t_end - t0);
+    }
+    buf_release(&out);
+    store_close(f.st);
+    snapshot_release(&f.snap);
+    config_release(&f.cfg);
+    return rc;
+}

@@ -1,0 +1,220 @@
+/* gate.c - the admission gate (see gate.h for the rules and their order).
+ *
+ * Pure: it reads the snapshot, the need, the reservations in flight and
+ * the policy, and fills a verdict; no files, clocks or processes, so
+ * every start path gets the same answer for the same numbers and tests
+ * need only structs.
+ *
+ * All arithmetic is on bytes, saturating, so a hostile need cannot wrap
+ * into a pass.  Reasons are in MiB with the available side rounded down
+ * and the required side rounded up: a refusal can then never read
+ * "X MiB < X MiB", and a pass is decided on exact bytes, never on the
+ * rounded figures.
+ *
+ * A unified-memory device (GB10) has one pool: its GPU need, the host
+ * need and every reservation on it come out of MemAvailable together, so
+ * the discrete free-memory rule is not applied to it as well. */
+#include "core/gate.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MIB ((uint64_t)1 << 20)
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static unsigned long long mib_down(uint64_t x)
+{
+    return (unsigned long long)(x / MIB);
+}
+
+static unsigned long long mib_up(uint64_t x)
+{
+    return (unsigned long long)(x / MIB + (x % MIB != 0));
+}
+
+/* host_need x factor in whole bytes.  A factor from YAML ("1.1") is not
+ * exact in binary, so a product within a hundredth of a byte of an
+ * integer is that integer; otherwise round up (the need side). */
+static uint64_t scale_need(uint64_t bytes, double factor)
+{
+    if (!(factor >= 0)) factor = 1; /* NaN or negative: a broken policy must not zero the need */
+    double x = (double)bytes * factor;
+    if (x >= 18446744073709551615.0) return UINT64_MAX;
+    double r = nearbyint(x);
+    if (fabs(x - r) < 0.01) return (uint64_t)r;
+    return (uint64_t)ceil(x);
+}
+
+static void refuse(verdict *v, const char *binding, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void refuse(verdict *v, const char *binding, const char *fmt, ...)
+{
+    va_list ap;
+    v->ok = false;
+    snprintf(v->binding, sizeof v->binding, "%s", binding);
+    va_start(ap, fmt);
+    vsnprintf(v->reason, sizeof v->reason, fmt, ap);
+    va_end(ap);
+}
+
+/* Position of device index idx in s->gpus[], or -1. */
+static int gpu_pos(const snapshot *s, int idx)
+{
+    size_t n = s->ngpus < HOST_MAX_GPUS ? s->ngpus : HOST_MAX_GPUS;
+    for (size_t i = 0; i < n; i++)
+        if (s->gpus[i].index == idx) return (int)i;
+    return -1;
+}
+
+static size_t need_ngpu(const need *n)
+{
+    return n->ngpu < HOST_MAX_GPUS ? n->ngpu : HOST_MAX_GPUS;
+}
+
+/* Sum what every other service holds: host bytes, and GPU bytes per
+ * snapshot position.  A reservation on a device the snapshot lacks can
+ * hold nothing there, so it is dropped. */
+static void sum_reservations(const snapshot *s, const reservation *res, size_t nres,
+                             const char *for_service, verdict *v)
+{
+    for (size_t i = 0; i < nres; i++) {
+        const reservation *r = &res[i];
+        if (for_service && r->service && strcmp(r->service, for_service) == 0) continue;
+        v->reserved_host_bytes = sat_add(v->reserved_host_bytes, r->need.host_bytes);
+        for (size_t g = 0; g < need_ngpu(&r->need); g++) {
+            int pos = gpu_pos(s, r->need.gpu[g].index);
+            if (pos >= 0)
+                v->reserved_gpu_bytes[pos] =
+                    sat_add(v->reserved_gpu_bytes[pos], r->need.gpu[g].bytes);
+        }
+    }
+}
+
+void gate_check(const snapshot *s, const need *n, const reservation *res, size_t nres,
+                const char *for_service, const gate_policy *p, verdict *out)
+{
+    const host_mem *h = &s->host;
+    size_t ngpus = s->ngpus < HOST_MAX_GPUS ? s->ngpus : HOST_MAX_GPUS;
+
+    memset(out, 0, sizeof *out);
+    out->ok = true;
+    sum_reservations(s, res, nres, for_service, out);
+
+    /* A hung NVML means a wedged driver: whatever the numbers say,
+     * starting another GPU process there makes it worse. */
+    if (s->nvml == NVML_HUNG) {
+        refuse(out, "nvml.hung",
+               "NVML did not answer within the deadline: the GPU driver may be wedged");
+        return;
+    }
+    if (!n || n->source[0] == '\0') {
+        refuse(out, "need.missing",
+               "memory need unknown for this service: no measurement, estimate or declaration");
+        return;
+    }
+
+    /* Others' GPU reservations on unified devices come out of the same
+     * MemAvailable as host memory. */
+    uint64_t reserved_pool = out->reserved_host_bytes;
+    for (size_t i = 0; i < ngpus; i++)
+        if (s->gpus[i].unified) reserved_pool = sat_add(reserved_pool, out->reserved_gpu_bytes[i]);
+
+    if (!h->meminfo_ok) {
+        refuse(out, "host.mem_available", "MemAvailable unknown: /proc/meminfo could not be read");
+        return;
+    }
+    uint64_t host_req = sat_add(
+        sat_add(scale_need(n->host_bytes, p->host_factor), p->host_margin_bytes), reserved_pool);
+    if (h->mem_available < host_req) {
+        refuse(out, "host.mem_available", "MemAvailable %llu MiB < required %llu MiB",
+               mib_down(h->mem_available), mib_up(host_req));
+        return;
+    }
+
+    /* The NVIDIA driver allocates host memory in 2 MiB chunks with
+     * __GFP_RETRY_MAYFAIL: without free blocks that large every chunk is a
+     * synchronous compaction run, the "host freezes during load" failure
+     * (memory.md 4.3).  Without the driver it does not apply; without a
+     * readable buddyinfo it cannot be judged. */
+    if (s->nvidia_driver && h->buddyinfo_ok && h->contig_2m_bytes < p->min_contig_bytes) {
+        refuse(out, "host.contig_2m",
+               "free memory in blocks >= 2 MiB %llu MiB < required %llu MiB (host is fragmented)",
+               mib_down(h->contig_2m_bytes), mib_up(p->min_contig_bytes));
+        return;
+    }
+
+    if (h->psi_ok && h->psi_some_avg10 > p->psi_some_avg10_max) {
+        refuse(out, "host.psi", "memory pressure some avg10 %g%% > %g%%", h->psi_some_avg10,
+               p->psi_some_avg10_max);
+        return;
+    }
+
+    /* The need per snapshot position (a device named twice adds up), in
+     * the order the need first names it. */
+    uint64_t gneed[HOST_MAX_GPUS] = {0};
+    int order[HOST_MAX_GPUS];
+    size_t norder = 0;
+    uint64_t unified_need = 0;
+    char binding[sizeof out->binding];
+    for (size_t g = 0; g < need_ngpu(n); g++) {
+        int pos = gpu_pos(s, n->gpu[g].index);
+        if (pos < 0) {
+            /* with no GPU seen at all, why is the useful half */
+            bool why = ngpus == 0 && s->gpu_error[0];
+            snprintf(binding, sizeof binding, "gpu.%d.free", n->gpu[g].index);
+            refuse(out, binding, "device %d is not present%s%s%s", n->gpu[g].index, why ? " (" : "",
+                   why ? s->gpu_error : "", why ? ")" : "");
+            return;
+        }
+        /* a zero need asks nothing of the device, only that it exists */
+        if (gneed[pos] == 0 && n->gpu[g].bytes) order[norder++] = pos;
+        gneed[pos] = sat_add(gneed[pos], n->gpu[g].bytes);
+        if (s->gpus[pos].unified) unified_need = sat_add(unified_need, n->gpu[g].bytes);
+    }
+
+    bool unified_done = false;
+    for (size_t k = 0; k < norder; k++) {
+        int pos = order[k];
+        const gpu_dev *d = &s->gpus[pos];
+        if (d->unified) {
+            if (unified_done) continue;
+            unified_done = true;
+            uint64_t req = sat_add(sat_add(unified_need, n->host_bytes), p->uma_reserve_bytes);
+            uint64_t total = sat_add(req, reserved_pool);
+            if (h->mem_available < total) {
+                char others[64] = "";
+                if (reserved_pool)
+                    snprintf(others, sizeof others, " + reserved by others %llu",
+                             mib_up(reserved_pool));
+                snprintf(binding, sizeof binding, "unified.%d.mem_available", d->index);
+                refuse(
+                    out, binding,
+                    "MemAvailable %llu MiB < required %llu MiB (GPU need %llu + host need %llu + "
+                    "uma reserve %llu%s)",
+                    mib_down(h->mem_available), mib_up(total), mib_up(unified_need),
+                    mib_up(n->host_bytes), mib_up(p->uma_reserve_bytes), others);
+                return;
+            }
+            continue;
+        }
+        uint64_t reserved = out->reserved_gpu_bytes[pos];
+        uint64_t req = sat_add(sat_add(gneed[pos], p->gpu_margin_bytes), reserved);
+        if (d->free_bytes < req) {
+            char others[64] = "";
+            if (reserved)
+                snprintf(others, sizeof others, " + reserved by others %llu", mib_up(reserved));
+            snprintf(binding, sizeof binding, "gpu.%d.free", d->index);
+            refuse(out, binding,
+                   "GPU %d free %llu MiB < required %llu MiB (need %llu + margin %llu%s)", d->index,
+                   mib_down(d->free_bytes), mib_up(req), mib_up(gneed[pos]),
+                   mib_up(p->gpu_margin_bytes), others);
+            return;
+        }
+    }
+}

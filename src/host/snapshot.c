@@ -1,0 +1,126 @@
+/* snapshot.c - one host snapshot: host memory from /proc (procmem.c) and
+ * the GPUs from NVML, else nvidia-smi, else none.
+ *
+ * A snapshot never fails as a whole; each part says whether it could be
+ * read, because the gate must tell "no GPU" from "could not look" from
+ * "the driver is wedged".  The order of the GPU sources is fixed: NVML
+ * (exact, cheap); nvidia-smi only when NVML could not be loaded or
+ * initialised (it goes through NVML itself, so it is no help when NVML is
+ * hung, and would only add another process stuck in the driver); none.
+ * Unified devices get their memory from the host's MemTotal/MemAvailable
+ * here, once, whichever source listed them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/host.h"
+#include "host/nvml.h"
+#include "host/smi.h"
+
+#define DEFAULT_NVML_TIMEOUT_MS 2000 /* settings memory.nvml_timeout */
+#define DEFAULT_SMI_TIMEOUT_MS 5000  /* nvidia-smi's own start is slower than NVML's */
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* opts, else the environment variable (when set and not empty), else def */
+static const char *pick(const char *opt, const char *env, const char *def)
+{
+    if (opt && *opt) return opt;
+    const char *e = getenv(env);
+    return e && *e ? e : def;
+}
+
+static void take_gpus(snapshot *s, const snapshot_opts *o)
+{
+    char nerr[256] = "", serr[256] = "";
+    int64_t t0 = mono_ms();
+    s->nvml = nvml_query(s, pick(o->nvml_lib, "GPUMOD_NVML_LIB", "libnvidia-ml.so.1"),
+                         o->nvml_timeout_ms > 0 ? o->nvml_timeout_ms : DEFAULT_NVML_TIMEOUT_MS,
+                         nerr, sizeof nerr);
+    s->nvml_ms = mono_ms() - t0;
+    if (s->nvml == NVML_OK) {
+        s->source = GPU_SRC_NVML;
+        return;
+    }
+    if (s->nvml == NVML_HUNG) {
+        snprintf(s->gpu_error, sizeof s->gpu_error, "nvml: %s", nerr);
+        return;
+    }
+    bool found = false;
+    if (smi_query(s, pick(o->smi_path, "GPUMOD_NVIDIA_SMI", "nvidia-smi"),
+                  o->smi_timeout_ms > 0 ? o->smi_timeout_ms : DEFAULT_SMI_TIMEOUT_MS, &found, serr,
+                  sizeof serr) == 0) {
+        s->source = GPU_SRC_SMI;
+        s->nvidia_driver = true;
+        /* kept for display: why the figures came the slow way */
+        snprintf(s->gpu_error, sizeof s->gpu_error, "nvml: %s", nerr);
+        return;
+    }
+    snprintf(s->gpu_error, sizeof s->gpu_error, "nvml: %s; nvidia-smi: %s", nerr, serr);
+}
+
+static void fill_unified(snapshot *s)
+{
+    for (size_t i = 0; i < s->ngpus; i++) {
+        gpu_dev *d = &s->gpus[i];
+        if (!d->unified) continue;
+        if (!s->host.meminfo_ok) {
+            if (!s->gpu_error[0])
+                snprintf(s->gpu_error, sizeof s->gpu_error,
+                         "device %d has unified memory but /proc/meminfo could not be read", d->index);
+            continue;
+        }
+        /* as nvtop, Ollama, llama.cpp and vLLM do on GB10 (memory.md §3.4) */
+        d->total_bytes = s->host.mem_total;
+        d->free_bytes = s->host.mem_available < s->host.mem_total ? s->host.mem_available
+                                                                   : s->host.mem_total;
+        d->used_bytes = d->total_bytes - d->free_bytes;
+        d->reserved_bytes = 0;
+    }
+}
+
+void snapshot_take(snapshot *s, const snapshot_opts *o)
+{
+    static const snapshot_opts defaults = {0};
+    if (!o) o = &defaults;
+    memset(s, 0, sizeof *s);
+    s->nvml = NVML_ABSENT;
+    s->source = GPU_SRC_NONE;
+    s->nvml_ms = -1;
+    const char *root = pick(o->proc_root, "GPUMOD_PROC_ROOT", "/proc");
+
+    /* each part stands alone; the readers set their own _ok flags (a
+     * kernel without PSI is no error, yet psi_ok stays false), so the
+     * return codes and texts add nothing the snapshot keeps */
+    char err[256];
+    procmem_read_meminfo(&s->host, root, err, sizeof err);
+    procmem_read_buddyinfo(&s->host, root, err, sizeof err);
+    procmem_read_psi(&s->host, root, err, sizeof err);
+
+    if (!o->skip_gpus) {
+        take_gpus(s, o);
+        fill_unified(s);
+    }
+    if (!s->nvidia_driver) {
+        char path[4096];
+        if ((size_t)snprintf(path, sizeof path, "%s/driver/nvidia", root) < sizeof path)
+            s->nvidia_driver = access(path, F_OK) == 0;
+    }
+}
+
+void snapshot_release(snapshot *s)
+{
+    for (size_t i = 0; i < s->ngpus && i < HOST_MAX_GPUS; i++) {
+        free(s->gpus[i].procs);
+        s->gpus[i].procs = NULL;
+        s->gpus[i].nprocs = 0;
+    }
+    s->ngpus = 0;
+}

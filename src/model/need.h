@@ -1,0 +1,38 @@
+/* need.h - what a service will take: the one function every start path
+ * asks (preflight, simulate, the daemon).  Sources, in order: a measured
+ * footprint for the same config hash; else the estimate from the model
+ * file (llama.cpp) or the memory vLLM reserves (gpu_memory_utilization x
+ * total); else the preset's declared memory / vram_mb; else an error
+ * saying what is missing.  The result names its source. */
+#ifndef GPUMOD_NEED_H
+#define GPUMOD_NEED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+#include "core/gate.h"
+#include "host/host.h"
+#include "model/estimate.h"
+#include "store/db.h"
+
+typedef struct need_detail {
+    need n;
+    char hash[65];
+    bool has_estimate;
+    estimate est;     /* when has_estimate (llama.cpp single model) */
+    char detail[512]; /* how it was found, for display */
+} need_detail;
+
+/* st may be NULL (no measurements).  0, or -1 with err. */
+int service_need(const preset *p, const settings *s, const snapshot *snap, store *st, need_detail *out, char *err,
+                 size_t errlen);
+/* The estimator's parameters for a llama.cpp preset on this snapshot, and
+ * the snapshot indices of the devices it uses (dev_index[0..ndev)). */
+void need_est_params(const preset *p, const snapshot *snap, est_params *ep, int *dev_index);
+/* Estimate a llama.cpp preset's need with explicit parameters (simulate's
+ * alternatives).  0, or -1 with err. */
+int need_from_estimate(const preset *p, const est_params *ep, const int *dev_index, need_detail *out, char *err,
+                       size_t errlen);
+
+#endif

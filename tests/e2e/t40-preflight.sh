@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# preflight, simulate and model inspect through the real binary, against
+# the fake NVML and the /proc fixtures: every gate case a user meets, with
+# the reason and the exit code they would see.
+. "$(dirname "$0")/lib.sh"
+
+FAKES=$BUILD/fakes
+export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
+export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
+MODELS=$GPUMOD_SRC/../shared/models
+P=$FIXTURES/proc
+C=$T/config
+MIB=1048576
+mkdir -p "$C/presets" "$C/modes"
+
+# gpu_state TOTAL_MB USED_MB ok|not_supported EXTRA: one device
+gpu_state() {
+    printf '{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": %s,
+              "base_used_mb": %s, "memory": "%s"}],
+ "processes": [], "release_delay_ms": 0%s}\n' "${1:-24576}" "${2:-500}" "${3:-ok}" "${4:-}" >"$T/nvml.new"
+    mv "$T/nvml.new" "$T/nvml.json" # writers replace by rename
+}
+no_gpu() { rm -f "$T/nvml.json"; export GPUMOD_NVIDIA_SMI=/nonexistent/nvidia-smi; }
+with_gpu() { export GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi; gpu_state "$@"; }
+
+printf 'id: chat\ndriver: llamacpp\nport: 7070\nmodel_path: %s\ncontext_size: 2048\n' \
+    "$MODELS/aidreams260K-f32.gguf" >"$C/presets/chat.yaml"
+printf 'id: big\ndriver: llamacpp\nport: 7071\nmodel_path: %s\ncontext_size: 16777216\n' \
+    "$MODELS/llama-2-tiny-random.gguf" >"$C/presets/big.yaml"
+printf 'id: declared\ndriver: command\nport: 7072\ncommand: [/bin/sleep, "1000"]\nmemory: {gpu_mb: 20000, host_mb: 1024}\n' \
+    >"$C/presets/declared.yaml"
+printf 'id: nodecl\ndriver: fastapi\nport: 7073\n' >"$C/presets/nodecl.yaml"
+printf 'id: lane\ndriver: vllm\nport: 7074\nmodel_id: org/m\nunit_vars: {gpu_mem_util: 0.5}\n' >"$C/presets/lane.yaml"
+printf 'id: far\ndriver: remote\nremote: {base_url: "http://10.0.0.1:8000"}\n' >"$C/presets/remote.yaml"
+printf 'id: pair\nname: P\nservices: [declared, lane]\n' >"$C/modes/pair.yaml"
+printf 'id: small\nname: S\nservices: [chat, far]\n' >"$C/modes/small.yaml"
+
+pf() { gpumod preflight "$@"; }
+
+t_begin "plenty of memory: ok, exit 0, the need names its source"
+with_gpu
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat --json
+t_jq out .ok true
+t_jq out .via standalone
+t_jq out .need.source estimate
+t_jq out '.need.gpu_bytes["0"] > 0' true
+t_jq out .nvml ok
+t_jq out '.available.gpus[0].free_bytes' $(((24576 - 500) * MIB))
+t_jq out '.high_order_pages | has("9")' true
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat
+t_has out "ok: 'chat' fits: need (estimate)"
+t_end
+
+t_begin "MemAvailable short: refused, exit 1, reason with figures"
+no_gpu
+GPUMOD_PROC_ROOT=$P/short t_run 1 pf --for declared --json
+t_jq out .ok false
+t_jq out .binding host.mem_available
+t_jq out .reason "MemAvailable 1932 MiB < required 2151 MiB"
+t_end
+
+t_begin "fragmented host with an NVIDIA driver: refused although MemAvailable is large"
+with_gpu
+GPUMOD_PROC_ROOT=$P/fragmented t_run 1 pf --for chat --json
+t_jq out .binding host.contig_2m
+t_jq out '.reason | test("^free memory in blocks >= 2 MiB 0 MiB < required 2048 MiB")' true
+t_end
+
+t_begin "fragmented host without any NVIDIA driver: the contiguity rule does not apply"
+no_gpu
+GPUMOD_PROC_ROOT=$P/fragmented t_run 0 pf --for chat
+t_end
+
+t_begin "memory pressure high: refused"
+no_gpu
+GPUMOD_PROC_ROOT=$P/pressured t_run 1 pf --for chat --json
+t_jq out .binding host.psi
+t_jq out .reason "memory pressure some avg10 34.87% > 10%"
+t_end
+
+t_begin "discrete GPU short: refused naming the device, need and margin"
+with_gpu 24576 10000
+GPUMOD_PROC_ROOT=$P/healthy t_run 1 pf --for declared --json
+t_jq out .binding gpu.0.free
+t_jq out .reason "GPU 0 free 14576 MiB < required 21024 MiB (need 20000 + margin 1024)"
+t_jq out .need.source declared
+t_end
+
+t_begin "unified memory (NOT_SUPPORTED) short: the one pool is judged"
+with_gpu 0 0 not_supported
+GPUMOD_PROC_ROOT=$P/unified-short t_run 1 pf --for declared --json
+t_jq out .binding unified.0.mem_available
+t_jq out '.available.gpus[0].unified' true
+t_end
+
+t_begin "no GPU at all: a GPU need is refused, a host-only estimate passes"
+no_gpu
+GPUMOD_PROC_ROOT=$P/healthy t_run 1 pf --for declared --json
+t_jq out '.reason | startswith("device 0 is not present")' true
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat --json
+t_jq out '.need.gpu_bytes | length' 0
+t_jq out '.need.host_bytes > 0' true
+t_end
+
+t_begin "NVML hangs: the deadline is honoured and the verdict is nvml hung"
+printf 'memory:\n  nvml_timeout: 300ms\n' >"$C/gpumod.yaml"
+with_gpu 24576 500 ok ', "call_delay_ms": {"nvmlDeviceGetMemoryInfo_v2": 30000}'
+t0=$(( $(date +%s%N) / 1000000 ))
+GPUMOD_PROC_ROOT=$P/healthy t_run 1 pf --for chat --json
+took=$(( $(date +%s%N) / 1000000 - t0 ))
+[ "$took" -lt $((300 + 3000 * GPUMOD_TEST_TIME_SCALE)) ] || t_fail "took $took ms"
+t_jq out .nvml hung
+t_jq out .binding nvml.hung
+rm -f "$C/gpumod.yaml"
+t_end
+
+t_begin "vLLM reserves gpu_memory_utilization x total"
+with_gpu 24576 500
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for lane --json
+t_jq out '.need.gpu_bytes["0"]' $((24576 * MIB / 2))
+t_end
+
+t_begin "a preset that declares nothing and cannot be estimated: exit 2 saying what to declare"
+GPUMOD_PROC_ROOT=$P/healthy t_run 2 pf --for nodecl
+t_has err "declare memory: {gpu_mb, host_mb}"
+t_end
+
+t_begin "remote: nothing runs here, nothing to gate"
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for far --json
+t_jq out .need.source none
+t_end
+
+t_begin "preflight --mode: the second service counts the first as reserved"
+with_gpu 24576 500
+GPUMOD_PROC_ROOT=$P/healthy t_run 1 pf --mode pair --json
+t_jq out '.verdicts | length' 2
+t_jq out '.verdicts[0].ok' true
+t_jq out '.verdicts[1].ok' false
+t_jq out '.verdicts[1].available.gpus[0].reserved_bytes' $((20000 * MIB))
+t_jq out .ok false
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --mode small
+t_has out "mode 'small': fits"
+t_end
+
+t_begin "usage and configuration errors exit 2"
+t_run 2 pf
+t_has err "give exactly one of --for SERVICE or --mode MODE"
+t_run 2 pf --for nope
+t_has err "no preset 'nope'"
+t_run 2 pf --mode nope
+t_has err "no mode 'nope'"
+t_end
+
+t_begin "simulate service: a context that cannot fit gets alternatives with figures"
+no_gpu
+GPUMOD_PROC_ROOT=$P/short t_run 1 gpumod simulate service big --json
+t_jq out .verdict.ok false
+t_jq out '.alternatives | length >= 2' true
+t_jq out '[.alternatives[] | select(.change | startswith("context_size: "))] | .[0].ok' true
+t_jq out '[.alternatives[] | select(.change | test("q4_0"))] | length' 1
+GPUMOD_PROC_ROOT=$P/short t_run 1 gpumod simulate service big
+t_has out "verdict: refused: MemAvailable"
+t_has out "alternatives:"
+t_match out "fits +context_size: [0-9]+"
+t_end
+
+t_begin "simulate service with estimator flags, and simulate mode"
+no_gpu
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 gpumod simulate service big --ctx 4096 --json
+t_jq out .verdict.ok true
+t_jq out '.verdict.need.estimate.n_ctx' 4096
+GPUMOD_PROC_ROOT=$P/healthy t_run 2 gpumod simulate service big --ctx 0
+t_has err "--ctx: expected an integer in 1..16777216, found '0'"
+GPUMOD_PROC_ROOT=$P/healthy t_run 2 gpumod simulate service declared --ctx 4096
+t_has err "estimator flags apply to llama.cpp single-model presets"
+with_gpu 24576 500
+GPUMOD_PROC_ROOT=$P/healthy t_run 1 gpumod simulate mode pair --json
+t_jq out .ok false
+t_jq out '.total.gpu_bytes["0"] > 0' true
+t_jq out '.services | length' 2
+t_end
+
+t_begin "model inspect: both real models, header only"
+t_run 0 gpumod model inspect "$MODELS/aidreams260K-f32.gguf" --json
+t_jq out .model.architecture llama
+t_jq out .model.layers 4
+t_jq out .model.embedding_length 64
+t_jq out .model.vocab 512
+t_jq out .model.context_length 128
+t_jq out '.estimate.devices[0].kv_bytes > 0' true
+t_run 0 gpumod model inspect "$MODELS/llama-2-tiny-random.gguf" --gpus 0 --ctx 512
+t_has out "layers 1, embedding 8, heads 2, KV heads 2, trained context 4096, vocab 32000"
+t_has out "on 0 GPUs"
+t_end
+
+t_begin "model inspect: bad input"
+t_run 1 gpumod model inspect "$T/nope.gguf"
+t_has err "nope.gguf"
+printf 'not a gguf file at all' >"$T/bad.gguf"
+t_run 1 gpumod model inspect "$T/bad.gguf"
+t_has err "bad.gguf"
+t_run 2 gpumod model inspect
+t_has err "missing FILE"
+t_run 2 gpumod model inspect "$T/bad.gguf" --cache-type-k q9_9
+t_has err "--cache-type-k: unknown type 'q9_9'"
+t_end
+
+t_done

@@ -1,0 +1,771 @@
+/* test_procmem.c - the /proc readers on every fixture (tests/fixtures/proc:
+ * the real healthy host and the hand-made failure cases, whose numbers
+ * are in their READMEs), on hostile text (garbage, truncation at every
+ * byte, huge numbers, too many orders or zones, empty files) and on
+ * hostile files (a directory, a FIFO, a NUL byte, a missing PSI file). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/gate.h"
+#include "host/host.h"
+#include "util/buf.h"
+
+#define KB 1024ull
+#define MIB (1024ull * 1024)
+
+static const char *fixture(const char *name)
+{
+    static char path[1024];
+    const char *src = getenv("GPUMOD_SRC");
+    snprintf(path, sizeof path, "%s/tests/fixtures/proc/%s", src ? src : ".", name);
+    return path;
+}
+
+/* The text of fixture dir/file; caller frees. */
+static char *slurp(const char *dir, const char *file)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", fixture(dir), file);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("cannot open %s (run from the repository root or set GPUMOD_SRC)", path);
+    buf b = BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        buf_add(&b, chunk, n);
+    fclose(f);
+    return buf_detach(&b);
+}
+
+static void read_all(host_mem *m, const char *name)
+{
+    char err[512] = "";
+    memset(m, 0, sizeof *m);
+    if (procmem_read_meminfo(m, fixture(name), err, sizeof err) < 0) fail_msg("%s", err);
+    if (procmem_read_buddyinfo(m, fixture(name), err, sizeof err) < 0) fail_msg("%s", err);
+    if (procmem_read_psi(m, fixture(name), err, sizeof err) < 0) fail_msg("%s", err);
+    assert_true(m->meminfo_ok);
+    assert_true(m->buddyinfo_ok);
+    assert_int_equal(m->page_size, (uint64_t)sysconf(_SC_PAGESIZE));
+}
+
+/* buddyinfo of fixture name parsed at the page size it was taken at */
+static void parse_buddy(host_mem *m, const char *name, uint64_t page_size)
+{
+    char err[512] = "";
+    char *text = slurp(name, "buddyinfo");
+    if (procmem_parse_buddyinfo(m, text, page_size, err, sizeof err) < 0) fail_msg("%s", err);
+    free(text);
+}
+
+static uint64_t free_bytes(const host_mem *m)
+{
+    uint64_t pages = 0;
+    for (size_t i = 0; i < m->norders; i++)
+        pages += m->order_count[i] << i;
+    return pages * m->page_size;
+}
+
+static void assert_close(double got, double want)
+{
+    if (got < want - 1e-6 || got > want + 1e-6) fail_msg("%.9f != %.9f", got, want);
+}
+
+/* ---- fixtures ---- */
+
+static void healthy_real_numbers(void **state)
+{
+    (void)state;
+    host_mem m;
+    read_all(&m, "healthy");
+    assert_int_equal(m.mem_total, 24684092 * KB);
+    assert_int_equal(m.mem_free, 24219960 * KB);
+    assert_int_equal(m.mem_available, 24346604 * KB);
+    assert_int_equal(m.buffers, 2348 * KB);
+    assert_int_equal(m.cached, 327508 * KB);
+    assert_int_equal(m.swap_total, 0);
+    assert_int_equal(m.swap_free, 0);
+    assert_int_equal(m.shmem, 8856 * KB);
+    assert_int_equal(m.anon_pages, 7844 * KB);
+    assert_int_equal(m.mlocked, 10736 * KB);
+    assert_int_equal(m.hugepages_total, 0);
+    assert_int_equal(m.hugepage_size, 2048 * KB);
+    assert_true(m.psi_ok);
+    assert_close(m.psi_some_avg10, 0);
+    assert_close(m.psi_full_avg300, 0);
+
+    parse_buddy(&m, "healthy", 4096);
+    assert_int_equal(m.nzones, 3);
+    assert_int_equal(m.norders, 11);
+    assert_string_equal(m.zones[0].zone, "DMA");
+    assert_string_equal(m.zones[1].zone, "DMA32");
+    assert_string_equal(m.zones[2].zone, "Normal");
+    assert_int_equal(m.zones[2].node, 0);
+    assert_int_equal(m.zones[2].norders, 11);
+    assert_int_equal(m.zones[2].count[0], 4167);
+    assert_int_equal(m.zones[2].count[10], 136);
+    const uint64_t oc[11] = {4168, 1537, 972, 259, 129, 131, 115, 52, 20, 9, 891};
+    for (int i = 0; i < 11; i++)
+        assert_int_equal(m.order_count[i], oc[i]);
+    assert_int_equal(m.order_2m, 9);
+    assert_int_equal(m.contig_2m_bytes, 3755999232ull);
+    assert_close(m.unusable_index_2m, (3914080256.0 - 3755999232.0) / 3914080256.0);
+}
+
+static void short_fixture(void **state)
+{
+    (void)state;
+    host_mem m;
+    read_all(&m, "short");
+    assert_int_equal(m.mem_total, 24684092 * KB);
+    assert_int_equal(m.mem_available, 1978940 * KB);
+    assert_int_equal(m.mem_available / MIB, 1932);
+    assert_int_equal(m.swap_total, 0);
+    assert_close(m.psi_some_avg10, 1.21);
+    assert_close(m.psi_full_avg10, 0.40);
+    parse_buddy(&m, "short", 4096);
+    assert_int_equal(free_bytes(&m), m.mem_free); /* the kernel's own identity */
+    assert_int_equal(m.contig_2m_bytes, 360710144ull);
+}
+
+static void fragmented_fixture(void **state)
+{
+    (void)state;
+    host_mem m;
+    read_all(&m, "fragmented");
+    assert_int_equal(m.mem_available, 20761929 * KB);
+    assert_true(m.mem_available > 19 * 1024 * MIB);
+    parse_buddy(&m, "fragmented", 4096);
+    assert_int_equal(free_bytes(&m), m.mem_free);
+    assert_int_equal(m.order_count[9], 0);
+    assert_int_equal(m.order_count[10], 0);
+    assert_int_equal(m.order_count[8], 3);
+    assert_int_equal(m.order_count[4], 309);
+    assert_int_equal(m.contig_2m_bytes, 0);
+    assert_close(m.unusable_index_2m, 1.0);
+}
+
+static void pressured_fixture(void **state)
+{
+    (void)state;
+    host_mem m;
+    read_all(&m, "pressured");
+    assert_true(m.psi_ok);
+    assert_close(m.psi_some_avg10, 34.87);
+    assert_close(m.psi_some_avg60, 29.12);
+    assert_close(m.psi_some_avg300, 17.45);
+    assert_close(m.psi_full_avg10, 12.31);
+    assert_close(m.psi_full_avg60, 9.80);
+    assert_close(m.psi_full_avg300, 5.02);
+    assert_int_equal(m.swap_total, 8388604 * KB);
+    assert_int_equal(m.swap_free, 3143772 * KB);
+    assert_int_equal(m.mem_available, 4958169 * KB);
+    parse_buddy(&m, "pressured", 4096);
+    assert_int_equal(free_bytes(&m), m.mem_free);
+    assert_int_equal(m.contig_2m_bytes, 2797600768ull);
+}
+
+static void unified_short_fixture(void **state)
+{
+    (void)state;
+    host_mem m;
+    read_all(&m, "unified-short");
+    assert_int_equal(m.mem_total, 124583456 * KB);
+    assert_int_equal(m.mem_available, 18955419 * KB);
+    assert_int_equal(m.mem_available / MIB, 18511);
+    parse_buddy(&m, "unified-short", 4096);
+    assert_int_equal(m.nzones, 3);
+    assert_string_equal(m.zones[0].zone, "DMA");
+    assert_string_equal(m.zones[1].zone, "DMA32");
+    assert_string_equal(m.zones[2].zone, "Normal");
+    assert_int_equal(free_bytes(&m), m.mem_free);
+    assert_int_equal(m.contig_2m_bytes, 3516923904ull);
+}
+
+/* The same counts at 64 KiB and at 4 KiB: only the page size moves the
+ * 2 MiB order and the bytes. */
+static void arm64_64k_page_size(void **state)
+{
+    (void)state;
+    host_mem m;
+    read_all(&m, "arm64-64k");
+    assert_int_equal(m.hugepage_size, 524288 * KB);
+    assert_int_equal(m.mem_available, 115402747 * KB);
+
+    parse_buddy(&m, "arm64-64k", 65536);
+    assert_int_equal(m.page_size, 65536);
+    assert_int_equal(m.nzones, 2);
+    assert_int_equal(m.norders, 14);
+    assert_int_equal(m.zones[1].count[13], 170);
+    assert_int_equal(m.order_count[13], 175);
+    assert_int_equal(m.order_2m, 5);
+    assert_int_equal(free_bytes(&m), 113423155200ull);
+    assert_int_equal(free_bytes(&m), m.mem_free);
+    assert_int_equal(m.contig_2m_bytes, 112526884864ull);
+    assert_close(m.unusable_index_2m, (113423155200.0 - 112526884864.0) / 113423155200.0);
+
+    parse_buddy(&m, "arm64-64k", 4096);
+    assert_int_equal(m.order_2m, 9);
+    assert_int_equal(free_bytes(&m), 7088947200ull);
+    assert_int_equal(m.contig_2m_bytes, 6828326912ull);
+
+    /* 16 KiB pages: 2 MiB is order 7 */
+    parse_buddy(&m, "arm64-64k", 16384);
+    assert_int_equal(m.order_2m, 7);
+
+    /* a page of 2 MiB or more: every free block is >= 2 MiB */
+    parse_buddy(&m, "arm64-64k", 4 * MIB);
+    assert_int_equal(m.order_2m, 0);
+    assert_int_equal(m.contig_2m_bytes, free_bytes(&m));
+    assert_close(m.unusable_index_2m, 0);
+}
+
+static void no_psi_fixture(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "x";
+    memset(&m, 0, sizeof m);
+    m.psi_ok = true;
+    m.psi_some_avg10 = 50;
+    assert_int_equal(procmem_read_psi(&m, fixture("no-psi"), err, sizeof err), 0);
+    assert_false(m.psi_ok);
+    assert_close(m.psi_some_avg10, 0);
+    assert_string_equal(err, "");
+    assert_int_equal(procmem_read_meminfo(&m, fixture("no-psi"), err, sizeof err), 0);
+    assert_int_equal(m.mem_available, 20810900 * KB);
+    assert_int_equal(procmem_read_buddyinfo(&m, fixture("no-psi"), err, sizeof err), 0);
+}
+
+/* proc_root NULL: $GPUMOD_PROC_ROOT, as the snapshot and e2e tests use */
+static void proc_root_from_env(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "";
+    memset(&m, 0, sizeof m);
+    setenv("GPUMOD_PROC_ROOT", fixture("short"), 1);
+    assert_int_equal(procmem_read_meminfo(&m, NULL, err, sizeof err), 0);
+    unsetenv("GPUMOD_PROC_ROOT");
+    assert_int_equal(m.mem_available, 1978940 * KB);
+}
+
+/* The "for the gate" column of tests/fixtures/proc/README.md: each tree,
+ * read as the snapshot reads it, binds the rule it was made for under the
+ * default memory: policy. */
+static void fixture_binding(const char *name, uint64_t page_size, bool unified, bool driver,
+                            uint64_t gpu_need, const char *want)
+{
+    snapshot s;
+    memset(&s, 0, sizeof s);
+    read_all(&s.host, name);
+    parse_buddy(&s.host, name, page_size);
+    s.nvml = driver ? NVML_OK : NVML_ABSENT;
+    s.nvidia_driver = driver;
+    gpu_dev *d = &s.gpus[s.ngpus++];
+    d->unified = unified;
+    d->total_bytes = unified ? s.host.mem_total : 80ull << 30;
+    d->free_bytes = unified ? s.host.mem_available : 79ull << 30;
+    gate_policy p = {.host_factor = 1.1,
+                     .host_margin_bytes = 1024 * MIB,
+                     .gpu_margin_bytes = 1024 * MIB,
+                     .uma_reserve_bytes = 8192 * MIB,
+                     .min_contig_bytes = 2048 * MIB,
+                     .psi_some_avg10_max = 10};
+    need n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.source, sizeof n.source, "declared");
+    n.host_bytes = 2048 * MIB;
+    if (gpu_need) {
+        n.ngpu = 1;
+        n.gpu[0].bytes = gpu_need;
+    }
+    verdict v;
+    gate_check(&s, &n, NULL, 0, "svc", &p, &v);
+    if (strcmp(v.binding, want) != 0)
+        fail_msg("%s: got '%s' (%s), want '%s'", name, v.binding, v.reason, want);
+    assert_int_equal(v.ok, want[0] == '\0');
+}
+
+static void fixtures_through_the_gate(void **state)
+{
+    (void)state;
+    fixture_binding("healthy", 4096, false, true, 20480 * MIB, "");
+    fixture_binding("short", 4096, false, true, 0, "host.mem_available");
+    fixture_binding("fragmented", 4096, false, true, 4096 * MIB, "host.contig_2m");
+    fixture_binding("fragmented", 4096, false, false, 0, "");
+    fixture_binding("pressured", 4096, false, true, 0, "host.psi");
+    fixture_binding("unified-short", 4096, true, true, 16384 * MIB, "unified.0.mem_available");
+    fixture_binding("arm64-64k", 65536, true, true, 40960 * MIB, "");
+    fixture_binding("no-psi", 4096, false, true, 0, "");
+}
+
+/* ---- hostile meminfo ---- */
+
+static void meminfo_err(const char *text, const char *want)
+{
+    host_mem m;
+    char err[512] = "";
+    memset(&m, 0xa5, sizeof m);
+    if (procmem_parse_meminfo(&m, text, err, sizeof err) == 0) fail_msg("parsed: %s", text);
+    assert_string_equal(err, want);
+    assert_false(m.meminfo_ok);
+    assert_int_equal(m.mem_available, 0); /* never a half-read, plausible-looking number */
+}
+
+#define MI_HEAD "MemTotal:       24684092 kB\nMemFree:        24219960 kB\n"
+
+static void meminfo_hostile(void **state)
+{
+    (void)state;
+    meminfo_err("", "'meminfo' is empty");
+    meminfo_err("\n\n", "'meminfo' is empty");
+    meminfo_err("hello world\n", "'meminfo' line 1: expected 'Name: value'");
+    meminfo_err(MI_HEAD "\x01\xff\xfe garbage\n", "'meminfo' line 3: expected 'Name: value'");
+    meminfo_err(": 12 kB\n", "'meminfo' line 1: expected 'Name: value'");
+    meminfo_err(MI_HEAD, "'meminfo': no 'MemAvailable' line (it needs Linux 3.14 or newer)");
+    meminfo_err("MemAvailable: 5 kB\n", "'meminfo': no 'MemTotal' line");
+    meminfo_err(MI_HEAD "MemAvailable:   abc kB\n",
+                "'meminfo' line 3: 'MemAvailable' value 'abc' is not a number");
+    meminfo_err(MI_HEAD "MemAvailable:   -5 kB\n",
+                "'meminfo' line 3: 'MemAvailable' value '-5' is not a number");
+    meminfo_err(MI_HEAD "MemAvailable:   99999999999999999999999 kB\n",
+                "'meminfo' line 3: 'MemAvailable' value '99999999999999999999999' is too large");
+    /* fits in 64 bits as kB, not as bytes */
+    meminfo_err(MI_HEAD "MemAvailable:   18014398509481984 kB\n",
+                "'meminfo' line 3: 'MemAvailable' value '18014398509481984' is too large");
+    meminfo_err(MI_HEAD "MemAvailable:   2434", "'meminfo' line 3: 'MemAvailable' expected 'N kB'");
+    meminfo_err(MI_HEAD "MemAvailable:   2434 MB\n",
+                "'meminfo' line 3: 'MemAvailable' expected 'N kB'");
+    meminfo_err(MI_HEAD "MemAvailable:   2434 kB extra\n",
+                "'meminfo' line 3: 'MemAvailable' expected 'N kB'");
+    meminfo_err(MI_HEAD "MemAvailable:", "'meminfo' line 3: 'MemAvailable' has no value");
+    meminfo_err(MI_HEAD "MemAvailable: 1 kB\nMemAvailable: 2 kB\n",
+                "'meminfo' line 4: 'MemAvailable' appears twice");
+    meminfo_err(MI_HEAD "MemAvailable: 1 kB\nHugePages_Total:  4 kB\n",
+                "'meminfo' line 4: 'HugePages_Total' expected a bare count");
+    meminfo_err(
+        MI_HEAD
+        "MemAvailable: 1 kB\nHugePages_Total: 18446744073709551615\nHugepagesize: 2048 kB\n",
+        "'meminfo': huge page bytes overflow 64 bits");
+    char longword[200];
+    memset(longword, '9', sizeof longword - 1);
+    longword[sizeof longword - 1] = '\0';
+    char text[400];
+    snprintf(text, sizeof text, MI_HEAD "MemAvailable: %s kB\n", longword);
+    meminfo_err(
+        text, "'meminfo' line 3: 'MemAvailable' value '999999999999999999999999...' is too large");
+}
+
+static void meminfo_tolerant(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "";
+    /* unknown keys (a newer kernel's), CRLF, no final newline, huge pages */
+    const char *text = "MemTotal: 100 kB\r\nNewThing: whatever it says\nMemFree: 50 kB\n"
+                       "MemAvailable: 18014398509481983 kB\nHugePages_Total: 4\nHugePages_Free: 3\n"
+                       "Hugepagesize: 2048 kB";
+    assert_int_equal(procmem_parse_meminfo(&m, text, err, sizeof err), 0);
+    assert_true(m.meminfo_ok);
+    assert_int_equal(m.mem_total, 102400);
+    assert_int_equal(m.mem_available, 18014398509481983ull * 1024);
+    assert_int_equal(m.hugepages_total, 4 * 2 * MIB);
+    assert_int_equal(m.hugepages_free, 3 * 2 * MIB);
+    assert_int_equal(m.buffers, 0); /* absent: zero, not an error */
+}
+
+/* every prefix of a real file: an error or a consistent parse, never a crash */
+static void meminfo_truncated_everywhere(void **state)
+{
+    (void)state;
+    char *text = slurp("healthy", "meminfo");
+    size_t len = strlen(text);
+    size_t ok = 0;
+    for (size_t cut = 0; cut <= len; cut++) {
+        char *t = strndup(text, cut);
+        host_mem m;
+        char err[512] = "";
+        if (procmem_parse_meminfo(&m, t, err, sizeof err) == 0) {
+            ok++;
+            assert_true(m.meminfo_ok);
+            assert_true(m.mem_available > 0);
+        } else {
+            assert_false(m.meminfo_ok);
+            assert_true(strncmp(err, "'meminfo'", 9) == 0);
+        }
+        free(t);
+    }
+    assert_true(ok > 0);
+    free(text);
+}
+
+/* ---- hostile buddyinfo ---- */
+
+static void buddy_err(const char *text, uint64_t page_size, const char *want)
+{
+    host_mem m;
+    char err[512] = "";
+    memset(&m, 0xa5, sizeof m);
+    if (procmem_parse_buddyinfo(&m, text, page_size, err, sizeof err) == 0)
+        fail_msg("parsed: %s", text);
+    assert_string_equal(err, want);
+    assert_false(m.buddyinfo_ok);
+    assert_int_equal(m.nzones, 0);
+    assert_int_equal(m.contig_2m_bytes, 0);
+    assert_close(m.unusable_index_2m, -1);
+}
+
+#define DMA_LINE                                                                                   \
+    "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1 " \
+    "     3 \n"
+
+static void buddyinfo_hostile(void **state)
+{
+    (void)state;
+    buddy_err("", 4096, "'buddyinfo' is empty");
+    buddy_err("\n", 4096, "'buddyinfo' is empty");
+    buddy_err("hello world\n", 4096, "'buddyinfo' line 1: expected 'Node N, zone NAME counts...'");
+    buddy_err("Node 0, zone", 4096, "'buddyinfo' line 1: expected 'Node N, zone NAME counts...'");
+    buddy_err("Node x, zone DMA 1 2\n", 4096,
+              "'buddyinfo' line 1: expected 'Node N, zone NAME counts...'");
+    buddy_err("Node 0 zone DMA 1 2\n", 4096,
+              "'buddyinfo' line 1: expected 'Node N, zone NAME counts...'");
+    buddy_err("Node -1, zone DMA 1 2\n", 4096,
+              "'buddyinfo' line 1: expected 'Node N, zone NAME counts...'");
+    buddy_err("Node 99999999999, zone DMA 1 2\n", 4096,
+              "'buddyinfo' line 1: expected 'Node N, zone NAME counts...'");
+    buddy_err(DMA_LINE "Node 0, zone   Normal\n", 4096,
+              "'buddyinfo' line 2: zone 'Normal' has no counts");
+    buddy_err("Node 0, zone ThisNameIsTooLong 1\n", 4096,
+              "'buddyinfo' line 1: zone name 'ThisNameIsTooLong' is too long");
+    buddy_err("Node 0, zone DMA 1 2 x3\n", 4096,
+              "'buddyinfo' line 1: zone 'DMA' order 2 count 'x3' is not a number");
+    buddy_err("Node 0, zone DMA 1 18446744073709551616\n", 4096,
+              "'buddyinfo' line 1: zone 'DMA' order 1 count '18446744073709551616' is too large");
+    /* a truncated last line is a column count that disagrees */
+    buddy_err(DMA_LINE "Node 0, zone   Normal   4167   1535    968", 4096,
+              "'buddyinfo' line 2: zone 'Normal' has 3 orders, the zones above have 11");
+    buddy_err("Node 0, zone DMA 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1\n", 4096,
+              "'buddyinfo' line 1: zone 'DMA' has more than 16 orders");
+    buddy_err("Node 0, zone DMA 1\n", 3000, "'buddyinfo': page size 3000 is not a power of two");
+    buddy_err("Node 0, zone DMA 1\n", 0, "'buddyinfo': page size 0 is not a power of two");
+    /* numbers that fit alone but not summed or scaled */
+    buddy_err("Node 0, zone DMA 18446744073709551615\nNode 1, zone DMA 1\n", 4096,
+              "'buddyinfo' line 2: order 0 counts overflow 64 bits");
+    buddy_err("Node 0, zone DMA 0 0 0 0 0 0 0 0 0 0 9223372036854775807\n", 4096,
+              "'buddyinfo': free pages overflow 64 bits");
+    buddy_err("Node 0, zone DMA 0 0 0 0 0 0 0 0 0 0 4503599627370495\n", 4096,
+              "'buddyinfo': free bytes overflow 64 bits");
+
+    /* one zone too many */
+    buf b = BUF_INIT;
+    for (int i = 0; i < HOST_MAX_ZONES + 1; i++)
+        buf_printf(&b, "Node %d, zone Normal 1 2 3\n", i);
+    char want[96];
+    snprintf(want, sizeof want, "'buddyinfo' line %d: more than %d zones", HOST_MAX_ZONES + 1, HOST_MAX_ZONES);
+    buddy_err(b.p, 4096, want);
+    buf_release(&b);
+}
+
+/* exactly the caps: HOST_MAX_ZONES zones of HOST_MAX_ORDERS orders */
+static void buddyinfo_at_caps(void **state)
+{
+    (void)state;
+    buf b = BUF_INIT;
+    for (int z = 0; z < HOST_MAX_ZONES; z++) {
+        buf_printf(&b, "Node %d, zone Normal", z / 4);
+        for (int o = 0; o < HOST_MAX_ORDERS; o++)
+            buf_printf(&b, " %d", o == 9 ? 2 : 1);
+        buf_adds(&b, "\n");
+    }
+    host_mem m;
+    char err[512] = "";
+    assert_int_equal(procmem_parse_buddyinfo(&m, b.p, 4096, err, sizeof err), 0);
+    buf_release(&b);
+    assert_int_equal(m.nzones, HOST_MAX_ZONES);
+    assert_int_equal(m.norders, HOST_MAX_ORDERS);
+    assert_int_equal(m.zones[HOST_MAX_ZONES - 1].node, (HOST_MAX_ZONES - 1) / 4);
+    assert_int_equal(m.order_count[0], HOST_MAX_ZONES);
+    assert_int_equal(m.order_count[9], 2 * HOST_MAX_ZONES);
+    /* per zone: orders 9..15 = 2*512 + (1024 + ... + 32768) pages */
+    uint64_t per_zone = 2 * 512 + (65536 - 1024);
+    assert_int_equal(m.contig_2m_bytes, (uint64_t)HOST_MAX_ZONES * per_zone * 4096);
+}
+
+static void buddyinfo_no_free_memory(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "";
+    assert_int_equal(
+        procmem_parse_buddyinfo(&m, "Node 0, zone DMA 0 0 0 0\n", 4096, err, sizeof err), 0);
+    assert_true(m.buddyinfo_ok);
+    assert_int_equal(m.contig_2m_bytes, 0);
+    assert_close(m.unusable_index_2m, -1); /* kernel: undefined with no free pages */
+    /* fewer orders than the 2 MiB order: nothing is >= 2 MiB */
+    assert_int_equal(
+        procmem_parse_buddyinfo(&m, "Node 0, zone DMA 5 5 5 5\n", 4096, err, sizeof err), 0);
+    assert_int_equal(m.contig_2m_bytes, 0);
+    assert_close(m.unusable_index_2m, 1);
+}
+
+static void buddyinfo_truncated_everywhere(void **state)
+{
+    (void)state;
+    char *text = slurp("healthy", "buddyinfo");
+    size_t len = strlen(text);
+    for (size_t cut = 0; cut <= len; cut++) {
+        char *t = strndup(text, cut);
+        host_mem m;
+        char err[512] = "";
+        if (procmem_parse_buddyinfo(&m, t, 4096, err, sizeof err) == 0) {
+            assert_true(m.buddyinfo_ok);
+            assert_true(m.nzones >= 1 && m.nzones <= 3);
+        } else {
+            assert_false(m.buddyinfo_ok);
+            assert_true(strncmp(err, "'buddyinfo'", 11) == 0);
+        }
+        free(t);
+    }
+    free(text);
+}
+
+/* ---- hostile pressure/memory ---- */
+
+static void psi_err(const char *text, const char *want)
+{
+    host_mem m;
+    char err[512] = "";
+    memset(&m, 0xa5, sizeof m);
+    if (procmem_parse_psi(&m, text, err, sizeof err) == 0) fail_msg("parsed: %s", text);
+    assert_string_equal(err, want);
+    assert_false(m.psi_ok);
+    assert_close(m.psi_some_avg10, 0);
+}
+
+#define SOME "some avg10=1.00 avg60=2.00 avg300=3.00 total=123\n"
+#define FULL "full avg10=0.50 avg60=0.25 avg300=0.10 total=45\n"
+
+static void psi_hostile(void **state)
+{
+    (void)state;
+    psi_err("", "'pressure/memory' is empty");
+    psi_err("bogus avg10=1.00\n",
+            "'pressure/memory' line 1: expected 'some' or 'full', got 'bogus'");
+    psi_err(SOME, "'pressure/memory': no 'full' line");
+    psi_err(FULL, "'pressure/memory': no 'some' line");
+    psi_err(SOME SOME FULL, "'pressure/memory' line 2: 'some' appears twice");
+    psi_err("some avg10=1.00\n" FULL, "'pressure/memory' line 1: 'some' has no 'avg60'");
+    psi_err("some avg10=1.00 avg60=2.00 avg300=3.00\n" FULL,
+            "'pressure/memory' line 1: 'some' has no 'total'");
+    psi_err("some avg10=abc avg60=2.00 avg300=3.00 total=1\n" FULL,
+            "'pressure/memory' line 1: 'avg10' value 'abc' is not a percentage");
+    psi_err("some avg10=150.00 avg60=2.00 avg300=3.00 total=1\n" FULL,
+            "'pressure/memory' line 1: 'avg10' value '150.00' is not a percentage");
+    psi_err("some avg10=-1.00 avg60=2.00 avg300=3.00 total=1\n" FULL,
+            "'pressure/memory' line 1: 'avg10' value '-1.00' is not a percentage");
+    psi_err("some avg10=1. avg60=2.00 avg300=3.00 total=1\n" FULL,
+            "'pressure/memory' line 1: 'avg10' value '1.' is not a percentage");
+    psi_err("some avg10=nan avg60=2.00 avg300=3.00 total=1\n" FULL,
+            "'pressure/memory' line 1: 'avg10' value 'nan' is not a percentage");
+    psi_err("some avg10 avg60=2.00 avg300=3.00 total=1\n" FULL,
+            "'pressure/memory' line 1: expected 'key=value', got 'avg10'");
+    psi_err(SOME "full avg10=0.50 avg60=0.25 avg300=0.10 total=99999999999999999999\n",
+            "'pressure/memory' line 2: 'total' value '99999999999999999999' is not a number");
+}
+
+static void psi_tolerant(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "";
+    /* full before some, an unknown key, no final newline */
+    assert_int_equal(
+        procmem_parse_psi(&m,
+                          "full avg10=100.00 avg60=0.25 avg300=0.10 total=45 newkey=7\n"
+                          "some avg10=99.99 avg60=2.00 avg300=3.00 total=123",
+                          err, sizeof err),
+        0);
+    assert_true(m.psi_ok);
+    assert_close(m.psi_full_avg10, 100);
+    assert_close(m.psi_some_avg10, 99.99);
+    assert_close(m.psi_some_avg300, 3);
+}
+
+static void psi_truncated_everywhere(void **state)
+{
+    (void)state;
+    char *text = slurp("pressured", "pressure/memory");
+    size_t len = strlen(text);
+    for (size_t cut = 0; cut <= len; cut++) {
+        char *t = strndup(text, cut);
+        host_mem m;
+        char err[512] = "";
+        if (procmem_parse_psi(&m, t, err, sizeof err) == 0) {
+            /* only cuts inside the last total= digits can pass */
+            assert_true(m.psi_ok);
+            assert_close(m.psi_full_avg10, 12.31);
+        } else {
+            assert_false(m.psi_ok);
+        }
+        free(t);
+    }
+    free(text);
+}
+
+/* ---- hostile files ---- */
+
+static char tmpdir[256];
+
+static int mk_tmp(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/gpumod-procmem-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int rm_tmp(void **state)
+{
+    (void)state;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void put(const char *rel, const char *data, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static void files_hostile(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "", want[700];
+    memset(&m, 0, sizeof m);
+
+    /* nothing there */
+    assert_int_equal(procmem_read_meminfo(&m, tmpdir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "'%s/meminfo': %s", tmpdir, strerror(ENOENT));
+    assert_string_equal(err, want);
+    assert_int_equal(procmem_read_buddyinfo(&m, tmpdir, err, sizeof err), -1);
+    assert_false(m.buddyinfo_ok);
+
+    /* a kernel without PSI: no error */
+    err[0] = 'x';
+    m.psi_ok = true;
+    assert_int_equal(procmem_read_psi(&m, tmpdir, err, sizeof err), 0);
+    assert_false(m.psi_ok);
+    assert_string_equal(err, "");
+
+    /* empty: the reader names the path */
+    put("meminfo", "", 0);
+    assert_int_equal(procmem_read_meminfo(&m, tmpdir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "'%s/meminfo' is empty", tmpdir);
+    assert_string_equal(err, want);
+
+    put("meminfo", "MemTotal: 1 kB\nMemFree: x kB\n", 29);
+    assert_int_equal(procmem_read_meminfo(&m, tmpdir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "'%s/meminfo' line 2: 'MemFree' value 'x' is not a number", tmpdir);
+    assert_string_equal(err, want);
+
+    /* a NUL byte would silently cut the text short */
+    put("meminfo", "MemTotal: 1 kB\0MemFree: 1 kB\n", 29);
+    assert_int_equal(procmem_read_meminfo(&m, tmpdir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "'%s/meminfo' contains a NUL byte", tmpdir);
+    assert_string_equal(err, want);
+
+    /* a directory and a FIFO: refused, and the FIFO must not block */
+    char path[512];
+    snprintf(path, sizeof path, "%s/buddyinfo", tmpdir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    assert_int_equal(procmem_read_buddyinfo(&m, tmpdir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "'%s/buddyinfo' is not a regular file", tmpdir);
+    assert_string_equal(err, want);
+    snprintf(path, sizeof path, "%s/pressure", tmpdir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/pressure/memory", tmpdir);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    assert_int_equal(procmem_read_psi(&m, tmpdir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "'%s/pressure/memory' is not a regular file", tmpdir);
+    assert_string_equal(err, want);
+
+    /* larger than any /proc file */
+    size_t big = (1u << 20) + 10;
+    char *junk = malloc(big);
+    assert_non_null(junk);
+    memset(junk, 'a', big);
+    put("meminfo", junk, big);
+    free(junk);
+    assert_int_equal(procmem_read_meminfo(&m, tmpdir, err, sizeof err), -1);
+    snprintf(want, sizeof want, "'%s/meminfo' is larger than 1048576 bytes", tmpdir);
+    assert_string_equal(err, want);
+
+    /* a root too long for a path */
+    char root[5000];
+    memset(root, 'r', sizeof root - 1);
+    root[sizeof root - 1] = '\0';
+    assert_int_equal(procmem_read_meminfo(&m, root, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is too long"));
+}
+
+/* the real /proc of the machine running the tests, when it has one */
+static void live_proc(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "";
+    if (access("/proc/meminfo", R_OK) != 0) skip();
+    memset(&m, 0, sizeof m);
+    if (procmem_read_meminfo(&m, "/proc", err, sizeof err) < 0) fail_msg("%s", err);
+    assert_true(m.mem_total > 0);
+    assert_true(m.mem_available <= m.mem_total);
+    if (procmem_read_buddyinfo(&m, "/proc", err, sizeof err) < 0) fail_msg("%s", err);
+    assert_true(m.nzones > 0);
+    if (procmem_read_psi(&m, "/proc", err, sizeof err) < 0) fail_msg("%s", err);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(healthy_real_numbers),
+        cmocka_unit_test(short_fixture),
+        cmocka_unit_test(fragmented_fixture),
+        cmocka_unit_test(pressured_fixture),
+        cmocka_unit_test(unified_short_fixture),
+        cmocka_unit_test(arm64_64k_page_size),
+        cmocka_unit_test(no_psi_fixture),
+        cmocka_unit_test(proc_root_from_env),
+        cmocka_unit_test(fixtures_through_the_gate),
+        cmocka_unit_test(meminfo_hostile),
+        cmocka_unit_test(meminfo_tolerant),
+        cmocka_unit_test(meminfo_truncated_everywhere),
+        cmocka_unit_test(buddyinfo_hostile),
+        cmocka_unit_test(buddyinfo_at_caps),
+        cmocka_unit_test(buddyinfo_no_free_memory),
+        cmocka_unit_test(buddyinfo_truncated_everywhere),
+        cmocka_unit_test(psi_hostile),
+        cmocka_unit_test(psi_tolerant),
+        cmocka_unit_test(psi_truncated_everywhere),
+        cmocka_unit_test_setup_teardown(files_hostile, mk_tmp, rm_tmp),
+        cmocka_unit_test(live_proc),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

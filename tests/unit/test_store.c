@@ -1,0 +1,125 @@
+/* test_store.c - the state database: migrations, versions, footprints. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <ftw.h>
+#include <sys/stat.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/db.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof dir, "/tmp/gpumod-store-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int teardown(void **state)
+{
+    return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void missing_db_read_only(void **state)
+{
+    store *s;
+    bool missing;
+    char err[256];
+    assert_int_equal(store_open(&s, dir, false, 100, &missing, err, sizeof err), -1);
+    assert_true(missing);
+    assert_non_null(strstr(err, "no state database"));
+    assert_int_not_equal(access(dir, F_OK), -1);
+}
+
+static void create_migrates_and_round_trips(void **state)
+{
+    store *s;
+    char err[256];
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/a/b", dir);
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    assert_int_equal(store_schema_version(s), store_schema_latest);
+    footprint f = {.hash = "abc", .service = "qwen", .measured_at_ms = 1764000000000, .host_bytes = 123, .ngpu = 2};
+    f.gpu[0].index = 0;
+    f.gpu[0].bytes = 20ull << 30;
+    f.gpu[1].index = 1;
+    f.gpu[1].bytes = 4ull << 30;
+    assert_int_equal(store_footprint_put(s, &f, err, sizeof err), 0);
+    f.gpu[1].bytes = 5ull << 30; /* replace */
+    assert_int_equal(store_footprint_put(s, &f, err, sizeof err), 0);
+    store_close(s);
+
+    assert_int_equal(store_open(&s, sub, false, 100, NULL, err, sizeof err), 0);
+    footprint g;
+    assert_int_equal(store_footprint_get(s, "abc", &g, err, sizeof err), 1);
+    assert_string_equal(g.service, "qwen");
+    assert_int_equal(g.host_bytes, 123);
+    assert_int_equal(g.ngpu, 2);
+    assert_int_equal(g.gpu[1].bytes, 5ull << 30);
+    assert_int_equal(store_footprint_get(s, "nope", &g, err, sizeof err), 0);
+    /* read-only: writes fail with a clear error */
+    assert_int_equal(store_footprint_put(s, &f, err, sizeof err), -1);
+    assert_non_null(strstr(err, "state database"));
+    store_close(s);
+}
+
+static void newer_schema_is_refused(void **state)
+{
+    char sub[128], path[160];
+    snprintf(sub, sizeof sub, "%s/new", dir);
+    store *s;
+    char err[256];
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    store_close(s);
+    snprintf(path, sizeof path, "%s/%s", sub, STORE_FILE);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "schema 99 is newer than this gpumod knows"));
+    assert_int_equal(store_open(&s, sub, false, 100, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "from a newer gpumod"));
+}
+
+static void unwritable_dir(void **state)
+{
+    store *s;
+    char err[256];
+    if (geteuid() == 0) { /* root writes anywhere: use a path under a file */
+        char f[128];
+        snprintf(f, sizeof f, "%s/file", dir);
+        FILE *fp = fopen(f, "w");
+        fclose(fp);
+        char sub[160];
+        snprintf(sub, sizeof sub, "%s/x", f);
+        assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), -1);
+        assert_non_null(strstr(err, "cannot create"));
+        return;
+    }
+    assert_int_equal(store_open(&s, "/proc/gpumod-nope", true, 100, NULL, err, sizeof err), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(missing_db_read_only),
+        cmocka_unit_test(create_migrates_and_round_trips),
+        cmocka_unit_test(newer_schema_is_refused),
+        cmocka_unit_test(unwritable_dir),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
