@@ -142,6 +142,25 @@ GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --mode small
 t_has out "mode 'small': fits"
 t_end
 
+t_begin "router mode: the need of the largest models_max models of the directory"
+no_gpu
+mkdir -p "$T/router"
+ln -s "$MODELS/aidreams260K-f32.gguf" "$T/router/small.gguf"
+ln -s "$MODELS/llama-2-tiny-random.gguf" "$T/router/tiny.gguf"
+printf 'id: router\ndriver: llamacpp\nport: 7075\ncontext_size: 4096\nunit_vars: {models_dir: %s, models_max: 1}\n' \
+    "$T/router" >"$C/presets/router.yaml"
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for router --json
+t_jq out .need.source estimate
+t_jq out '.need.detail | test("the 1 largest of 2 models")' true
+one=$(jq .need.host_bytes "$T/out")
+printf 'id: router\ndriver: llamacpp\nport: 7075\ncontext_size: 4096\nunit_vars: {models_dir: %s, models_max: 0}\n' \
+    "$T/router" >"$C/presets/router.yaml"
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for router --json
+t_jq out '.need.detail | test("the 2 largest of 2 models")' true
+t_jq out ".need.host_bytes > $one" true
+rm -f "$C/presets/router.yaml"
+t_end
+
 t_begin "usage and configuration errors exit 2"
 t_run 2 pf
 t_has err "give exactly one of --for SERVICE or --mode MODE"
