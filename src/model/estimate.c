@@ -32,10 +32,13 @@ const char *const est_part_names[] = {"weights", "kv", "rs", "compute", "output"
 /* src/llama-hparams.h LLAMA_MAX_LAYERS: llama.cpp refuses more */
 #define MAX_LAYERS 512
 #define GGML_TYPE_F16 1
-/* ollama ml/device.go MinimumMemory(): the per-GPU reserve for the CUDA
- * context, cuBLAS workspace and ggml's pool that no llama.cpp buffer line
- * reports ("unaccounted" in llama-server's memory breakdown); §2.6 */
-#define CUDA_OVERHEAD (457ull * MIB)
+/* The per-GPU memory no llama.cpp buffer line reports: CUDA context,
+ * cuBLAS workspace, ggml's CUDA pool ("unaccounted" in llama-server's
+ * memory breakdown).  Measured 595-598 MiB on an H200 (CUDA 13.0, driver
+ * 580) after warm-up, 528 MiB with no layer offloaded (docs/estimate.md);
+ * Ollama reserves 457 MiB (ml/device.go MinimumMemory(), research §2.6),
+ * which the H200 exceeds: gpumod takes the measured figure, rounded up. */
+#define CUDA_OVERHEAD (600ull * MIB)
 
 /* ---- architecture tables (llama.cpp src/llama-arch.cpp, src/models/) ---- */
 
@@ -634,7 +637,18 @@ static uint64_t rs_row_elems(const hparams *h)
  *   output phase: the logits (+ one residual-width tensor on a GPU; the
  *                 masks are dead by then);
  * plus the graph inputs (token ids, positions, output ids) and the token
- * embeddings the CPU-resident input layer produces.  All activations f32. */
+ * embeddings the CPU-resident input layer produces.  All activations f32.
+ * With GPUs (measured on an H200): each GPU's buffer is its own layers'
+ * phase, the pinned CUDA_Host buffer keeps the inputs, the masks and 2E,
+ * and the work of CPU-resident layers runs on GPU 0 (op_offload). */
+
+/* the width of a block's FFN activations: n_ff, or the used experts' */
+static uint64_t ffn_rows(const hparams *h, int64_t il)
+{
+    if (h->n_expert > 0 && il >= h->n_dense_lead)
+        return (uint64_t)(h->n_ff_exp ? h->n_ff_exp : h->ff[il]) * (uint64_t)h->n_expert_used;
+    return h->ff[il] > 0 ? (uint64_t)h->ff[il] : 0;
+}
 
 static uint64_t layer_peak(const hparams *h, const ctxsize *c, int64_t il)
 {
@@ -783,6 +797,7 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
     } while (0)
 
     /* weights */
+    uint64_t host_wmax = 0;
     for (size_t i = 0; i < g->ntensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         const char *rest = NULL;
@@ -804,6 +819,8 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
             dev = out_dev;
         }
         ADD(dev, EST_WEIGHTS, t->nbytes);
+        /* the largest block matrix left on the host (op_offload copies it) */
+        if (dev < 0 && il >= 0 && t->n_dims >= 2 && t->nbytes > host_wmax) host_wmax = t->nbytes;
     }
     /* tied output: token_embd is created a second time (TENSOR_DUPLICATED)
      * in the output layer's buffer, unless that buffer is the CPU one
@@ -845,28 +862,45 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
     if (h->embedding) out->host[EST_OUTPUT] += (uint64_t)h->n_embd * (uint64_t)c.n_seq * 4;
 
     /* compute: per device, the larger of its layer phase and (on the
-     * output device) the output phase.  Graph inputs are written by the CPU
-     * into the host compute buffer (the GPU's pinned CUDA_Host buffer when
-     * there is one); a GPU that consumes the masks holds its own copy. */
+     * output device) the output phase; see "compute buffer" above */
     uint64_t lpeak[HOST_MAX_GPUS + 1] = {0}; /* [ndev] = host */
     bool holds[HOST_MAX_GPUS + 1] = {false};
+    uint64_t wide = 0;
     for (int64_t il = 0; il < h->n_layer; il++) {
         int dev = layer_dev(&pl, il);
         size_t k = dev < 0 ? p->ndev : (size_t)dev;
         uint64_t lp = layer_peak(h, &c, il);
         if (lp > lpeak[k]) lpeak[k] = lp;
         holds[k] = true;
+        if (ffn_rows(h, il) > wide) wide = ffn_rows(h, il);
     }
-    uint64_t masks = kq_masks(h, &c), opeak = output_peak(h, &c, out_dev >= 0);
-    uint64_t inputs = 4 * (uint64_t)c.n_tokens * 4 + (uint64_t)h->n_embd * (uint64_t)c.n_tokens * 4;
-    size_t ko = out_dev < 0 ? p->ndev : (size_t)out_dev;
-    for (size_t k = 0; k <= p->ndev; k++) {
-        uint64_t v = holds[k] ? masks + lpeak[k] : 0;
-        if (k == ko && opeak > v) v = opeak;
-        if (k < p->ndev)
-            out->dev[k][EST_COMPUTE] = v;
-        else
-            out->host[EST_COMPUTE] = inputs + (p->ndev && !holds[k] ? masks : 0) + v;
+    uint64_t t = (uint64_t)c.n_tokens, e = (uint64_t)h->n_embd * t * 4;
+    uint64_t masks = kq_masks(h, &c), small = 4 * t * 4;
+    if (!p->ndev) {
+        /* one CPU buffer: inputs, the input layer's embeddings, the rest */
+        uint64_t v = masks + lpeak[0];
+        if (output_peak(h, &c, false) > v) v = output_peak(h, &c, false);
+        out->host[EST_COMPUTE] = small + e + v;
+    } else {
+        /* CUDA_Host holds the graph inputs, the masks and two
+         * residual-width tensors, and half of one more without FA (measured on
+         * an H200); the CPU's own work is offloaded (below) */
+        out->host[EST_COMPUTE] = small + 2 * e + (c.fa ? 0 : e / 2) + masks;
+        for (size_t d = 0; d < p->ndev; d++) {
+            uint64_t v = holds[d] ? masks + lpeak[d] : 0;
+            if ((int)d == out_dev && output_peak(h, &c, true) > v) v = output_peak(h, &c, true);
+            out->dev[d][EST_COMPUTE] = v;
+        }
+        /* op_offload (default on): matmuls of CPU-resident weights with
+         * a batch >= 32 (op_offload_min_batch_size) run on the first GPU, which receives a copy of
+         * the weight in its compute buffer (ggml-cuda offload_op, ggml_backend_sched); measured:
+         * masks + 5E + the largest such weight + two FFN-wide activations */
+        if ((holds[p->ndev] || host_wmax || out_dev < 0) && t >= 32) {
+            uint64_t v = masks + 5 * e + host_wmax + 2 * wide * t * 4;
+            if (holds[p->ndev] && masks + lpeak[p->ndev] > v) v = masks + lpeak[p->ndev];
+            if (out_dev < 0 && output_peak(h, &c, true) > v) v = output_peak(h, &c, true);
+            if (v > out->dev[0][EST_COMPUTE]) out->dev[0][EST_COMPUTE] = v;
+        }
     }
 
     for (size_t d = 0; d < p->ndev; d++)
