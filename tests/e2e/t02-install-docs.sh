@@ -32,4 +32,15 @@ t_has out "3 presets, 2 modes: 0 errors, 0 warnings"
 t_has out '"argv":["fakellm","serve"'
 t_end
 
+t_begin "gpumod never writes compact_memory or drop_caches (it only reads /proc)"
+hits=$(grep -rln 'compact_memory\|drop_caches\|/proc/sys/vm' "$GPUMOD_SRC/src" | grep -v '^$' || true)
+for f in $hits; do
+    # mentioned in comments is fine; an open() of them is not
+    grep -n 'compact_memory\|drop_caches\|/proc/sys/vm' "$f" | grep -v '^\s*[0-9]*:\s*\(/\*\|\*\|//\)' |
+        grep -q . && t_fail "$f names a /proc/sys/vm file outside a comment"
+done
+# and nothing in src/ opens anything for writing under the proc root
+grep -rn 'O_WRONLY\|O_RDWR\|"w"' "$GPUMOD_SRC/src/host" && t_fail "src/host opens a file for writing"
+t_end
+
 t_done
