@@ -1,0 +1,87 @@
+/* lifecycle.h - a service's lifecycle as an explicit state x event table,
+ * and the restart policy.  Pure: the supervisor feeds events (a request, a
+ * health result, an exit, a timer) and carries out the action the table
+ * names; every transition it makes is one row here, so an impossible
+ * transition is a table lookup that fails, not a bug in a callback. */
+#ifndef GPUMOD_LIFECYCLE_H
+#define GPUMOD_LIFECYCLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    SVC_DOWN,
+    SVC_STARTING,  /* admitted, spawned, not ready yet (loading) */
+    SVC_READY,
+    SVC_UNHEALTHY, /* was ready; health_failures probes in a row failed */
+    SVC_STOPPING,  /* SIGTERM sent to the group, waiting for it and its memory */
+    SVC_FAILED,    /* gave up: start failed or restarts exhausted; a person must act */
+    SVC_SLEEPING,  /* reserved: vLLM sleep mode / llama.cpp router unload */
+    SVC__STATES
+} svc_state;
+extern const char *const svc_state_names[]; /* lowercase, as in the JSON */
+
+typedef enum {
+    EV_START,         /* a start was requested (CLI, API, switch, router, restart timer) */
+    EV_REFUSED,       /* the gate or the port check said no: nothing was spawned */
+    EV_READY,         /* the readiness signal: health 200 (and the driver's log line) */
+    EV_START_TIMEOUT, /* startup_timeout passed before ready */
+    EV_EXITED,        /* the main process exited or was killed unexpectedly */
+    EV_HEALTH_FAILED, /* health_failures probes in a row failed */
+    EV_HEALTH_OK,     /* a probe succeeded */
+    EV_STOP,          /* a stop was requested */
+    EV_STOPPED,       /* the group is gone (and its memory freed, or the wait gave up) */
+    EV_WATCHDOG,      /* the memory watchdog chose this service */
+    EV_RESET,         /* a person cleared a failed service */
+    EV__EVENTS
+} svc_event;
+extern const char *const svc_event_names[];
+
+typedef enum {
+    ACT_NONE,
+    ACT_ADMIT,        /* need + gate + port check, then spawn (or feed EV_REFUSED) */
+    ACT_KILL,         /* SIGTERM to the group, SIGKILL after stop_timeout, verify freed */
+    ACT_RESTART,      /* ask the restart policy: schedule EV_START after its delay, or fail */
+    ACT_RECORD,       /* nothing to do but record the event */
+    ACT__ACTIONS
+} svc_action;
+extern const char *const svc_action_names[];
+
+typedef struct svc_transition {
+    svc_state next;
+    svc_action action;
+} svc_transition;
+
+/* The table's row for (state, event).  Returns false for a transition the
+ * table does not allow (out: unchanged); the caller reports it, it never
+ * acts on it. */
+bool lifecycle_step(svc_state state, svc_event ev, svc_transition *out);
+
+/* ---- restart policy ---- */
+
+typedef struct restart_policy_v {
+    int64_t max_restarts;   /* within window_ms */
+    int64_t window_ms;
+    int64_t backoff_initial_ms;
+    int64_t backoff_max_ms;
+} restart_policy_v;
+
+typedef struct restart_history {
+    int64_t at_ms[64];  /* times of the recent restarts, oldest first */
+    size_t n;
+} restart_history;
+
+typedef struct restart_decision {
+    bool restart;       /* false: give up (failed) */
+    int64_t delay_ms;   /* when restart: wait this long, then EV_START */
+    int64_t in_window;  /* restarts already counted in the window */
+} restart_decision;
+
+/* Decide at now_ms after a failure; when it says restart, the history has
+ * the restart appended.  The delay doubles from backoff_initial per
+ * restart within the window, capped at backoff_max; at most max_restarts
+ * restarts within window_ms, then give up. */
+void restart_decide(const restart_policy_v *p, restart_history *h, int64_t now_ms, restart_decision *out);
+
+#endif

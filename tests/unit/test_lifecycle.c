@@ -1,0 +1,178 @@
+/* test_lifecycle.c - the state x event table and the restart policy. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "core/lifecycle.h"
+
+static void step(svc_state s, svc_event e, svc_state want, svc_action act)
+{
+    svc_transition t;
+    if (!lifecycle_step(s, e, &t))
+        fail_msg("%s + %s: not allowed, expected -> %s", svc_state_names[s], svc_event_names[e], svc_state_names[want]);
+    if (t.next != want || t.action != act)
+        fail_msg("%s + %s: -> %s (%s), expected -> %s (%s)", svc_state_names[s], svc_event_names[e],
+                 svc_state_names[t.next], svc_action_names[t.action], svc_state_names[want], svc_action_names[act]);
+}
+
+static void refuse(svc_state s, svc_event e)
+{
+    svc_transition t = {SVC_DOWN, ACT_NONE};
+    if (lifecycle_step(s, e, &t))
+        fail_msg("%s + %s: allowed (-> %s), expected refused", svc_state_names[s], svc_event_names[e],
+                 svc_state_names[t.next]);
+}
+
+static void happy_path(void **state)
+{
+    step(SVC_DOWN, EV_START, SVC_STARTING, ACT_ADMIT);
+    step(SVC_STARTING, EV_READY, SVC_READY, ACT_RECORD);
+    step(SVC_READY, EV_STOP, SVC_STOPPING, ACT_KILL);
+    step(SVC_STOPPING, EV_STOPPED, SVC_DOWN, ACT_RECORD);
+}
+
+static void failures_during_start(void **state)
+{
+    step(SVC_STARTING, EV_REFUSED, SVC_DOWN, ACT_RECORD);
+    step(SVC_STARTING, EV_START_TIMEOUT, SVC_FAILED, ACT_KILL);
+    step(SVC_STARTING, EV_EXITED, SVC_FAILED, ACT_KILL);
+    step(SVC_STARTING, EV_WATCHDOG, SVC_FAILED, ACT_KILL);
+    /* 503 "Loading model" while starting is not a health failure */
+    step(SVC_STARTING, EV_HEALTH_FAILED, SVC_STARTING, ACT_NONE);
+}
+
+static void crash_and_health(void **state)
+{
+    step(SVC_READY, EV_EXITED, SVC_DOWN, ACT_RESTART);
+    step(SVC_READY, EV_HEALTH_FAILED, SVC_UNHEALTHY, ACT_RESTART);
+    step(SVC_UNHEALTHY, EV_HEALTH_OK, SVC_READY, ACT_RECORD);
+    step(SVC_UNHEALTHY, EV_STOPPED, SVC_DOWN, ACT_RESTART);
+}
+
+static void stopping_absorbs_failures(void **state)
+{
+    step(SVC_STOPPING, EV_EXITED, SVC_STOPPING, ACT_NONE);
+    step(SVC_STOPPING, EV_HEALTH_FAILED, SVC_STOPPING, ACT_NONE);
+    step(SVC_STOPPING, EV_WATCHDOG, SVC_STOPPING, ACT_NONE);
+    refuse(SVC_STOPPING, EV_START);
+    refuse(SVC_STOPPING, EV_READY);
+}
+
+static void failed_is_sticky(void **state)
+{
+    refuse(SVC_FAILED, EV_READY);
+    refuse(SVC_FAILED, EV_HEALTH_OK);
+    step(SVC_FAILED, EV_EXITED, SVC_FAILED, ACT_NONE);
+    step(SVC_FAILED, EV_START, SVC_STARTING, ACT_ADMIT);
+    step(SVC_FAILED, EV_RESET, SVC_DOWN, ACT_RECORD);
+}
+
+static void impossible_transitions(void **state)
+{
+    refuse(SVC_DOWN, EV_READY);
+    refuse(SVC_DOWN, EV_EXITED);
+    refuse(SVC_DOWN, EV_HEALTH_FAILED);
+    refuse(SVC_READY, EV_REFUSED);
+    svc_transition t;
+    assert_false(lifecycle_step((svc_state)99, EV_START, &t));
+    assert_false(lifecycle_step(SVC_DOWN, (svc_event)99, &t));
+}
+
+static void every_state_can_be_stopped(void **state)
+{
+    for (int s = 0; s < SVC__STATES; s++) {
+        svc_transition t;
+        assert_true(lifecycle_step((svc_state)s, EV_STOP, &t));
+        assert_true(t.next == SVC_STOPPING || t.next == SVC_DOWN || t.next == SVC_FAILED);
+    }
+}
+
+static void names_cover_enums(void **state)
+{
+    for (int s = 0; s < SVC__STATES; s++) assert_non_null(svc_state_names[s]);
+    assert_string_equal(svc_state_names[SVC_UNHEALTHY], "unhealthy");
+    for (int e = 0; e < EV__EVENTS; e++) assert_non_null(svc_event_names[e]);
+    assert_string_equal(svc_event_names[EV_RESET], "reset");
+    assert_string_equal(svc_action_names[ACT_RECORD], "record");
+}
+
+static void backoff_doubles_then_caps_then_gives_up(void **state)
+{
+    restart_policy_v p = {.max_restarts = 5, .window_ms = 600000, .backoff_initial_ms = 1000, .backoff_max_ms = 6000};
+    restart_history h = {0};
+    restart_decision d;
+    int64_t now = 1000000;
+    const int64_t want[] = {1000, 2000, 4000, 6000, 6000};
+    for (int i = 0; i < 5; i++) {
+        restart_decide(&p, &h, now, &d);
+        assert_true(d.restart);
+        assert_int_equal(d.delay_ms, want[i]);
+        assert_int_equal(d.in_window, i);
+        now += d.delay_ms + 10;
+    }
+    restart_decide(&p, &h, now, &d);
+    assert_false(d.restart);
+    assert_int_equal(d.in_window, 5);
+}
+
+static void the_window_forgets(void **state)
+{
+    restart_policy_v p = {.max_restarts = 2, .window_ms = 10000, .backoff_initial_ms = 100, .backoff_max_ms = 1000};
+    restart_history h = {0};
+    restart_decision d;
+    restart_decide(&p, &h, 0, &d);
+    restart_decide(&p, &h, 1000, &d);
+    assert_true(d.restart);
+    restart_decide(&p, &h, 2000, &d);
+    assert_false(d.restart);
+    /* well after the window, the count starts again, and so does the backoff */
+    restart_decide(&p, &h, 100000, &d);
+    assert_true(d.restart);
+    assert_int_equal(d.delay_ms, 100);
+    assert_int_equal(d.in_window, 0);
+}
+
+static void zero_restarts_never_restarts(void **state)
+{
+    restart_policy_v p = {.max_restarts = 0, .window_ms = 1000, .backoff_initial_ms = 0, .backoff_max_ms = 0};
+    restart_history h = {0};
+    restart_decision d;
+    restart_decide(&p, &h, 5, &d);
+    assert_false(d.restart);
+}
+
+static void huge_backoff_does_not_overflow(void **state)
+{
+    restart_policy_v p = {.max_restarts = 1000, .window_ms = INT64_MAX / 4, .backoff_initial_ms = INT64_MAX / 8,
+                          .backoff_max_ms = INT64_MAX / 2};
+    restart_history h = {0};
+    restart_decision d;
+    for (int i = 0; i < 70; i++) {
+        restart_decide(&p, &h, i, &d);
+        assert_true(d.restart);
+        assert_true(d.delay_ms > 0 && d.delay_ms <= INT64_MAX / 2);
+    }
+    assert_int_equal(h.n, 64); /* bounded history */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(happy_path),
+        cmocka_unit_test(failures_during_start),
+        cmocka_unit_test(crash_and_health),
+        cmocka_unit_test(stopping_absorbs_failures),
+        cmocka_unit_test(failed_is_sticky),
+        cmocka_unit_test(impossible_transitions),
+        cmocka_unit_test(every_state_can_be_stopped),
+        cmocka_unit_test(names_cover_enums),
+        cmocka_unit_test(backoff_doubles_then_caps_then_gives_up),
+        cmocka_unit_test(the_window_forgets),
+        cmocka_unit_test(zero_restarts_never_restarts),
+        cmocka_unit_test(huge_backoff_does_not_overflow),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
