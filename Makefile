@@ -41,7 +41,7 @@ ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out src/main.c,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_SRC := $(filter-out src/main.c src/exec/%,$(shell find src -name '*.c' | LC_ALL=C sort))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 GPUMOD  := $(BUILD)/gpumod
 HELPERS :=
@@ -152,6 +152,7 @@ clean:
 
 include mk/fakes.mk
 include mk/fuzz.mk
+include mk/exec.mk
 all: $(FAKES)
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests $(BUILD)/fakes -name '*.d' 2>/dev/null)

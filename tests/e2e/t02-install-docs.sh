@@ -9,6 +9,7 @@ t_eq "$(stat -c %a "$T/root/usr/bin/gpumod")" 755 "gpumod mode"
 t_eq "$(stat -c %a "$T/root/usr/share/man/man1/gpumod.1")" 644 "man page mode"
 t_run 0 "$T/root/usr/bin/gpumod" --version
 t_match out "^gpumod "
+t_eq "$(stat -c %a "$T/root/usr/libexec/gpumod/gpumod-exec")" 755 "gpumod-exec mode"
 t_end
 
 t_begin "every command of --help is in the man page and the README"
