@@ -169,10 +169,13 @@ free_port() {
     [ "$hi" -gt 11000 ] || hi=65000
     [ "$hi" -le 20000 ] && lo=10000 || lo=20000
     [ "$hi" -le "$lo" ] && lo=$((hi / 2))
+    # ports handed out earlier in this script are remembered in a file (this
+    # runs in $(...) subshells), so twenty quick calls never repeat one
     while :; do
         p=$(( lo + (RANDOM * 32768 + RANDOM) % (hi - lo) ))
+        grep -qx "$p" "$T/.ports" 2>/dev/null && continue
         awk -v p="$p" 'NR > 1 { split($2, a, ":"); if (strtonum("0x" a[2]) == p) f = 1 } END { exit !f }' \
-            /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p"; return; }
+            /proc/net/tcp /proc/net/tcp6 2>/dev/null || { echo "$p" >>"$T/.ports"; echo "$p"; return; }
     done
 }
 

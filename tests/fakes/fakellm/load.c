@@ -33,7 +33,7 @@
 static uv_timer_t load_timer;
 static uv_signal_t sig_chld;
 static double load_t0;
-static int pct_logged;
+static int pct_logged = -1; /* -1: the load has not begun */
 static bool failed_half;
 
 static char *ram;         /* FAKELLM_RAM_MB, held by this process */
@@ -310,14 +310,27 @@ static void on_load_tick(uv_timer_t *t)
         return;
     }
     ram_touch(frac);
-    int pct = (int)(frac * 100) / 25 * 25;
-    if (pct > pct_logged && pct < 100) {
-        pct_logged = pct;
-        if (fk.cfg.mode == FK_VLLM)
-            fk_log('I', "default_loader.py:267", "Loading weights took %.2f seconds (%d%%)",
-                   (fk_mono_ms() - load_t0) / 1000, pct);
-        else
-            fk_log('I', "llama_model_load", "loading tensors: %d%%", pct);
+    if (fk.cfg.mode == FK_VLLM) {
+        int pct = (int)(frac * 100) / 25 * 25;
+        if (pct > 0 && pct > pct_logged && pct < 100) {
+            pct_logged = pct;
+            /* vLLM's tqdm bar over the checkpoint shards */
+            fk_log('I', NULL, "Loading safetensors checkpoint shards: %3d%% Completed | %d/4 [00:%02d<00:00]", pct,
+                   pct / 25, (int)((fk_mono_ms() - load_t0) / 1000) % 60);
+        }
+    } else {
+        /* llama.cpp's default progress callback (src/llama.cpp): one '.' each
+         * time the whole percentage grows, a newline at 100, no prefix */
+        int pct = frac >= 1 ? 100 : (int)(frac * 100);
+        if (pct_logged < 0) {
+            fk_log('I', "load_tensors", "loading model tensors, this can take a while... (mmap = true)");
+            pct_logged = 0;
+        }
+        if (pct > pct_logged) {
+            pct_logged = pct;
+            fputs(pct >= 100 ? ".\n" : ".", stderr);
+            fflush(stderr);
+        }
     }
     if (frac >= 1)
         load_done();
