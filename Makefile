@@ -152,6 +152,7 @@ clean:
 
 include mk/fakes.mk
 include mk/fuzz.mk
+include mk/http.mk
 include mk/exec.mk
 all: $(FAKES)
 

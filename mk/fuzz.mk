@@ -1,15 +1,24 @@
-# mk/fuzz.mk - the GGUF parser's fuzzer and the replay of its corpus.
-# Included from the Makefile after its rules (it uses BUILD, CC, ALL_CFLAGS,
-# WARN, PKG_LIBS and the `unit` and `deps` targets defined there).
+# mk/fuzz.mk - the fuzzers (GGUF parser, HTTP parser) and the replay of
+# their corpora.  Included from the Makefile after its rules (it uses BUILD,
+# CC, ALL_CFLAGS, WARN, PKG_LIBS and the `unit` and `deps` targets defined
+# there).
 #
-#   make fuzz            build build-fuzz/fuzz_gguf (clang + libFuzzer + ASan
-#                        + UBSan) and run it FUZZ_SECONDS (600) over the seed
+#   make fuzz            every target in FUZZ_TARGETS (gguf http), one after
+#                        the other, FUZZ_SECONDS (600) each
+#   make fuzz-gguf       build build-fuzz/fuzz_gguf (clang + libFuzzer + ASan
+#                        + UBSan) and run it FUZZ_SECONDS over the seed
 #                        corpus; new inputs go to build-fuzz/corpus, crashes
 #                        to build-fuzz/artifacts/
-#   make fuzz-replay     every corpus file through the parser, normal compiler
-#                        ($(BUILD)/tests/test_fuzz_replay; `make test` runs it)
+#   make fuzz-http       the same for build-fuzz/fuzz_http (corpus in
+#                        build-fuzz/corpus-http, crashes in
+#                        build-fuzz/artifacts-http/)
+#   make fuzz-replay     every corpus file through the parsers, normal compiler
+#                        ($(BUILD)/tests/test_fuzz_replay{,_http}; `make test`
+#                        runs them)
 #   make fuzz-corpus     regenerate the synthetic seeds and the real-model
 #                        header seed (tests/fuzz/gen_corpus.c)
+#   make fuzz-http-corpus  the HTTP seeds from tests/fixtures/http (a control
+#                        byte, see fuzz_http.c, then the message)
 #
 # The fuzz build links the parser's sources directly: libgpumod.a is built
 # without libFuzzer's coverage instrumentation.
@@ -30,7 +39,9 @@ FUZZ_CFLAGS  := -std=c17 -D_GNU_SOURCE -g -O1 -Isrc \
 FUZZ_ARGS    ?= -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
                 -dict=tests/fuzz/gguf.dict
 
-.PHONY: fuzz fuzz-replay fuzz-corpus
+FUZZ_TARGETS ?= gguf http
+
+.PHONY: fuzz fuzz-gguf fuzz-http fuzz-replay fuzz-corpus fuzz-http-corpus
 
 # buf.c (xmalloc) is not ours to hold to clang's -Wformat=2: built apart
 $(FUZZ_BUILD)/buf.o: src/util/buf.c src/util/buf.h
@@ -42,6 +53,9 @@ $(FUZZ_BUILD)/fuzz_gguf: $(FUZZ_SRC) $(FUZZ_BUILD)/buf.o src/model/gguf.h src/mo
 
 fuzz: deps
 	@scripts/install-deps --fuzz
+	@set -e; for t in $(FUZZ_TARGETS); do $(MAKE) --no-print-directory fuzz-$$t; done
+
+fuzz-gguf:
 	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/fuzz_gguf
 	@mkdir -p $(FUZZ_BUILD)/corpus $(FUZZ_BUILD)/artifacts
 	$(if $(FUZZ_SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(FUZZ_SYMBOLIZER)) $(FUZZ_BUILD)/fuzz_gguf $(FUZZ_ARGS) -max_total_time=$(FUZZ_SECONDS) \
@@ -51,9 +65,9 @@ $(BUILD)/tests/test_fuzz_replay: tests/fuzz/replay.c tests/fuzz/fuzz_gguf.c $(BU
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS)
 
-unit: $(BUILD)/tests/test_fuzz_replay
+unit: $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_fuzz_replay_http
 
-fuzz-replay: $(BUILD)/tests/test_fuzz_replay
+fuzz-replay: $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_fuzz_replay_http
 	@BUILD=$(BUILD) tests/run unit/test_fuzz_replay
 
 $(BUILD)/gen_corpus: tests/fuzz/gen_corpus.c tests/unit/gguf_synth.h $(BUILD)/libgpumod.a
@@ -61,3 +75,32 @@ $(BUILD)/gen_corpus: tests/fuzz/gen_corpus.c tests/unit/gguf_synth.h $(BUILD)/li
 
 fuzz-corpus: $(BUILD)/gen_corpus
 	$(BUILD)/gen_corpus $(FUZZ_CORPUS) $(FUZZ_MODELS)
+
+# The HTTP parser: fuzz_http.c parses each input in one piece, a byte at a
+# time and in random pieces and checks that the three agree.
+FUZZ_HTTP_SRC    := tests/fuzz/fuzz_http.c src/net/http.c
+FUZZ_HTTP_CORPUS := tests/fuzz/corpus/http
+# -max_len: byte-at-a-time feeding copies the unconsumed bytes per call
+FUZZ_HTTP_ARGS   ?= -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                    -dict=tests/fuzz/http.dict
+
+$(FUZZ_BUILD)/fuzz_http: $(FUZZ_HTTP_SRC) $(FUZZ_BUILD)/buf.o src/net/http.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) -Wno-unknown-warning-option -o $@ $(FUZZ_HTTP_SRC) $(FUZZ_BUILD)/buf.o
+
+fuzz-http:
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/fuzz_http
+	@mkdir -p $(FUZZ_BUILD)/corpus-http $(FUZZ_BUILD)/artifacts-http
+	$(if $(FUZZ_SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(FUZZ_SYMBOLIZER)) $(FUZZ_BUILD)/fuzz_http $(FUZZ_HTTP_ARGS) -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts-http/ $(FUZZ_BUILD)/corpus-http $(FUZZ_HTTP_CORPUS)
+
+$(BUILD)/tests/test_fuzz_replay_http: tests/fuzz/replay_http.c tests/fuzz/fuzz_http.c $(BUILD)/libgpumod.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS)
+
+# seeds: valid-/invalid- + the fixture's name; the control byte says
+# request (0), response (1) or response to HEAD (3)
+fuzz-http-corpus:
+	@set -e; for d in valid invalid; do for f in tests/fixtures/http/$$d/*.http; do \
+	    b=$$(basename $$f .http); \
+	    case $$b in res-head-*) fl='\003';; res-*) fl='\001';; *) fl='\000';; esac; \
+	    { printf "$$fl"; cat $$f; } >$(FUZZ_HTTP_CORPUS)/$$d-$$b; done; done
