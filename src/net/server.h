@@ -1,0 +1,111 @@
+/* server.h - the HTTP/1.1 server on libuv: listeners (a Unix socket for
+ * the control API, TCP for the router), connections, limits, timeouts and
+ * responses.  Parsing is src/net/http.c; this file owns what happens
+ * around it.
+ *
+ * Design: one request at a time per connection.  A request is handed to
+ * on_request once its whole body is in (control API bodies are small and
+ * bounded by max_body); the connection parses nothing more until the
+ * response to it has ended, so pipelined requests are answered in order
+ * without a queue.  The response may be given from inside on_request or
+ * later (from another callback on the same loop); until it is, the
+ * srv_conn stays valid even if the peer has gone.
+ *
+ * Everything runs on the caller's loop thread; nothing here blocks.
+ * Errors the server answers itself (parser errors 400/413/414/431/501/505,
+ * 408 timeouts, 403 refused peer, 503 over the connection cap) carry a
+ * small JSON body {"error":{"code":..,"message":..}} and close the
+ * connection. */
+#ifndef GPUMOD_SERVER_H
+#define GPUMOD_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "net/http.h"
+#include "util/buf.h"
+
+typedef struct srv srv;
+typedef struct srv_conn srv_conn;
+
+/* Who is at the other end of a Unix socket (SO_PEERCRED, taken at
+ * accept).  known is false for TCP. */
+typedef struct srv_peer {
+    bool known;
+    uid_t uid;
+    gid_t gid;
+    pid_t pid;
+} srv_peer;
+
+/* m and body are borrowed for the duration of the call only (copy what an
+ * asynchronous handler needs).  body is empty when there is none.  The
+ * handler must end the response exactly once, now or later: srv_respond,
+ * or srv_respond_start ... srv_end. */
+typedef void (*srv_request_cb)(srv_conn *c, const http_msg *m, const view *body, void *ud);
+/* Unix sockets: false refuses the peer with 403 before a byte is read. */
+typedef bool (*srv_allow_cb)(const srv_peer *peer, void *ud);
+/* The connection died (peer gone, write error, srv_close during a
+ * streamed response) while the handler still owed it srv_end/srv_respond.
+ * The handler must still make that call (it then only frees); until then
+ * c stays valid.  Optional: without it, writes just start failing. */
+typedef void (*srv_abort_cb)(srv_conn *c, void *ud);
+
+typedef struct srv_opts {
+    http_limits limits;        /* 0 fields: 16 KiB head, 100 fields, 8 KiB target, 1 MiB body */
+    int64_t header_timeout_ms; /* connection (or first byte) to end of head; 0: 10 s */
+    int64_t body_timeout_ms;   /* end of head to end of body; 0: 30 s */
+    int64_t idle_timeout_ms;   /* keep-alive wait for the next request; 0: 60 s */
+    size_t max_conns;          /* open connections; the next one gets 503; 0: 256 */
+    srv_request_cb on_request; /* required */
+    srv_allow_cb allow;        /* optional (Unix sockets only) */
+    srv_abort_cb on_abort;     /* optional */
+    void *ud;
+} srv_opts;
+
+/* A server on loop (borrowed; must outlive the server).  Listens on
+ * nothing until srv_listen_*.  Freed by srv_close. */
+srv *srv_new(uv_loop_t *loop, const srv_opts *o);
+
+/* Listen on a Unix socket at path, mode 0600.  A socket file already
+ * there is replaced only when nothing answers on it (a stale one left by
+ * a crash); a live daemon's socket is never touched: -1 with err
+ * "socket '/run/x.sock' is in use by another process" (errno EADDRINUSE).
+ * The file is unlinked by srv_close. */
+int srv_listen_unix(srv *s, const char *path, char *err, size_t errlen);
+
+/* Listen on TCP host:port; host is numeric (v4 or v6) or "localhost";
+ * port 0 picks a free one (srv_tcp_port tells which). */
+int srv_listen_tcp(srv *s, const char *host, int port, char *err, size_t errlen);
+/* The port of the last TCP listener, or -1. */
+int srv_tcp_port(const srv *s);
+
+/* Stop accepting, close idle connections and streamed responses
+ * (on_abort), let requests in progress finish (with Connection: close),
+ * then free the server and call cb (which may be NULL) on the loop.  A
+ * handler that never answers keeps the server open. */
+void srv_close(srv *s, void (*cb)(void *ud), void *ud);
+
+/* A whole response; body is copied.  Content-Length is set (no body for
+ * HEAD, 204, 304).  content_type may be NULL.  Returns 0, or -1 when the
+ * connection is already gone (the request is finished either way). */
+int srv_respond(srv_conn *c, int status, const char *content_type, const void *body, size_t len);
+
+/* A streamed response: chunked on HTTP/1.1, read-until-close on 1.0.
+ * srv_write copies data (0 bytes is a no-op, never the last chunk);
+ * srv_end finishes the response.  -1 when the connection is gone. */
+int srv_respond_start(srv_conn *c, int status, const char *content_type);
+int srv_write(srv_conn *c, const void *data, size_t len);
+int srv_end(srv_conn *c);
+
+/* Bytes queued for the peer and not yet written (for a streamer that
+ * wants to stop producing when a slow reader falls behind). */
+size_t srv_conn_queued(const srv_conn *c);
+const srv_peer *srv_conn_peer(const srv_conn *c);
+/* Still connected (a handler answering late may skip its work). */
+bool srv_conn_alive(const srv_conn *c);
+
+#endif
