@@ -9,6 +9,7 @@
 #include "util/buf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,134 @@ static const char *const migrations[] = {
     "  bytes INTEGER NOT NULL,"
     "  PRIMARY KEY (hash, device)"
     ");",
+    /* 2: events (docs/interfaces.md "Events"): every transition with its reason */
+    "CREATE TABLE events ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  ts_ms INTEGER NOT NULL,"
+    "  service TEXT,"
+    "  kind TEXT NOT NULL,"
+    "  from_state TEXT,"
+    "  to_state TEXT,"
+    "  reason TEXT,"
+    "  data TEXT"
+    ");"
+    "CREATE INDEX events_service ON events(service, id);",
 };
+
+const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
+                                         "watchdog", "footprint", "switch.phase", "reload", "router.activation",
+                                         NULL};
+
+static bool kind_ok(const char *k)
+{
+    for (size_t i = 0; k && store_event_kinds[i]; i++)
+        if (!strcmp(k, store_event_kinds[i])) return true;
+    return false;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+int store_event_add(store *s, const store_event *e, int64_t *id, char *err, size_t errlen)
+{
+    if (!kind_ok(e->kind)) {
+        snprintf(err, errlen, "event kind '%s' is not one of the documented kinds", e->kind ? e->kind : "(null)");
+        return -1;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO events(ts_ms, service, kind, from_state, to_state, reason, data) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, e->ts_ms);
+    bind_text_or_null(st, 2, e->service);
+    sqlite3_bind_text(st, 3, e->kind, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 4, e->from);
+    bind_text_or_null(st, 5, e->to);
+    bind_text_or_null(st, 6, e->reason);
+    bind_text_or_null(st, 7, e->data);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "state database: cannot record a '%s' event: %s", e->kind, sqlite3_errmsg(s->db));
+        return -1;
+    }
+    if (id) *id = sqlite3_last_insert_rowid(s->db);
+    return 0;
+}
+
+static char *col_dup(sqlite3_stmt *st, int i)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? xstrdup((const char *)t) : NULL;
+}
+
+int store_events(store *s, int64_t since_id, const char *service, size_t limit, store_event **out, size_t *n,
+                 char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    const char *sql = service ? "SELECT id, ts_ms, service, kind, from_state, to_state, reason, data FROM events "
+                                "WHERE id > ? AND service = ? ORDER BY id LIMIT ?"
+                              : "SELECT id, ts_ms, service, kind, from_state, to_state, reason, data FROM events "
+                                "WHERE id > ? ORDER BY id LIMIT ?";
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        return -1;
+    }
+    int i = 1;
+    sqlite3_bind_int64(st, i++, since_id);
+    if (service) sqlite3_bind_text(st, i++, service, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, i, (sqlite3_int64)(limit ? limit : 1000));
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            *out = xrealloc(*out, cap * sizeof **out);
+        }
+        store_event *e = &(*out)[(*n)++];
+        e->id = sqlite3_column_int64(st, 0);
+        e->ts_ms = sqlite3_column_int64(st, 1);
+        e->service = col_dup(st, 2);
+        e->kind = col_dup(st, 3);
+        e->from = col_dup(st, 4);
+        e->to = col_dup(st, 5);
+        e->reason = col_dup(st, 6);
+        e->data = col_dup(st, 7);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        store_events_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return -1;
+    }
+    return 0;
+}
+
+void store_events_free(store_event *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free((char *)v[i].service);
+        free((char *)v[i].kind);
+        free((char *)v[i].from);
+        free((char *)v[i].to);
+        free((char *)v[i].reason);
+        free((char *)v[i].data);
+    }
+    free(v);
+}
 const int store_schema_latest = (int)(sizeof migrations / sizeof *migrations);
 
 static int mkdirs(const char *path, char *err, size_t errlen)

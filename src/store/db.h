@@ -1,6 +1,6 @@
 /* db.h - the state database (SQLite, WAL): schema versioning and the
- * tables later parts fill.  This version holds measured footprints; the
- * daemon adds events and the switch journal through new migrations. */
+ * tables the daemon fills: measured footprints (v1) and events (v2); the
+ * switch journal comes with a later migration. */
 #ifndef GPUMOD_DB_H
 #define GPUMOD_DB_H
 
@@ -39,5 +39,23 @@ typedef struct footprint {
 int store_footprint_put(store *s, const footprint *f, char *err, size_t errlen);
 /* 1 found, 0 none, -1 error. */
 int store_footprint_get(store *s, const char *hash, footprint *out, char *err, size_t errlen);
+
+/* Events (docs/interfaces.md): {id, ts, service|null, kind, from, to,
+ * reason, data}.  Strings may be NULL; kind must be one of
+ * store_event_kinds; data is JSON text. */
+typedef struct store_event {
+    int64_t id;
+    int64_t ts_ms;
+    const char *service, *kind, *from, *to, *reason, *data;
+} store_event;
+extern const char *const store_event_kinds[];
+
+int store_event_add(store *s, const store_event *e, int64_t *id, char *err, size_t errlen);
+/* Events after since_id (0: from the first), of one service or all (NULL),
+ * oldest first, at most limit (0: 1000).  The caller frees with
+ * store_events_free. */
+int store_events(store *s, int64_t since_id, const char *service, size_t limit, store_event **out, size_t *n,
+                 char *err, size_t errlen);
+void store_events_free(store_event *v, size_t n);
 
 #endif

@@ -161,6 +161,37 @@ t_jq out ".need.host_bytes > $one" true
 rm -f "$C/presets/router.yaml"
 t_end
 
+t_begin "a measured footprint for the same config hash wins over the estimate"
+with_gpu 24576 500
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat --json
+hash=$(jq -r .need.config_hash "$T/out")
+[ ${#hash} -eq 64 ] || t_fail "config hash '$hash'"
+# the daemon writes these after a start; a v1 database as an older gpumod left it
+sqlite3 "$GPUMOD_STATE_DIR/gpumod.db" "
+  CREATE TABLE footprints (hash TEXT PRIMARY KEY, service TEXT NOT NULL, measured_at_ms INTEGER NOT NULL,
+                           host_bytes INTEGER NOT NULL);
+  CREATE TABLE footprint_gpus (hash TEXT NOT NULL, device INTEGER NOT NULL, bytes INTEGER NOT NULL,
+                               PRIMARY KEY (hash, device));
+  INSERT INTO footprints VALUES ('$hash', 'chat', 0, 1048576);
+  INSERT INTO footprint_gpus VALUES ('$hash', 0, 123456789);
+  PRAGMA user_version = 1;"
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat --json
+t_jq out .need.source measured
+t_jq out '.need.gpu_bytes["0"]' 123456789
+t_jq out .need.host_bytes 1048576
+# another configuration (a different context) has no measurement: estimated again
+sed -i 's/context_size: 2048/context_size: 1024/' "$C/presets/chat.yaml"
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat --json
+t_jq out .need.source estimate
+sed -i 's/context_size: 1024/context_size: 2048/' "$C/presets/chat.yaml"
+# a database from a newer gpumod is not guessed at
+sqlite3 "$GPUMOD_STATE_DIR/gpumod.db" "PRAGMA user_version = 99;"
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat --json
+t_jq out .need.source estimate
+t_has err "measured footprints unavailable: state database"
+rm -f "$GPUMOD_STATE_DIR"/gpumod.db*
+t_end
+
 t_begin "usage and configuration errors exit 2"
 t_run 2 pf
 t_has err "give exactly one of --for SERVICE or --mode MODE"
