@@ -5,6 +5,7 @@
  * database exists, a GGUF header read, one snapshot.
  *
  * Exit 0 ok, 1 refused, 2 configuration or usage error. */
+#include "util/clock.h"
 #include "cli/cli.h"
 #include "cli/hostview.h"
 #include "model/need.h"
@@ -12,15 +13,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-/* --timing: phase durations on stderr, for make bench-preflight */
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 typedef struct pf {
     cli *c;
@@ -80,8 +72,8 @@ int cmd_preflight(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("preflight");
     const char *svc = NULL, *mode_id = NULL;
-    bool timing = false;
-    double t0 = now_ms(), t_cfg = 0, t_snap = 0, t_store = 0;
+    bool timing = false; /* --timing: phase durations on stderr, for make bench-preflight */
+    double t0 = clock_mono_ms_f(), t_cfg = 0, t_snap = 0, t_store = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--timing"))
             timing = true;
@@ -101,7 +93,7 @@ int cmd_preflight(cli *c, int argc, char **argv)
     pf f = {.c = c};
     config_opts opts = {.check_files = false};
     config_load(&f.cfg, &c->paths, &opts);
-    t_cfg = now_ms();
+    t_cfg = clock_mono_ms_f();
     int rc = EXIT_OK;
     const preset *p = NULL;
     const mode *m = NULL;
@@ -134,12 +126,12 @@ int cmd_preflight(cli *c, int argc, char **argv)
 
     policy_from_settings(&f.cfg.set, &f.policy);
     snapshot_for(&f.cfg.set, &f.snap);
-    t_snap = now_ms();
+    t_snap = clock_mono_ms_f();
     char err[512];
     bool missing;
     if (store_open(&f.st, f.cfg.set.state_dir, false, 200, &missing, err, sizeof err) && !missing)
         fprintf(stderr, "gpumod: preflight: measured footprints unavailable: %s\n", err);
-    t_store = now_ms();
+    t_store = clock_mono_ms_f();
 
     buf out = BUF_INIT;
     bool all_ok = true, ok = true;
@@ -176,7 +168,7 @@ int cmd_preflight(cli *c, int argc, char **argv)
         if (!all_ok) rc = EXIT_REFUSED;
     }
     if (timing) {
-        double t_end = now_ms();
+        double t_end = clock_mono_ms_f();
         fprintf(stderr, "timing config %.3f snapshot %.3f nvml %lld store %.3f need+gate %.3f total %.3f ms\n",
                 t_cfg - t0, t_snap - t_cfg, (long long)f.snap.nvml_ms, t_store - t_snap, t_end - t_store, t_end - t0);
     }

@@ -27,6 +27,8 @@
  * naming another library path unloads the first; a failed init is retried
  * by the next query; a query failure after init shuts the session down so
  * the next query starts a fresh one (GPU lost, driver replaced). */
+#include "util/clock.h"
+#include "util/errf.h"
 #include "host/nvml.h"
 
 #include <dlfcn.h>
@@ -145,25 +147,6 @@ static const char *rc_text(int rc)
     }
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- the NVML thread's side: only it touches `lib` ---------------------- */
 
 typedef struct nvml_out {
@@ -209,7 +192,7 @@ static int lib_load(const char *path, nvml_out *o)
     lib_unload();
     if (strlen(path) >= sizeof lib.path) {
         o->state = NVML_ABSENT;
-        seterr(o->err, sizeof o->err, "NVML library path is too long");
+        errf(o->err, sizeof o->err, "NVML library path is too long");
         return -1;
     }
     dlerror();
@@ -220,7 +203,7 @@ static int lib_load(const char *path, nvml_out *o)
         size_t n = strlen(path);
         if (why && strncmp(why, path, n) == 0 && strncmp(why + n, ": ", 2) == 0) why += n + 2;
         o->state = NVML_ABSENT;
-        seterr(o->err, sizeof o->err, "cannot load '%s': %s", path, why ? why : "dlopen failed");
+        errf(o->err, sizeof o->err, "cannot load '%s': %s", path, why ? why : "dlopen failed");
         return -1;
     }
     struct nvml_api *a = &lib.api;
@@ -258,7 +241,7 @@ static int lib_load(const char *path, nvml_out *o)
         dlclose(h);
         memset(a, 0, sizeof *a);
         o->state = NVML_FAILED;
-        seterr(o->err, sizeof o->err, "'%s' has no %s", path, missing);
+        errf(o->err, sizeof o->err, "'%s' has no %s", path, missing);
         return -1;
     }
     lib.h = h;
@@ -298,7 +281,7 @@ static int get_procs(const struct nvml_api *a, nvml_dev h, gpu_dev *d, void **sc
     if (rc != NVML_SUCCESS) {
         free(arr);
         *scratch = NULL;
-        seterr(err, errlen, "device %d: %s: %s (%d)", d->index, a->procs_sym, rc_text(rc), rc);
+        errf(err, errlen, "device %d: %s: %s (%d)", d->index, a->procs_sym, rc_text(rc), rc);
         return -1;
     }
     if (n > cap) n = cap; /* SUCCESS on the first call means none */
@@ -358,7 +341,7 @@ static int get_memory(const struct nvml_api *a, nvml_dev h, gpu_dev *d, char *er
         return 0;
     }
     if (rc != NVML_SUCCESS) {
-        seterr(err, errlen, "device %d: %s: %s (%d)", d->index, which, rc_text(rc), rc);
+        errf(err, errlen, "device %d: %s: %s (%d)", d->index, which, rc_text(rc), rc);
         return -1;
     }
     return 0;
@@ -374,7 +357,7 @@ static int query_dev(const struct nvml_api *a, unsigned int i, gpu_dev *d, void 
     nvml_dev h = NULL;
     int rc = a->handle(i, &h);
     if (rc != NVML_SUCCESS) {
-        seterr(err, errlen, "device %u: %s: %s (%d)", i, a->handle_sym, rc_text(rc), rc);
+        errf(err, errlen, "device %u: %s: %s (%d)", i, a->handle_sym, rc_text(rc), rc);
         return -1;
     }
     /* identity and gauges are for display: a failure leaves them unknown */
@@ -414,7 +397,7 @@ static void run_query(const char *path, nvml_out *o)
     int rc;
     if (!lib.inited) {
         if ((rc = a->init()) != NVML_SUCCESS) {
-            seterr(o->err, sizeof o->err, "%s: %s (%d)", a->init_sym, rc_text(rc), rc);
+            errf(o->err, sizeof o->err, "%s: %s (%d)", a->init_sym, rc_text(rc), rc);
             return;
         }
         lib.inited = true;
@@ -425,7 +408,7 @@ static void run_query(const char *path, nvml_out *o)
         copy_str(o->driver_version, sizeof o->driver_version, drv);
     unsigned int n = 0;
     if ((rc = a->count(&n)) != NVML_SUCCESS) {
-        seterr(o->err, sizeof o->err, "%s: %s (%d)", a->count_sym, rc_text(rc), rc);
+        errf(o->err, sizeof o->err, "%s: %s (%d)", a->count_sym, rc_text(rc), rc);
         goto lost;
     }
     if (n > HOST_MAX_GPUS) n = HOST_MAX_GPUS;
@@ -543,7 +526,7 @@ static int start_thread(char *err, size_t errlen)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&at);
     if (rc != 0) {
-        seterr(err, errlen, "cannot start the NVML thread: %s", strerror(rc));
+        errf(err, errlen, "cannot start the NVML thread: %s", strerror(rc));
         return -1;
     }
     w.started = true;
@@ -554,10 +537,10 @@ nvml_state nvml_query(snapshot *s, const char *libpath, int64_t timeout_ms, char
                       size_t errlen)
 {
     if (timeout_ms < 1) timeout_ms = 1;
-    int64_t start = mono_ms(), deadline = start + timeout_ms;
+    int64_t start = clock_mono_ms(), deadline = start + timeout_ms;
     struct timespec dl = {.tv_sec = deadline / 1000, .tv_nsec = (deadline % 1000) * 1000000};
     if (pthread_mutex_clocklock(&call_mu, CLOCK_MONOTONIC, &dl) != 0) {
-        seterr(err, errlen, "NVML did not answer within %lld ms (another query was waiting)",
+        errf(err, errlen, "NVML did not answer within %lld ms (another query was waiting)",
                (long long)timeout_ms);
         return NVML_HUNG;
     }
@@ -568,13 +551,13 @@ nvml_state nvml_query(snapshot *s, const char *libpath, int64_t timeout_ms, char
         goto out;
     }
     if (w.busy) {
-        seterr(err, errlen, "NVML has not answered for %lld ms (a call is still running)",
-               (long long)(mono_ms() - w.busy_since));
+        errf(err, errlen, "NVML has not answered for %lld ms (a call is still running)",
+               (long long)(clock_mono_ms() - w.busy_since));
         st = NVML_HUNG;
         goto out;
     }
     if (strlen(libpath) >= sizeof w.lib) {
-        seterr(err, errlen, "NVML library path is too long");
+        errf(err, errlen, "NVML library path is too long");
         st = NVML_ABSENT;
         goto out;
     }
@@ -587,7 +570,7 @@ nvml_state nvml_query(snapshot *s, const char *libpath, int64_t timeout_ms, char
     }
     if (w.busy) {
         w.abandoned = true;
-        seterr(err, errlen, "NVML did not answer within %lld ms", (long long)timeout_ms);
+        errf(err, errlen, "NVML did not answer within %lld ms", (long long)timeout_ms);
         st = NVML_HUNG;
         goto out;
     }
@@ -600,7 +583,7 @@ nvml_state nvml_query(snapshot *s, const char *libpath, int64_t timeout_ms, char
         copy_str(s->driver_version, sizeof s->driver_version, o->driver_version);
         free(o);
     } else {
-        seterr(err, errlen, "%s", o->err);
+        errf(err, errlen, "%s", o->err);
         out_free(o);
     }
 out:

@@ -10,6 +10,8 @@
  * quotes the line.  A memory.total it cannot tell means unified memory
  * (GB10 prints [N/A]).  The program runs through run_capture: argv, no
  * shell, one deadline for both queries. */
+#include "util/clock.h"
+#include "util/errf.h"
 #include "host/smi.h"
 
 #include <ctype.h>
@@ -29,25 +31,6 @@
 #define MAX_FIELDS 64
 #define GPU_NFIELDS 10
 #define APP_NFIELDS 3
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Untrusted text made printable into dst (size n): at most max bytes of
  * it, "..." when cut. */
@@ -199,7 +182,7 @@ static int gpu_from_fields(gpu_dev *d, const fld *f, char *why, size_t whylen)
     if (bad >= 0) {
         char ex[80];
         excerpt(ex, sizeof ex, f[bad].p, f[bad].n, LINE_EXCERPT);
-        seterr(why, whylen, "%s '%s' is not a number", names[bad], ex);
+        errf(why, whylen, "%s '%s' is not a number", names[bad], ex);
         return -1;
     }
     memset(d, 0, sizeof *d);
@@ -212,7 +195,7 @@ static int gpu_from_fields(gpu_dev *d, const fld *f, char *why, size_t whylen)
     } else {
         uint64_t total = v[4], used = v[5], fr = v[6];
         if (have[5] != 1 && have[6] != 1) {
-            seterr(why, whylen, "memory.total is %llu MiB but memory.used and memory.free are unknown",
+            errf(why, whylen, "memory.total is %llu MiB but memory.used and memory.free are unknown",
                    (unsigned long long)total);
             return -1;
         }
@@ -250,14 +233,14 @@ int smi_parse_gpus(snapshot *s, const char *csv, char *err, size_t errlen)
         }
         excerpt(ex, sizeof ex, line, len, LINE_EXCERPT);
         if (nf != GPU_NFIELDS) {
-            seterr(err, errlen, "nvidia-smi --query-gpu: line %d: %d field%s, expected %d: '%s'",
+            errf(err, errlen, "nvidia-smi --query-gpu: line %d: %d field%s, expected %d: '%s'",
                    it.lineno, nf, nf == 1 ? "" : "s", GPU_NFIELDS, ex);
             gpus_release(s);
             return -1;
         }
         if (s->ngpus == HOST_MAX_GPUS) continue; /* more than we keep */
         if (gpu_from_fields(&s->gpus[s->ngpus], f, why, sizeof why) < 0) {
-            seterr(err, errlen, "nvidia-smi --query-gpu: line %d: %s", it.lineno, why);
+            errf(err, errlen, "nvidia-smi --query-gpu: line %d: %s", it.lineno, why);
             gpus_release(s);
             return -1;
         }
@@ -288,7 +271,7 @@ int smi_parse_apps(snapshot *s, const char *csv, char *err, size_t errlen)
         if (what) {
             char ex[80];
             excerpt(ex, sizeof ex, line, len, LINE_EXCERPT);
-            seterr(err, errlen, "nvidia-smi --query-compute-apps: line %d: %s: '%s'", it.lineno,
+            errf(err, errlen, "nvidia-smi --query-compute-apps: line %d: %s: '%s'", it.lineno,
                    what, ex);
             return -1;
         }
@@ -313,12 +296,12 @@ static void run_failed(char *err, size_t errlen, const char *rerr, const buf *ou
     while (*p == '\n' || *p == ' ' || *p == '\r') p++;
     size_t n = strcspn(p, "\r\n");
     if (!n) {
-        seterr(err, errlen, "%s", rerr);
+        errf(err, errlen, "%s", rerr);
         return;
     }
     char ex[200];
     excerpt(ex, sizeof ex, p, n, 150);
-    seterr(err, errlen, "%s: %s", rerr, ex);
+    errf(err, errlen, "%s: %s", rerr, ex);
 }
 
 int smi_query(snapshot *s, const char *smi, int64_t timeout_ms, bool *found, char *err,
@@ -329,7 +312,7 @@ int smi_query(snapshot *s, const char *smi, int64_t timeout_ms, bool *found, cha
     *found = true;
     gpus_release(s);
     if (timeout_ms < 1) timeout_ms = 1;
-    int64_t deadline = mono_ms() + timeout_ms;
+    int64_t deadline = clock_mono_ms() + timeout_ms;
     buf out = BUF_INIT;
     run_result r;
     char rerr[256];
@@ -344,14 +327,14 @@ int smi_query(snapshot *s, const char *smi, int64_t timeout_ms, bool *found, cha
         goto fail;
     }
     if (r.truncated) {
-        seterr(err, errlen, "'%s --query-gpu' printed more than %zu bytes", smi, ro.max_output);
+        errf(err, errlen, "'%s --query-gpu' printed more than %zu bytes", smi, ro.max_output);
         goto fail;
     }
     if (smi_parse_gpus(s, out.p, err, errlen) < 0) goto fail;
     if (s->ngpus == 0) goto done; /* nothing to list processes for */
-    ro.timeout_ms = deadline - mono_ms();
+    ro.timeout_ms = deadline - clock_mono_ms();
     if (ro.timeout_ms <= 0) {
-        seterr(err, errlen, "'%s' timed out after %lld ms", smi, (long long)timeout_ms);
+        errf(err, errlen, "'%s' timed out after %lld ms", smi, (long long)timeout_ms);
         goto fail;
     }
     buf_clear(&out);
@@ -360,7 +343,7 @@ int smi_query(snapshot *s, const char *smi, int64_t timeout_ms, bool *found, cha
         goto fail;
     }
     if (r.truncated) {
-        seterr(err, errlen, "'%s --query-compute-apps' printed more than %zu bytes", smi,
+        errf(err, errlen, "'%s --query-compute-apps' printed more than %zu bytes", smi,
                ro.max_output);
         goto fail;
     }

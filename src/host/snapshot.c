@@ -15,19 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "host/host.h"
 #include "host/nvml.h"
 #include "host/smi.h"
 
 #define DEFAULT_NVML_TIMEOUT_MS 2000 /* settings memory.nvml_timeout */
 #define DEFAULT_SMI_TIMEOUT_MS 5000  /* nvidia-smi's own start is slower than NVML's */
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* opts, else the environment variable (when set and not empty), else def */
 static const char *pick(const char *opt, const char *env, const char *def)
@@ -40,11 +34,11 @@ static const char *pick(const char *opt, const char *env, const char *def)
 static void take_gpus(snapshot *s, const snapshot_opts *o)
 {
     char nerr[256] = "", serr[256] = "";
-    int64_t t0 = mono_ms();
+    int64_t t0 = clock_mono_ms();
     s->nvml = nvml_query(s, pick(o->nvml_lib, "GPUMOD_NVML_LIB", "libnvidia-ml.so.1"),
                          o->nvml_timeout_ms > 0 ? o->nvml_timeout_ms : DEFAULT_NVML_TIMEOUT_MS,
                          nerr, sizeof nerr);
-    s->nvml_ms = mono_ms() - t0;
+    s->nvml_ms = clock_mono_ms() - t0;
     if (s->nvml == NVML_OK) {
         s->source = GPU_SRC_NVML;
         return;

@@ -9,6 +9,7 @@
  * buf.  Connection: close keeps the server's side simple and the socket
  * never outlives the call.  Names are never resolved through DNS (no
  * deadline could bound it): numeric addresses and "localhost" only. */
+#include "util/clock.h"
 #include "net/client.h"
 
 #include <errno.h>
@@ -36,13 +37,6 @@ static const http_limits reply_limits = {
     .max_body = 256ull * 1024 * 1024,
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
@@ -58,7 +52,7 @@ static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
 static int wait_fd(int fd, short ev, int64_t deadline)
 {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_mono_ms();
         if (left <= 0) return 0;
         struct pollfd pf = {.fd = fd, .events = ev};
         int r = poll(&pf, 1, left > INT32_MAX ? INT32_MAX : (int)left);
@@ -153,7 +147,7 @@ static int do_connect(const char *where, int64_t deadline, int64_t timeout_ms, i
         close(fd);
         if (e == EAGAIN && ss.ss_family == AF_UNIX) {
             /* a Unix listener with a full backlog: retry until the deadline */
-            if (now_ms() >= deadline)
+            if (clock_mono_ms() >= deadline)
                 return fail(HTTPC_E_TIMEOUT, err, errlen,
                             "timed out after %lld ms connecting to '%s' (backlog full)",
                             (long long)timeout_ms, where);
@@ -289,7 +283,7 @@ int http_request(const char *where, const char *method, const char *target,
                  const char *content_type, const char *body, size_t len, int64_t timeout_ms,
                  http_reply *out, char *err, size_t errlen)
 {
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     memset(out, 0, sizeof *out);
     buf_init(&out->body);
     if (err && errlen) err[0] = 0;

@@ -10,6 +10,8 @@
  * calls async-signal-safe functions.  The parent waits on a pidfd (Linux
  * 5.3) together with the output pipe; without one it polls waitpid every
  * 10 ms. */
+#include "util/clock.h"
+#include "util/errf.h"
 #include "util/run.h"
 
 #include <ctype.h>
@@ -36,25 +38,6 @@ struct child_fail {
     int stage;
     int errnum;
 };
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* strerror() in the project's lowercase style. */
 static const char *errtext(int e, char *tmp, size_t n)
@@ -157,7 +140,7 @@ static int build_env(const strv *add, strv *envv, char *err, size_t errlen)
     for (size_t i = 0; add && i < add->n; i++) {
         const char *eq = strchr(add->v[i], '=');
         if (!eq || eq == add->v[i]) {
-            seterr(err, errlen, "environment entry '%s' is not KEY=VALUE", add->v[i]);
+            errf(err, errlen, "environment entry '%s' is not KEY=VALUE", add->v[i]);
             return -1;
         }
         char *key = xstrndup(add->v[i], (size_t)(eq - add->v[i]));
@@ -215,22 +198,22 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
     char et[128];
     if (!argv || !argv[0] || !argv[0][0]) {
         res->start_errno = EINVAL;
-        seterr(err, errlen, "empty command");
+        errf(err, errlen, "empty command");
         return -1;
     }
     if (!o || o->timeout_ms <= 0) {
         res->start_errno = EINVAL;
-        seterr(err, errlen, "'%s': no deadline given", argv[0]);
+        errf(err, errlen, "'%s': no deadline given", argv[0]);
         return -1;
     }
     const char *name = argv[0];
-    int64_t t0 = now_ms();
+    int64_t t0 = clock_mono_ms();
 
     int e = 0;
     char *path = run_which(name, &e);
     if (!path) {
         res->start_errno = e;
-        seterr(err, errlen, "'%s': %s", name, errtext(e, et, sizeof et));
+        errf(err, errlen, "'%s': %s", name, errtext(e, et, sizeof et));
         return -1;
     }
     strv envv = STRV_INIT;
@@ -269,12 +252,12 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
         close(outp[0]);
         reap_blocking(pid, &status);
         res->start_errno = cf.errnum;
-        res->elapsed_ms = now_ms() - t0;
+        res->elapsed_ms = clock_mono_ms() - t0;
         if (cf.stage == STAGE_CHDIR)
-            seterr(err, errlen, "'%s': cannot change directory to '%s': %s", name, o->cwd,
+            errf(err, errlen, "'%s': cannot change directory to '%s': %s", name, o->cwd,
                    errtext(cf.errnum, et, sizeof et));
         else
-            seterr(err, errlen, "'%s': %s", name, errtext(cf.errnum, et, sizeof et));
+            errf(err, errlen, "'%s': %s", name, errtext(cf.errnum, et, sizeof et));
         return -1;
     }
 
@@ -286,7 +269,7 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
     bool eof = false, reaped = false, lost = false;
 
     while (!(eof && reaped)) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_mono_ms();
         if (left <= 0) {
             res->timed_out = true;
             break;
@@ -327,31 +310,31 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
     }
     close(outfd);
     if (pidfd >= 0) close(pidfd);
-    res->elapsed_ms = now_ms() - t0;
+    res->elapsed_ms = clock_mono_ms() - t0;
 
     if (res->timed_out) {
-        seterr(err, errlen, "'%s' timed out after %lld ms", name, (long long)o->timeout_ms);
+        errf(err, errlen, "'%s' timed out after %lld ms", name, (long long)o->timeout_ms);
         return -1;
     }
     if (lost) {
-        seterr(err, errlen, "'%s': its exit status was lost (SIGCHLD ignored?)", name);
+        errf(err, errlen, "'%s': its exit status was lost (SIGCHLD ignored?)", name);
         return -1;
     }
     if (WIFEXITED(status)) {
         res->exited = true;
         res->exit_code = WEXITSTATUS(status);
         if (res->exit_code == 0) return 0;
-        seterr(err, errlen, "'%s' exited with status %d", name, res->exit_code);
+        errf(err, errlen, "'%s' exited with status %d", name, res->exit_code);
         return -1;
     }
     res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    seterr(err, errlen, "'%s' was killed by signal %d", name, res->term_signal);
+    errf(err, errlen, "'%s' was killed by signal %d", name, res->term_signal);
     return -1;
 
 sys_fail:
     e = errno;
     res->start_errno = e;
-    seterr(err, errlen, "'%s': %s: %s", name, what, errtext(e, et, sizeof et));
+    errf(err, errlen, "'%s': %s: %s", name, what, errtext(e, et, sizeof et));
     if (devnull >= 0) close(devnull);
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0) close(outp[i]);
