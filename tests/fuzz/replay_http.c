@@ -12,11 +12,6 @@
 
 #include <dirent.h>
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int replay(const char *dir, const char *name, char *msg, size_t msglen)
 {
     char path[4096];
@@ -49,42 +44,9 @@ static int replay(const char *dir, const char *name, char *msg, size_t msglen)
     return rc;
 }
 
+#include "replay_corpus.h"
+
 int main(int argc, char **argv)
 {
-    const char *src = getenv("GPUMOD_SRC");
-    char dir[4096];
-    if (argc > 1)
-        snprintf(dir, sizeof dir, "%s", argv[1]);
-    else
-        snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/http", src ? src : ".");
-    DIR *d = opendir(dir);
-    if (!d) {
-        printf("1..1\nnot ok 1 - cannot open the corpus '%s' (set GPUMOD_SRC)\n", dir);
-        return 1;
-    }
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.' || !strcmp(de->d_name, "README")) continue;
-        names = realloc(names, (n + 1) * sizeof *names);
-        names[n++] = strdup(de->d_name);
-    }
-    closedir(d);
-    qsort(names, n, sizeof *names, by_name);
-    printf("1..%zu\n", n ? n : 1);
-    if (!n) printf("not ok 1 - the corpus '%s' is empty\n", dir);
-    int failed = !n;
-    for (size_t i = 0; i < n; i++) {
-        char msg[1200] = "";
-        if (replay(dir, names[i], msg, sizeof msg) < 0) {
-            printf("not ok %zu - %s: %s\n", i + 1, names[i], msg);
-            failed = 1;
-        } else {
-            printf("ok %zu - %s\n", i + 1, names[i]);
-        }
-        free(names[i]);
-    }
-    free(names);
-    return failed;
+    return replay_corpus(argc, argv, "tests/fuzz/corpus/http");
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testenv.h"
 #include "host/host.h"
 #include "host/nvml.h"
 #include "util/buf.h"
@@ -28,29 +29,6 @@
 #define MIB (1024ULL * 1024ULL)
 
 static char *tmpdir, *state_path, *lib_path, *old_lib_path;
-
-static int64_t scale(void)
-{
-    const char *s = getenv("GPUMOD_TEST_TIME_SCALE");
-    int64_t v = s ? atoll(s) : 1;
-    return v > 0 ? v : 1;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* $GPUMOD_SRC/$BUILD/rel, as tests/run exports them */
-static char *build_path(const char *rel)
-{
-    const char *src = getenv("GPUMOD_SRC"), *b = getenv("BUILD");
-    if (!b || !*b) b = "build";
-    if (b[0] == '/') return xasprintf("%s/%s", b, rel);
-    return xasprintf("%s/%s/%s", src && *src ? src : ".", b, rel);
-}
 
 /* Writers replace the state by rename, as the fake's readers expect. */
 static void write_state(const char *json)
@@ -62,18 +40,6 @@ static void write_state(const char *json)
     assert_int_equal(fclose(f), 0);
     assert_int_equal(rename(tmp, state_path), 0);
     free(tmp);
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
-    fclose(f);
-    return buf_detach(&b);
 }
 
 /* A pid that existed and is gone (reaped). */

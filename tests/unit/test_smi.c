@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "testenv.h"
 #include "host/host.h"
 #include "host/smi.h"
 #include "util/buf.h"
@@ -26,58 +27,6 @@
 #define MIB (1024ULL * 1024ULL)
 
 static char *tmpdir, *state_path, *smi_path;
-
-static int64_t scale(void)
-{
-    const char *s = getenv("GPUMOD_TEST_TIME_SCALE");
-    int64_t v = s ? atoll(s) : 1;
-    return v > 0 ? v : 1;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static char *build_path(const char *rel)
-{
-    const char *src = getenv("GPUMOD_SRC"), *b = getenv("BUILD");
-    if (!b || !*b) b = "build";
-    if (b[0] == '/') return xasprintf("%s/%s", b, rel);
-    return xasprintf("%s/%s/%s", src && *src ? src : ".", b, rel);
-}
-
-static char *src_path(const char *rel)
-{
-    const char *src = getenv("GPUMOD_SRC");
-    return xasprintf("%s/%s", src && *src ? src : ".", rel);
-}
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return NULL;
-    buf b = BUF_INIT;
-    char chunk[4096];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
-    fclose(f);
-    return buf_detach(&b);
-}
-
-static void write_file(const char *path, const char *text, mode_t mode)
-{
-    char *tmp = xasprintf("%s.new", path);
-    FILE *f = fopen(tmp, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-    assert_int_equal(chmod(tmp, mode), 0);
-    assert_int_equal(rename(tmp, path), 0);
-    free(tmp);
-}
 
 /* A stand-in nvidia-smi: a shell script in the temp dir. */
 static char *script(const char *name, const char *body)
