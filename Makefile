@@ -68,7 +68,7 @@ help:
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make bench-startup  gpumod --version start-up time against /bin/true"
 	@echo "make bench-preflight  gpumod preflight process time against /bin/true, with a breakdown"
-	@echo "make fuzz       the GGUF parser under libFuzzer for FUZZ_SECONDS (600)"
+	@echo "make fuzz       the GGUF and HTTP parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
 	@scripts/install-deps
