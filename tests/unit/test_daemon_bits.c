@@ -17,15 +17,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "testenv.h"
 #include "daemon/notify.h"
 #include "daemon/pidlock.h"
 
 static char dir[64];
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
 
 static int setup(void **state)
 {
@@ -35,7 +31,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    rm_rf(dir);
+    return 0;
 }
 
 static void second_holder_is_named_and_death_frees_it(void **state)

@@ -393,21 +393,6 @@ static void not_nvml(void **state)
     assert_int_equal(s.ngpus, 0);
 }
 
-static void rm_rf(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *p = xasprintf("%s/%s", dir, e->d_name);
-        unlink(p);
-        free(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 static int setup(void **state)
 {
     (void)state;

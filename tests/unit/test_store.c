@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "testenv.h"
 #include "store/db.h"
 
 static char dir[64];
@@ -23,14 +24,10 @@ static int setup(void **state)
     return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
-
 static int teardown(void **state)
 {
-    return nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    rm_rf(dir);
+    return 0;
 }
 
 static void missing_db_read_only(void **state)

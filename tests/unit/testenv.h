@@ -5,6 +5,7 @@
 #ifndef GPUMOD_TESTENV_H
 #define GPUMOD_TESTENV_H
 
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,18 @@ static inline void write_file(const char *path, const char *text, mode_t mode)
     assert_int_equal(chmod(tmp, mode), 0);
     assert_int_equal(rename(tmp, path), 0);
     free(tmp);
+}
+
+static inline int testenv_rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    return remove(path);
+}
+
+/* remove a test's temp tree, depth first, never following symlinks */
+static inline void rm_rf(const char *dir)
+{
+    if (dir) nftw(dir, testenv_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif
