@@ -13,6 +13,9 @@ static void gpu_json(buf *b, const snapshot *s)
     buf_printf(b, "{\"nvml\":\"%s\",\"source\":\"%s\",\"nvidia_driver\":%s,\"driver_version\":",
                nvml_state_names[s->nvml], gpu_source_names[s->source], s->nvidia_driver ? "true" : "false");
     buf_json_str(b, s->driver_version);
+    buf_adds(b, ",\"host_error\":");
+    if (s->host_error[0]) buf_json_str(b, s->host_error);
+    else buf_adds(b, "null");
     buf_adds(b, ",\"gpu_error\":");
     if (s->gpu_error[0]) buf_json_str(b, s->gpu_error);
     else buf_adds(b, "null");
@@ -74,7 +77,7 @@ static void gpu_text(buf *b, const snapshot *s)
         fmt_bytes(b, h->mem_available);
         buf_addc(b, '\n');
     } else {
-        buf_adds(b, "host   /proc/meminfo unreadable\n");
+        buf_printf(b, "host   memory unknown: %s\n", s->host_error);
     }
     if (h->buddyinfo_ok) {
         buf_adds(b, "       free in blocks >= 2 MiB: ");

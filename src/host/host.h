@@ -75,6 +75,7 @@ typedef struct snapshot {
     bool nvidia_driver; /* an NVIDIA driver is loaded (NVML answered, or /proc/driver/nvidia exists) */
     char driver_version[64];
     char gpu_error[256]; /* why NVML / nvidia-smi gave nothing, for display */
+    char host_error[256]; /* why meminfo or buddyinfo could not be read, for display */
     int64_t nvml_ms;     /* how long the NVML part took; -1 when not used */
 } snapshot;
 

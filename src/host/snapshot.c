@@ -91,11 +91,12 @@ void snapshot_take(snapshot *s, const snapshot_opts *o)
     const char *root = pick(o->proc_root, "GPUMOD_PROC_ROOT", "/proc");
 
     /* each part stands alone; the readers set their own _ok flags (a
-     * kernel without PSI is no error, yet psi_ok stays false), so the
-     * return codes and texts add nothing the snapshot keeps */
+     * kernel without PSI is no error, yet psi_ok stays false); the first
+     * meminfo or buddyinfo error is kept for display */
     char err[256];
-    procmem_read_meminfo(&s->host, root, err, sizeof err);
-    procmem_read_buddyinfo(&s->host, root, err, sizeof err);
+    if (procmem_read_meminfo(&s->host, root, err, sizeof err)) snprintf(s->host_error, sizeof s->host_error, "%s", err);
+    if (procmem_read_buddyinfo(&s->host, root, err, sizeof err) && !s->host_error[0])
+        snprintf(s->host_error, sizeof s->host_error, "%s", err);
     procmem_read_psi(&s->host, root, err, sizeof err);
 
     if (!o->skip_gpus) {

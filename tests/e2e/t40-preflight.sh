@@ -192,6 +192,17 @@ t_has err "measured footprints unavailable: state database"
 rm -f "$GPUMOD_STATE_DIR"/gpumod.db*
 t_end
 
+t_begin "an unreadable /proc: gpu says why and exits 1; preflight refuses"
+no_gpu
+GPUMOD_PROC_ROOT=$T/noproc t_run 1 gpumod gpu
+t_has out "host   memory unknown: '$T/noproc/meminfo': No such file or directory"
+GPUMOD_PROC_ROOT=$T/noproc t_run 1 gpumod gpu --json
+t_jq out .host_error "'$T/noproc/meminfo': No such file or directory"
+GPUMOD_PROC_ROOT=$T/noproc t_run 1 pf --for chat --json
+t_jq out .binding host.mem_available
+t_jq out .reason "MemAvailable unknown: /proc/meminfo could not be read"
+t_end
+
 t_begin "usage and configuration errors exit 2"
 t_run 2 pf
 t_has err "give exactly one of --for SERVICE or --mode MODE"
