@@ -56,7 +56,8 @@ LLHTTP_SRC := $(LLHTTP_DIR)/llhttp/llhttp.c $(LLHTTP_DIR)/llhttp/api.c $(LLHTTP_
 FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
-.PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight
+.PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
+        bench-status
 all: $(GPUMOD) $(FAKELLM)
 
 help:
@@ -68,6 +69,7 @@ help:
 	@echo "make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)"
 	@echo "make bench-startup  gpumod --version start-up time against /bin/true"
 	@echo "make bench-preflight  gpumod preflight process time against /bin/true, with a breakdown"
+	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
 	@echo "make fuzz       the GGUF and HTTP parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -113,6 +115,11 @@ $(BUILD)/bench-startup: tests/bench/startup.c
 # the breakdown of where its time goes.
 bench-preflight: $(GPUMOD) $(BUILD)/bench-startup
 	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-preflight
+
+# `gpumod status` against a running daemon (started and stopped by the
+# script), beside /bin/true and --version in the same run.
+bench-status: $(GPUMOD) $(FAKELLM) $(BUILD)/bench-startup
+	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-status
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup

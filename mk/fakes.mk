@@ -15,7 +15,8 @@ FAKE_NVML_DIR := tests/fakes/nvml
 FAKE_NVML_LIB := $(BUILD)/fakes/libnvidia-ml.so.1
 FAKE_NVML_OLD := $(BUILD)/fakes/old/libnvidia-ml.so.1
 FAKE_SMI      := $(BUILD)/fakes/nvidia-smi
-FAKES         := $(FAKE_NVML_LIB) $(FAKE_NVML_OLD) $(FAKE_SMI)
+FAKE_NOTIFY   := $(BUILD)/fakes/notify-recv
+FAKES         := $(FAKE_NVML_LIB) $(FAKE_NVML_OLD) $(FAKE_SMI) $(FAKE_NOTIFY)
 
 FAKE_NVML_CFLAGS = -std=c17 -D_GNU_SOURCE $(WARN) $(if $(WERROR),-Werror) \
                    $(shell pkg-config --cflags libcjson 2>/dev/null) $(CFLAGS) -MMD -MP
@@ -35,6 +36,11 @@ $(FAKE_NVML_OLD): $(FAKE_NVML_DIR)/fake_nvml.c
 
 # it dlopens the library beside it, so it needs that one, not a link to it
 $(FAKE_SMI): $(FAKE_NVML_DIR)/fake_nvidia_smi.c | $(FAKE_NVML_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(FAKE_NVML_CFLAGS) -MF $@.d $(LDFLAGS) -o $@ $<
+
+# receives sd_notify datagrams (the daemon's READY=1 / STOPPING=1)
+$(FAKE_NOTIFY): tests/fakes/notify-recv.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FAKE_NVML_CFLAGS) -MF $@.d $(LDFLAGS) -o $@ $<
 

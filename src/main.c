@@ -49,7 +49,8 @@ static const cmd commands[] = {
      "      by part (weights, kv, rs, compute, output, overhead) and device.\n"
      "      Exit 1 when the file cannot be read or estimated.\n",
      cmd_model},
-    {"preflight", "--for SERVICE | --mode MODE [--json] [--timing]", "ask the memory gate whether a start would fit",
+    {"preflight", "--for SERVICE | --mode MODE [--json] [--standalone] [--timing]",
+     "ask the memory gate whether a start would fit",
      "  preflight --for SERVICE [--json]\n"
      "      The gate every start path uses (a systemd unit's ExecStartPre= too):\n"
      "      the service's need (measured, else estimated, else declared) against\n"
@@ -58,6 +59,9 @@ static const cmd commands[] = {
      "  preflight --mode MODE [--json]\n"
      "      Every service of the mode in start order, each counting the ones\n"
      "      before it as reserved.\n"
+     "  When a daemon runs, the daemon answers (via: daemon): its verdict counts\n"
+     "      the memory reserved by starts in flight (except this service's own).\n"
+     "      --standalone judges here without asking it.\n"
      "  --timing prints the time of each phase on stderr (config, snapshot,\n"
      "      NVML, state database, need and gate).\n",
      cmd_preflight},
@@ -73,6 +77,49 @@ static const cmd commands[] = {
      "      Every service of the mode in start order against this host.\n"
      "      Exit 0 fits, 1 does not fit, 2 configuration error.\n",
      cmd_simulate},
+    {"serve", "[--foreground] [-v]", "run the daemon that owns this GPU host",
+     "  serve [--foreground] [-v]\n"
+     "      Start the daemon: the control API on the Unix socket (mode 0600; the\n"
+     "      daemon's user, root and members of socket_group may use it), the\n"
+     "      supervisor of every service, the memory watchdog.  One daemon per state\n"
+     "      directory.  Without --foreground it detaches (log: <log_dir>/gpumod.log)\n"
+     "      and returns once the socket answers.  SIGTERM/SIGINT stop every service\n"
+     "      and then the daemon; SIGHUP reloads the configuration.  sd_notify\n"
+     "      READY=1/STOPPING=1/WATCHDOG=1 when NOTIFY_SOCKET is set.\n"
+     "      Exit 0 after an orderly shutdown, 1 when another daemon owns the state\n"
+     "      directory (its pid is named) or the socket is in use, 2 configuration error.\n",
+     cmd_serve},
+    {"status", "[--json]", "the daemon, its services, memory per device and recent events",
+     "  status [--json]\n"
+     "      One request to the daemon.  Exit 3 when no daemon is running.\n",
+     cmd_status},
+    {"service", "list | show ID | start ID [--no-wait] [--timeout S] | stop ID | restart ID | logs ID [-f] [-n N]",
+     "start, stop and inspect services through the daemon",
+     "  service list [--json]          every service with its state, pid, port\n"
+     "  service show ID [--json]       one service in detail (need, footprint, restarts,\n"
+     "                                 health, last exit, last start)\n"
+     "  service start ID [--no-wait] [--timeout S]\n"
+     "      Queue for the load slot, pass the gate, spawn, wait until ready (a\n"
+     "      progress bar on a terminal).  Exit 0 ready, 1 refused or failed (the\n"
+     "      reason, and for a failure the log tail, on stderr), 4 not ready within\n"
+     "      --timeout (the start goes on).  --no-wait returns once it is queued.\n"
+     "  service stop ID [--timeout S]  SIGTERM to its process group, SIGKILL after\n"
+     "                                 stop_timeout, then wait until its memory is freed\n"
+     "  service restart ID             stop, then start as above\n"
+     "  service logs ID [-f] [-n N]    the last N lines (100) of its output; -f follows\n",
+     cmd_service},
+    {"events", "[--since T] [--service ID] [-n N] [--json]", "what the daemon recorded: transitions, spawns, exits",
+     "  events [--since T] [--service ID] [-n N] [--json]\n"
+     "      The last N events (100), or those after T: an event id, an RFC 3339\n"
+     "      time, or a duration back from now (30s, 10m, 2h, 1d).\n",
+     cmd_events},
+    {"reload", "[--json]", "make the daemon read its configuration again",
+     "  reload [--json]\n"
+     "      The daemon parses the configuration into a new one and swaps it whole,\n"
+     "      or keeps the old one and lists every error (exit 2).  Running services\n"
+     "      whose configuration changed are listed; they keep running as started\n"
+     "      until restarted.  SIGHUP to the daemon does the same.\n",
+     cmd_reload},
     {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},
     {"version", "", "print the version", NULL, cmd_version},
     {NULL},

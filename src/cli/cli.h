@@ -41,6 +41,11 @@ int cmd_gpu(cli *c, int argc, char **argv);
 int cmd_model(cli *c, int argc, char **argv);
 int cmd_preflight(cli *c, int argc, char **argv);
 int cmd_simulate(cli *c, int argc, char **argv);
+int cmd_serve(cli *c, int argc, char **argv);
+int cmd_status(cli *c, int argc, char **argv);
+int cmd_service(cli *c, int argc, char **argv);
+int cmd_events(cli *c, int argc, char **argv);
+int cmd_reload(cli *c, int argc, char **argv);
 
 /* Print the diagnostics of a configuration to stderr (file:line:col). */
 void cli_print_diags(const config *cfg, const char *only_file);

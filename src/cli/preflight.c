@@ -4,15 +4,26 @@
  * would bypass the daemon.  It must be cheap: no SQLite unless a state
  * database exists, a GGUF header read, one snapshot.
  *
+ * When a daemon answers on the control socket the question goes to it
+ * (POST /preflight, `via: daemon`): its verdict counts the reservations of
+ * starts in flight and uses its warm NVML.  A missing socket costs one
+ * failed connect (microseconds), so the standalone path stays cheap.
+ * --standalone skips the daemon.
+ *
  * Exit 0 ok, 1 refused, 2 configuration or usage error. */
 #include "util/clock.h"
 #include "cli/cli.h"
+#include "cli/ctl.h"
 #include "cli/hostview.h"
 #include "model/need.h"
 #include "store/db.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 typedef struct pf {
     cli *c;
@@ -68,15 +79,108 @@ static int judge(pf *f, const preset *p, buf *out, bool *ok)
     return 0;
 }
 
+/* A listener is there: connect(2) to a Unix socket answers at once. */
+static bool daemon_listening(const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof a.sun_path) return false;
+    strcpy(a.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return false;
+    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+static void daemon_verdict_text(buf *out, const cJSON *v)
+{
+    const char *svc = jstr(v, "service");
+    const cJSON *nj = cJSON_GetObjectItemCaseSensitive(v, "need");
+    bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"));
+    if (ok)
+        buf_printf(out, "ok: '%s' fits: ", svc ? svc : "?");
+    else
+        buf_printf(out, "refused: '%s': %s\n  ", svc ? svc : "?", jstr(v, "reason") ? jstr(v, "reason") : "");
+    buf_printf(out, "need (%s): host ", jstr(nj, "source") ? jstr(nj, "source") : "?");
+    fmt_bytes(out, (uint64_t)jnum(nj, "host_bytes", 0));
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(nj, "gpu_bytes"))
+    {
+        buf_printf(out, ", gpu %s ", g->string ? g->string : "?");
+        fmt_bytes(out, (uint64_t)(cJSON_IsNumber(g) ? g->valuedouble : 0));
+    }
+    buf_addc(out, '\n');
+    if (jstr(nj, "detail") && *jstr(nj, "detail")) buf_printf(out, "  %s\n", jstr(nj, "detail"));
+    const cJSON *host = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "available"), "host");
+    buf_adds(out, "  via: daemon");
+    if (jnum(host, "reserved_bytes", 0) > 0) {
+        buf_adds(out, " (counting ");
+        fmt_bytes(out, (uint64_t)jnum(host, "reserved_bytes", 0));
+        buf_adds(out, " reserved by starts in flight)");
+    }
+    buf_addc(out, '\n');
+}
+
+/* Ask the daemon.  -1: no daemon answered (go standalone); else the exit
+ * code, the verdict printed. */
+static int via_daemon(cli *c, const char *svc, const char *mode_id)
+{
+    char *sock = ctl_socket_path(c);
+    bool up = daemon_listening(sock);
+    free(sock);
+    if (!up) return -1;
+    buf body = BUF_INIT;
+    buf_adds(&body, svc ? "{\"service\":" : "{\"mode\":");
+    buf_json_str(&body, svc ? svc : mode_id);
+    buf_addc(&body, '}');
+    http_reply r;
+    /* the daemon takes a fresh snapshot: NVML is bounded by nvml_timeout */
+    int rc = ctl_call(c, "POST", "/preflight", body.p, 15000, true, &r);
+    buf_release(&body);
+    if (rc) return -1;
+    if (r.status != 200) {
+        rc = ctl_fail(&r, "preflight");
+        if (r.status == 422) rc = EXIT_USAGE; /* the need cannot be found: as standalone */
+        http_reply_release(&r);
+        return rc;
+    }
+    cJSON *j = ctl_json(&r, "preflight");
+    if (!j) {
+        http_reply_release(&r);
+        return EXIT_REFUSED;
+    }
+    bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ok"));
+    if (c->json) {
+        ctl_print_body(&r);
+    } else {
+        buf out = BUF_INIT;
+        if (svc) {
+            daemon_verdict_text(&out, j);
+        } else {
+            const cJSON *v;
+            cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "verdicts")) daemon_verdict_text(&out, v);
+            buf_printf(&out, "mode '%s': %s\n", mode_id, ok ? "fits" : "does not fit");
+        }
+        fputs(out.p, stdout);
+        buf_release(&out);
+    }
+    cJSON_Delete(j);
+    http_reply_release(&r);
+    return ok ? EXIT_OK : EXIT_REFUSED;
+}
+
 int cmd_preflight(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("preflight");
     const char *svc = NULL, *mode_id = NULL;
     bool timing = false; /* --timing: phase durations on stderr, for make bench-preflight */
+    bool standalone = false;
     double t0 = clock_mono_ms_f(), t_cfg = 0, t_snap = 0, t_store = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--timing"))
             timing = true;
+        else if (!strcmp(argv[i], "--standalone"))
+            standalone = true;
         else if (!strcmp(argv[i], "--for") && i + 1 < argc)
             svc = argv[++i];
         else if (!strncmp(argv[i], "--for=", 6))
@@ -89,6 +193,13 @@ int cmd_preflight(cli *c, int argc, char **argv)
             return cli_usage_error(c, k, "preflight: unexpected argument '%s'", argv[i]);
     }
     if (!svc == !mode_id) return cli_usage_error(c, k, "preflight: give exactly one of --for SERVICE or --mode MODE");
+    if (!standalone) {
+        int drc = via_daemon(c, svc, mode_id);
+        if (drc >= 0) {
+            if (timing) fprintf(stderr, "timing via daemon total %.3f ms\n", clock_mono_ms_f() - t0);
+            return drc;
+        }
+    }
 
     pf f = {.c = c};
     config_opts opts = {.check_files = false};

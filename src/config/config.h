@@ -198,6 +198,8 @@ typedef struct settings {
         int64_t watchdog_floor_mb;
         double watchdog_psi_full_avg10_max;
         int64_t watchdog_interval_ms;
+        double watchdog_over_need_factor;
+        int64_t watchdog_over_need_margin_mb;
         int64_t nvml_timeout_ms, verify_freed_timeout_ms;
     } memory;
     struct {
@@ -250,6 +252,10 @@ typedef struct config_opts {
  * (warnings allowed), -1 otherwise; cfg is filled either way and must be
  * released. */
 int config_load(config *cfg, const config_paths *paths, const config_opts *opts);
+/* Only gpumod.yaml and the paths resolved exactly as config_load does
+ * (state_dir, log_dir, socket): what a client of the daemon needs to find
+ * its socket, without reading presets or modes. */
+int config_load_settings(config *cfg, const config_paths *paths);
 void config_release(config *cfg);
 
 const preset *config_preset(const config *cfg, const char *id);

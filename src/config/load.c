@@ -216,7 +216,8 @@ static void load_modes(config *cfg, bool explicit_dir)
     strv_release(&files);
 }
 
-int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
+/* config_dir, the settings file and the presets/modes directories */
+static void resolve_dirs(config *cfg, const config_paths *paths, bool *explicit_presets, bool *explicit_modes)
 {
     memset(cfg, 0, sizeof *cfg);
     settings_defaults(&cfg->set);
@@ -235,20 +236,25 @@ int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
     if (explicit_cfg && !is_dir(cfg->config_dir))
         diags_add(&cfg->diags, DIAG_ERROR, (srcpos){cfg->config_dir, 0, 0}, "configuration directory does not exist");
     cfg->settings_file = xasprintf("%s/gpumod.yaml", cfg->config_dir);
-    bool explicit_presets = false, explicit_modes = false;
+    *explicit_presets = *explicit_modes = false;
     if ((v = env_nonempty("GPUMOD_PRESETS_DIR"))) {
         cfg->presets_dir = xstrdup(v);
-        explicit_presets = true;
+        *explicit_presets = true;
     } else {
         cfg->presets_dir = xasprintf("%s/presets", cfg->config_dir);
     }
     if ((v = env_nonempty("GPUMOD_MODES_DIR"))) {
         cfg->modes_dir = xstrdup(v);
-        explicit_modes = true;
+        *explicit_modes = true;
     } else {
         cfg->modes_dir = xasprintf("%s/modes", cfg->config_dir);
     }
+}
 
+int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
+{
+    bool explicit_presets, explicit_modes;
+    resolve_dirs(cfg, paths, &explicit_presets, &explicit_modes);
     load_settings(cfg);
     resolve_paths(cfg, paths);
     load_presets(cfg, explicit_presets);
@@ -256,6 +262,16 @@ int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
     config_check_cross(cfg);
     if (opts && opts->lint) config_lint(cfg);
     if (opts && opts->check_files) config_check_files(cfg);
+    diags_sort(&cfg->diags);
+    return cfg->diags.errors ? -1 : 0;
+}
+
+int config_load_settings(config *cfg, const config_paths *paths)
+{
+    bool explicit_presets, explicit_modes;
+    resolve_dirs(cfg, paths, &explicit_presets, &explicit_modes);
+    load_settings(cfg);
+    resolve_paths(cfg, paths);
     diags_sort(&cfg->diags);
     return cfg->diags.errors ? -1 : 0;
 }

@@ -24,6 +24,10 @@ static const field watchdog_fields[] = {
      .doc = "memory PSI full avg10 (%) above which the watchdog acts"},
     {"interval", F_DURATION, S(memory.watchdog_interval_ms), DUR(10, 60000), .deflt = "500ms",
      .doc = "poll interval while services load and run"},
+    {"over_need_factor", F_FLOAT, S(memory.watchdog_over_need_factor), 1, 100, .deflt = "1.25",
+     .doc = "stop a service whose usage passes its admitted need x factor + over_need_margin_mb"},
+    {"over_need_margin_mb", F_INT, S(memory.watchdog_over_need_margin_mb), 0, MB_MAX, .deflt = "1024",
+     .doc = "MiB a service may use past its admitted need x over_need_factor"},
     {NULL},
 };
 

@@ -9,7 +9,7 @@
 
 const char *const svc_state_names[] = {"down", "starting", "ready", "unhealthy", "stopping", "failed", "sleeping"};
 const char *const svc_event_names[] = {"start",   "refused",     "ready", "start_timeout", "exited", "health_failed",
-                                       "health_ok", "stop", "stopped", "watchdog", "reset"};
+                                       "health_ok", "stop", "stopped", "watchdog", "reset", "give_up"};
 const char *const svc_action_names[] = {"none", "admit", "kill", "restart", "record"};
 
 #define T(s, e, n, a) [s][e] = {n, a, 1}
@@ -26,6 +26,7 @@ static const row table[SVC__STATES][EV__EVENTS] = {
     T(SVC_DOWN, EV_STOP, SVC_DOWN, ACT_NONE),
     T(SVC_DOWN, EV_STOPPED, SVC_DOWN, ACT_RECORD), /* a late confirmation */
     T(SVC_DOWN, EV_RESET, SVC_DOWN, ACT_NONE),
+    T(SVC_DOWN, EV_GIVE_UP, SVC_FAILED, ACT_RECORD), /* restarts exhausted: sticky from here */
 
     /* starting: admitted and loading */
     T(SVC_STARTING, EV_REFUSED, SVC_DOWN, ACT_RECORD), /* the gate said no: nothing ran, no retry */

@@ -34,6 +34,7 @@ typedef enum {
     EV_STOPPED,       /* the group is gone (and its memory freed, or the wait gave up) */
     EV_WATCHDOG,      /* the memory watchdog chose this service */
     EV_RESET,         /* a person cleared a failed service */
+    EV_GIVE_UP,       /* the restart policy said no more restarts (after an exit or health failure) */
     EV__EVENTS
 } svc_event;
 extern const char *const svc_event_names[];

@@ -107,21 +107,33 @@ static char *col_dup(sqlite3_stmt *st, int i)
 int store_events(store *s, int64_t since_id, const char *service, size_t limit, store_event **out, size_t *n,
                  char *err, size_t errlen)
 {
+    store_event_query q = {.since_id = since_id, .service = service, .limit = limit};
+    return store_events_query(s, &q, out, n, err, errlen);
+}
+
+int store_events_query(store *s, const store_event_query *q, store_event **out, size_t *n, char *err,
+                       size_t errlen)
+{
     *out = NULL;
     *n = 0;
     sqlite3_stmt *st = NULL;
-    const char *sql = service ? "SELECT id, ts_ms, service, kind, from_state, to_state, reason, data FROM events "
-                                "WHERE id > ? AND service = ? ORDER BY id LIMIT ?"
-                              : "SELECT id, ts_ms, service, kind, from_state, to_state, reason, data FROM events "
-                                "WHERE id > ? ORDER BY id LIMIT ?";
+    /* the tail is the last `limit` rows in descending order, put back in
+     * ascending order by the outer query */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "%sSELECT id, ts_ms, service, kind, from_state, to_state, reason, data FROM events "
+             "WHERE id > ? AND ts_ms >= ?%s ORDER BY id%s LIMIT ?%s",
+             q->tail ? "SELECT * FROM (" : "", q->service ? " AND service = ?" : "", q->tail ? " DESC" : "",
+             q->tail ? ") ORDER BY id" : "");
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
         return -1;
     }
     int i = 1;
-    sqlite3_bind_int64(st, i++, since_id);
-    if (service) sqlite3_bind_text(st, i++, service, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, i, (sqlite3_int64)(limit ? limit : 1000));
+    sqlite3_bind_int64(st, i++, q->since_id);
+    sqlite3_bind_int64(st, i++, q->since_ts_ms);
+    if (q->service) sqlite3_bind_text(st, i++, q->service, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, i, (sqlite3_int64)(q->limit ? q->limit : 1000));
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -56,6 +56,19 @@ int store_event_add(store *s, const store_event *e, int64_t *id, char *err, size
  * store_events_free. */
 int store_events(store *s, int64_t since_id, const char *service, size_t limit, store_event **out, size_t *n,
                  char *err, size_t errlen);
+/* The same with every filter: after since_id (0: any), at or after
+ * since_ts_ms (Unix ms; 0: any), of one service (NULL: all); tail: the
+ * last `limit` that match rather than the first.  Oldest first either way;
+ * limit 0: 1000. */
+typedef struct store_event_query {
+    int64_t since_id;
+    int64_t since_ts_ms;
+    const char *service;
+    size_t limit;
+    bool tail;
+} store_event_query;
+int store_events_query(store *s, const store_event_query *q, store_event **out, size_t *n, char *err,
+                       size_t errlen);
 void store_events_free(store_event *v, size_t n);
 
 #endif

@@ -29,6 +29,7 @@ static void refuse(svc_state s, svc_event e)
 static void happy_path(void **state)
 {
     step(SVC_DOWN, EV_START, SVC_STARTING, ACT_ADMIT);
+    step(SVC_DOWN, EV_GIVE_UP, SVC_FAILED, ACT_RECORD); /* restarts exhausted */
     step(SVC_STARTING, EV_READY, SVC_READY, ACT_RECORD);
     step(SVC_READY, EV_STOP, SVC_STOPPING, ACT_KILL);
     step(SVC_STOPPING, EV_STOPPED, SVC_DOWN, ACT_RECORD);

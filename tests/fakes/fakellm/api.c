@@ -99,6 +99,19 @@ void api_request_done(void)
 
 static void h_health(conn *c, const struct http_req *r, cJSON *body)
 {
+    /* FAKELLM_HEALTH_FAIL_AFTER=N: after N healthy answers, /health says
+     * 500 for good (a wedged engine that still holds its port), for the
+     * supervisor's health-failure tests.  Read here, apart from main.c's
+     * table, to keep this knob a separate addition. */
+    static long fail_after = -2, answered;
+    if (fail_after == -2) {
+        const char *e = getenv("FAKELLM_HEALTH_FAIL_AFTER");
+        fail_after = e && *e ? strtol(e, NULL, 10) : -1;
+    }
+    if (fail_after >= 0 && answered++ >= fail_after) {
+        http_respond_json(c, 500, "{\"error\":{\"code\":500,\"message\":\"fakellm: FAKELLM_HEALTH_FAIL_AFTER\",\"type\":\"server_error\"}}");
+        return;
+    }
     if (fk.cfg.mode == FK_VLLM)
         http_respond(c, 200, NULL, "", 0);
     else

@@ -76,6 +76,11 @@ struct fk_env {
     bool garbage;
     int log_requests; /* 0 none, 1 all but GET /health, 2 all */
     bool dev_mode;    /* VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up */
+    /* growth past the load (grow.c) */
+    long gpu_grow_mb, ram_grow_mb;         /* MiB added per step; 0: none */
+    long gpu_grow_max_mb, ram_grow_max_mb; /* caps on what growth adds */
+    long grow_interval_ms;
+    bool grow_from_load;                   /* FAKELLM_GROW_FROM=load: from the load's start, else from ready */
 };
 
 /* Counters behind /metrics (gen.c and http.c bump them). */
@@ -184,5 +189,9 @@ void load_router_unload(struct fk_model *m);
 /* nvml.c: -1 with err on failure; a no-op without GPUMOD_FAKE_NVML_STATE */
 int nvml_register(pid_t pid, const char *mb_spec, char *err, size_t errlen);
 int nvml_unregister(pid_t pid, char *err, size_t errlen);
+
+/* grow.c: FAKELLM_GPU_GROW_MB / FAKELLM_RAM_GROW_MB */
+void grow_start(void);   /* called at the load's start and at ready; starts once, per FAKELLM_GROW_FROM */
+void grow_release(void);
 
 #endif

@@ -278,6 +278,7 @@ static void load_done(void)
         fk_log('I', NULL, "Started server process [%d]", (int)getpid());
         fk_log('I', NULL, "Waiting for application startup.");
         fk_log('I', NULL, "Application startup complete.");
+        grow_start();
         return;
     }
     fk.state = FK_READY;
@@ -285,6 +286,7 @@ static void load_done(void)
            c->n_parallel, c->n_ctx_slot, c->parallel_set ? "false" : "true");
     fk_log('I', "srv:llama_server", "model loaded");
     fk_log('I', "srv:llama_server", "listening on http://%s:%d", c->host, c->port);
+    grow_start();
 }
 
 static void on_load_tick(uv_timer_t *t)
@@ -420,6 +422,7 @@ void load_start(void)
     long tick = fk.env.load_ms / 20;
     tick = tick < 10 ? 10 : tick > 250 ? 250 : tick;
     uv_timer_start(&load_timer, on_load_tick, fk.env.load_ms ? (uint64_t)tick : 0, (uint64_t)tick);
+    grow_start(); /* only with FAKELLM_GROW_FROM=load */
 }
 
 /* vLLM's sleep gives the memory back only for an engine started with
@@ -521,6 +524,7 @@ void load_router_unload(struct fk_model *m)
 void load_release(void)
 {
     ram_unmap();
+    grow_release();
     if (worker_fd >= 0)
         close(worker_fd);
     worker_fd = -1;

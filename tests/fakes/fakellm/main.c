@@ -380,6 +380,24 @@ static void read_env(void)
     else
         e->log_requests = env_flag("FAKELLM_LOG_REQUESTS");
     e->dev_mode = env_flag("VLLM_SERVER_DEV_MODE");
+    e->gpu_grow_mb = env_long("FAKELLM_GPU_GROW_MB", 0);
+    e->ram_grow_mb = env_long("FAKELLM_RAM_GROW_MB", 0);
+    e->gpu_grow_max_mb = env_long("FAKELLM_GPU_GROW_MAX_MB", 1048576);
+    e->ram_grow_max_mb = env_long("FAKELLM_RAM_GROW_MAX_MB", 1024);
+    e->grow_interval_ms = env_long("FAKELLM_GROW_INTERVAL_MS", 100);
+    const char *gf = getenv("FAKELLM_GROW_FROM");
+    e->grow_from_load = gf && strcmp(gf, "load") == 0;
+    if (gf && *gf && strcmp(gf, "load") != 0 && strcmp(gf, "ready") != 0)
+        fprintf(stderr, "warning: ignoring FAKELLM_GROW_FROM='%s': not load or ready\n", gf);
+    if (e->gpu_grow_mb < 0 || e->ram_grow_mb < 0 || e->gpu_grow_max_mb < 0 || e->ram_grow_max_mb < 0 ||
+        e->grow_interval_ms < 1) {
+        fprintf(stderr, "warning: negative FAKELLM_*_GROW_* sizes count as 0, an interval below 1 ms as 100\n");
+        e->gpu_grow_mb = e->gpu_grow_mb < 0 ? 0 : e->gpu_grow_mb;
+        e->ram_grow_mb = e->ram_grow_mb < 0 ? 0 : e->ram_grow_mb;
+        e->gpu_grow_max_mb = e->gpu_grow_max_mb < 0 ? 0 : e->gpu_grow_max_mb;
+        e->ram_grow_max_mb = e->ram_grow_max_mb < 0 ? 0 : e->ram_grow_max_mb;
+        e->grow_interval_ms = e->grow_interval_ms < 1 ? 100 : e->grow_interval_ms;
+    }
     if (e->load_ms < 0 || e->ram_mb < 0 || e->ttft_ms < 0) {
         fprintf(stderr, "warning: negative FAKELLM_* durations and sizes count as 0\n");
         e->load_ms = e->load_ms < 0 ? 0 : e->load_ms;

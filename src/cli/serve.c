@@ -1,0 +1,150 @@
+/* serve.c - `gpumod serve [--foreground] [-v]`: run the daemon.
+ *
+ * --foreground (systemd, containers, tests): the daemon in this process,
+ * logging to stderr.  Without it the daemon detaches (fork, setsid, stdio
+ * to <log_dir>/gpumod.log) and this process waits until the daemon's
+ * socket answers GET /status with the child's own pid, or the child exits
+ * (its error, read back from the log, is printed), so `gpumod serve &&
+ * gpumod service start x` never races the daemon's start-up. */
+#include "cli/cli.h"
+#include "cli/ctl.h"
+#include "daemon/daemon.h"
+#include "util/buf.h"
+#include "util/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SERVE_WAIT_MS 30000
+
+/* What the child wrote to the log after offset, to stderr. */
+static void print_log_since(const char *log, off_t off)
+{
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    if (lseek(fd, off, SEEK_SET) == off) {
+        char b[4096];
+        ssize_t n;
+        while ((n = read(fd, b, sizeof b)) > 0) fwrite(b, 1, (size_t)n, stderr);
+    }
+    close(fd);
+}
+
+/* The daemon at sock answers and is pid. */
+static bool answers(const char *sock, pid_t pid)
+{
+    http_reply r;
+    char err[256];
+    if (http_request(sock, "GET", "/status", NULL, NULL, 0, 1000, &r, err, sizeof err) != HTTPC_OK) return false;
+    bool ok = false;
+    if (r.status == 200) {
+        cJSON *j = cJSON_ParseWithLength(r.body.p, r.body.len);
+        const cJSON *d = j ? cJSON_GetObjectItemCaseSensitive(j, "daemon") : NULL;
+        ok = (pid_t)jnum(d, "pid", -1) == pid;
+        cJSON_Delete(j);
+    }
+    http_reply_release(&r);
+    return ok;
+}
+
+int cmd_serve(cli *c, int argc, char **argv)
+{
+    const cmd *k = cli_find("serve");
+    bool fg = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--foreground"))
+            fg = true;
+        else
+            return cli_usage_error(c, k, "serve: unexpected argument '%s'", argv[i]);
+    }
+    daemon_opts o = {.paths = c->paths, .verbose = c->verbose > 0};
+    if (fg) return daemon_run(&o);
+
+    config cfg;
+    config_load_settings(&cfg, &c->paths);
+    char *sock = xstrdup(cfg.set.socket);
+    char *logdir = xstrdup(cfg.set.log_dir);
+    char *log = xasprintf("%s/gpumod.log", cfg.set.log_dir);
+    config_release(&cfg);
+    char err[512];
+    int rc = EXIT_REFUSED;
+    if (daemon_mkdirs(logdir, 0700, err, sizeof err)) {
+        fprintf(stderr, "gpumod: serve: %s\n", err);
+        goto out;
+    }
+    int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (lfd < 0) {
+        fprintf(stderr, "gpumod: serve: cannot open the log '%s': %s\n", log, strerror(errno));
+        goto out;
+    }
+    struct stat st;
+    off_t off = fstat(lfd, &st) == 0 ? st.st_size : 0;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "gpumod: serve: fork: %s\n", strerror(errno));
+        close(lfd);
+        goto out;
+    }
+    if (pid == 0) {
+        setsid();
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul >= 0) {
+            dup2(nul, STDIN_FILENO);
+            if (nul != STDIN_FILENO) close(nul);
+        }
+        dup2(lfd, STDOUT_FILENO);
+        dup2(lfd, STDERR_FILENO);
+        close(lfd);
+        _exit(daemon_run(&o));
+    }
+    close(lfd);
+    int64_t deadline = clock_mono_ms() + SERVE_WAIT_MS;
+    for (;;) {
+        int status;
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) {
+            print_log_since(log, off);
+            int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+            fprintf(stderr, "gpumod: serve: the daemon exited (%s %d) before it was ready; its log is %s\n",
+                    WIFEXITED(status) ? "code" : "signal", WIFEXITED(status) ? code : WTERMSIG(status), log);
+            rc = code ? code : EXIT_REFUSED;
+            break;
+        }
+        if (answers(sock, pid)) {
+            if (c->json) {
+                buf b = BUF_INIT;
+                buf_printf(&b, "{\"pid\":%ld,\"socket\":", (long)pid);
+                buf_json_str(&b, sock);
+                buf_adds(&b, ",\"log\":");
+                buf_json_str(&b, log);
+                printf("%s}\n", b.p);
+                buf_release(&b);
+            } else
+                printf("gpumod: daemon running (pid %ld, socket %s)\n", (long)pid, sock);
+            rc = EXIT_OK;
+            break;
+        }
+        if (clock_mono_ms() >= deadline) {
+            fprintf(stderr,
+                    "gpumod: serve: the daemon (pid %ld) did not answer on %s within %d s; it keeps running, its "
+                    "log is %s\n",
+                    (long)pid, sock, SERVE_WAIT_MS / 1000, log);
+            rc = EXIT_TIMEOUT;
+            break;
+        }
+        poll(NULL, 0, 20);
+    }
+out:
+    free(sock);
+    free(logdir);
+    free(log);
+    return rc;
+}

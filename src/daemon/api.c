@@ -1,0 +1,1033 @@
+/* api.c - the control API's routes (docs/api.md): a table of (method,
+ * path pattern, handler), JSON out with buf, request bodies parsed with
+ * cJSON.
+ *
+ * Design: a handler either answers at once (status, lists, events) or
+ * hands the connection to a supervisor callback (start, stop, restart) or
+ * a host-monitor callback (preflight) and answers from there.  The server
+ * keeps a connection valid until it is answered even when the peer has
+ * gone, so every asynchronous path answers exactly once and never checks
+ * liveness first.  A follow stream of a service's log is the one response
+ * that has no natural end: it ends when the client goes (api_abort) or
+ * the daemon shuts down (api_close_follows). */
+#include "daemon/api.h"
+#include "cli/hostview.h"
+#include "daemon/log.h"
+#include "model/need.h"
+#include "util/clock.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define JSON "application/json"
+#define MAX_RES 64
+
+/* ---- answers ----------------------------------------------------------- */
+
+static void reply(srv_conn *c, int status, buf *b)
+{
+    buf_addc(b, '\n');
+    srv_respond(c, status, JSON, b->p, b->len);
+}
+
+static void error_body(buf *b, const char *code, const char *message, const char *detail_json)
+{
+    buf_adds(b, "{\"error\":{\"code\":");
+    buf_json_str(b, code);
+    buf_adds(b, ",\"message\":");
+    buf_json_str(b, message);
+    if (detail_json && *detail_json) {
+        buf_adds(b, ",\"detail\":");
+        buf_adds(b, detail_json);
+    }
+    buf_adds(b, "}}");
+}
+
+static void reply_error(srv_conn *c, int status, const char *code, const char *detail_json, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void reply_error(srv_conn *c, int status, const char *code, const char *detail_json, const char *fmt, ...)
+{
+    buf msg = BUF_INIT, b = BUF_INIT;
+    va_list ap;
+    va_start(ap, fmt);
+    buf_vprintf(&msg, fmt, ap);
+    va_end(ap);
+    error_body(&b, code, msg.p, detail_json);
+    reply(c, status, &b);
+    buf_release(&msg);
+    buf_release(&b);
+}
+
+static void ts_json(buf *b, int64_t unix_ms)
+{
+    char ts[40];
+    clock_rfc3339(unix_ms, ts, sizeof ts);
+    buf_json_str(b, ts);
+}
+
+static void str_or_null(buf *b, const char *s)
+{
+    if (s)
+        buf_json_str(b, s);
+    else
+        buf_adds(b, "null");
+}
+
+void api_event_json(buf *b, const store_event *e)
+{
+    buf_printf(b, "{\"id\":%" PRId64 ",\"ts\":", e->id);
+    ts_json(b, e->ts_ms);
+    buf_adds(b, ",\"service\":");
+    str_or_null(b, e->service);
+    buf_adds(b, ",\"kind\":");
+    str_or_null(b, e->kind);
+    buf_adds(b, ",\"from\":");
+    str_or_null(b, e->from);
+    buf_adds(b, ",\"to\":");
+    str_or_null(b, e->to);
+    buf_adds(b, ",\"reason\":");
+    str_or_null(b, e->reason);
+    buf_adds(b, ",\"data\":");
+    buf_adds(b, e->data && *e->data ? e->data : "null");
+    buf_addc(b, '}');
+}
+
+/* ---- the request line -------------------------------------------------- */
+
+typedef struct req {
+    gpumodd *d;
+    srv_conn *c;
+    const http_msg *m;
+    const view *body;
+    char *path;            /* decoded, without the query */
+    char *seg[4];          /* path segments */
+    size_t nseg;
+    strv query;            /* "k=v" decoded */
+} req;
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decoding; '+' is a space in a query.  NULL for a bad escape or
+ * a decoded NUL or control character (never let one reach an id). */
+static char *pct_decode(const char *s, size_t n, bool query)
+{
+    buf b = BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '%') {
+            if (i + 2 >= n) goto bad;
+            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
+            if (hi < 0 || lo < 0) goto bad;
+            ch = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (ch == '+' && query) {
+            ch = ' ';
+        }
+        if ((unsigned char)ch < 0x20 || ch == 0x7f) goto bad;
+        buf_addc(&b, ch);
+    }
+    return buf_detach(&b);
+bad:
+    buf_release(&b);
+    return NULL;
+}
+
+static const char *qget(const req *r, const char *key)
+{
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < r->query.n; i++)
+        if (!strncmp(r->query.v[i], key, kl) && r->query.v[i][kl] == '=') return r->query.v[i] + kl + 1;
+    return NULL;
+}
+
+/* Split target into path segments and query pairs.  -1: malformed. */
+static int parse_target(req *r)
+{
+    const char *t = r->m->target.p;
+    size_t n = r->m->target.len;
+    const char *q = memchr(t, '?', n);
+    size_t plen = q ? (size_t)(q - t) : n;
+    if (!plen || t[0] != '/') return -1;
+    r->path = pct_decode(t, plen, false);
+    if (!r->path) return -1;
+    char *save = NULL;
+    char *tmp = xstrdup(r->path);
+    for (char *s = strtok_r(tmp, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+        if (r->nseg == 4) {
+            free(tmp);
+            return -1;
+        }
+        r->seg[r->nseg++] = xstrdup(s);
+    }
+    free(tmp);
+    if (q) {
+        const char *p = q + 1, *end = t + n;
+        while (p < end) {
+            const char *amp = memchr(p, '&', (size_t)(end - p));
+            size_t len = amp ? (size_t)(amp - p) : (size_t)(end - p);
+            if (len) {
+                char *kv = pct_decode(p, len, true);
+                if (!kv) return -1;
+                if (!strchr(kv, '=')) {
+                    char *k2 = xasprintf("%s=", kv);
+                    free(kv);
+                    kv = k2;
+                }
+                strv_push_own(&r->query, kv);
+            }
+            p += len + 1;
+        }
+    }
+    return 0;
+}
+
+static void req_release(req *r)
+{
+    free(r->path);
+    for (size_t i = 0; i < r->nseg; i++) free(r->seg[i]);
+    strv_release(&r->query);
+}
+
+static bool method_is(const req *r, const char *m)
+{
+    return r->m->method.len == strlen(m) && !memcmp(r->m->method.p, m, r->m->method.len);
+}
+
+/* An unsigned integer query value; -1 when absent, -2 when malformed. */
+static int64_t qint(const req *r, const char *key)
+{
+    const char *v = qget(r, key);
+    if (!v) return -1;
+    if (!*v) return -2;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (*end || errno || x < 0) return -2;
+    return x;
+}
+
+/* ---- GET /status, /services -------------------------------------------- */
+
+static void reservations_sum(gpumodd *d, uint64_t *host, uint64_t *gpu_by_index, size_t ngpu_slots)
+{
+    reservation res[MAX_RES];
+    size_t n = sup_reservations(d->sup, res, MAX_RES);
+    *host = 0;
+    memset(gpu_by_index, 0, ngpu_slots * sizeof *gpu_by_index);
+    for (size_t i = 0; i < n; i++) {
+        *host += res[i].need.host_bytes;
+        for (size_t g = 0; g < res[i].need.ngpu; g++) {
+            int idx = res[i].need.gpu[g].index;
+            if (idx >= 0 && (size_t)idx < ngpu_slots) gpu_by_index[idx] += res[i].need.gpu[g].bytes;
+        }
+    }
+}
+
+static void refreshed(const snapshot *s, void *ud)
+{
+    gpumodd *d = ud;
+    d->snap_pending = false;
+}
+
+void api_refresh_snapshot(gpumodd *d, int64_t max_age_ms)
+{
+    int64_t taken = 0;
+    if (d->snap_pending || d->shutting_down || !d->hm) return;
+    if (hostmon_last(d->hm, &taken) && clock_mono_ms() - taken <= max_age_ms) return;
+    d->snap_pending = true;
+    hostmon_take(d->hm, refreshed, d);
+}
+
+static void memory_json(gpumodd *d, buf *b)
+{
+    int64_t taken = 0;
+    const snapshot *s = hostmon_last(d->hm, &taken);
+    uint64_t rhost, rgpu[HOST_MAX_GPUS];
+    reservations_sum(d, &rhost, rgpu, HOST_MAX_GPUS);
+    if (!s) {
+        /* the first snapshot is still being taken: say so rather than wait */
+        buf_printf(b, "{\"nvml\":null,\"age_ms\":null,\"host\":{\"reserved_bytes\":%llu},\"gpus\":[]}",
+                   (unsigned long long)rhost);
+        return;
+    }
+    buf_adds(b, "{\"nvml\":");
+    buf_json_str(b, nvml_state_names[s->nvml]);
+    buf_printf(b, ",\"age_ms\":%lld,\"host\":{", (long long)(clock_mono_ms() - taken));
+    if (s->host.meminfo_ok)
+        buf_printf(b, "\"mem_total_bytes\":%llu,\"mem_available_bytes\":%llu,",
+                   (unsigned long long)s->host.mem_total, (unsigned long long)s->host.mem_available);
+    else
+        buf_adds(b, "\"mem_total_bytes\":null,\"mem_available_bytes\":null,");
+    buf_printf(b, "\"reserved_bytes\":%llu,", (unsigned long long)rhost);
+    if (s->host.psi_ok)
+        buf_printf(b, "\"psi_some_avg10\":%.2f,\"psi_full_avg10\":%.2f}", s->host.psi_some_avg10,
+                   s->host.psi_full_avg10);
+    else
+        buf_adds(b, "\"psi_some_avg10\":null,\"psi_full_avg10\":null}");
+    buf_adds(b, ",\"gpus\":[");
+    for (size_t i = 0; i < s->ngpus; i++) {
+        const gpu_dev *g = &s->gpus[i];
+        buf_printf(b, "%s{\"index\":%d,\"name\":", i ? "," : "", g->index);
+        buf_json_str(b, g->name);
+        buf_adds(b, ",\"uuid\":");
+        buf_json_str(b, g->uuid);
+        uint64_t res = g->index >= 0 && g->index < HOST_MAX_GPUS ? rgpu[g->index] : 0;
+        buf_printf(b,
+                   ",\"unified\":%s,\"total_bytes\":%llu,\"free_bytes\":%llu,\"used_bytes\":%llu,"
+                   "\"reserved_bytes\":%llu}",
+                   g->unified ? "true" : "false", (unsigned long long)g->total_bytes,
+                   (unsigned long long)(g->unified ? s->host.mem_available : g->free_bytes),
+                   (unsigned long long)g->used_bytes, (unsigned long long)res);
+    }
+    buf_adds(b, "]}");
+}
+
+static void daemon_json(gpumodd *d, buf *b)
+{
+    buf_printf(b, "{\"pid\":%ld,\"version\":", (long)getpid());
+    buf_json_str(b, GPUMOD_VERSION);
+    buf_adds(b, ",\"started\":");
+    ts_json(b, d->started_unix_ms);
+    buf_printf(b, ",\"uptime_ms\":%lld,\"config_dir\":", (long long)(clock_mono_ms() - d->started_mono_ms));
+    buf_json_str(b, d->cfg->config_abs ? d->cfg->config_abs : d->cfg->config_dir);
+    buf_adds(b, ",\"state_dir\":");
+    buf_json_str(b, d->state_dir);
+    buf_adds(b, ",\"socket\":");
+    buf_json_str(b, d->socket_path);
+    buf_adds(b, ",\"runner\":");
+    buf_json_str(b, d->runner);
+    buf_printf(b, ",\"shutting_down\":%s}", d->shutting_down ? "true" : "false");
+}
+
+static void events_array(gpumodd *d, const store_event_query *q, buf *b)
+{
+    store_event *ev = NULL;
+    size_t n = 0;
+    char err[256];
+    buf_addc(b, '[');
+    if (d->st && store_events_query(d->st, q, &ev, &n, err, sizeof err) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (i) buf_addc(b, ',');
+            api_event_json(b, &ev[i]);
+        }
+        store_events_free(ev, n);
+    } else if (d->st) {
+        log_warn("events: %s", err);
+    }
+    buf_addc(b, ']');
+}
+
+static void get_status(req *r)
+{
+    gpumodd *d = r->d;
+    buf b = BUF_INIT;
+    buf_adds(&b, "{\"daemon\":");
+    daemon_json(d, &b);
+    buf_adds(&b, ",\"services\":");
+    sup_services_json(d->sup, &b);
+    buf_adds(&b, ",\"slot\":");
+    sup_slot_json(d->sup, &b);
+    buf_adds(&b, ",\"memory\":");
+    memory_json(d, &b);
+    api_refresh_snapshot(d, 1000); /* for the next status */
+    buf_adds(&b, ",\"watchdog\":");
+    if (d->wd)
+        watchdog_json(d->wd, &b);
+    else
+        buf_adds(&b, "null");
+    buf_adds(&b, ",\"events\":");
+    store_event_query q = {.limit = 10, .tail = true};
+    events_array(d, &q, &b);
+    buf_addc(&b, '}');
+    reply(r->c, 200, &b);
+    buf_release(&b);
+}
+
+static void get_services(req *r)
+{
+    buf b = BUF_INIT;
+    sup_services_json(r->d->sup, &b);
+    reply(r->c, 200, &b);
+    buf_release(&b);
+}
+
+static void get_service(req *r)
+{
+    buf b = BUF_INIT;
+    if (sup_service_json(r->d->sup, r->seg[1], &b) < 0)
+        reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", r->seg[1]);
+    else
+        reply(r->c, 200, &b);
+    buf_release(&b);
+}
+
+/* ---- start / stop / restart -------------------------------------------- */
+
+typedef enum { OP_START, OP_STOP, OP_RESTART } op_kind;
+
+typedef struct op_req {
+    gpumodd *d;
+    srv_conn *c;
+    char *id;
+    op_kind op;
+    bool nowait;
+    bool in_call;  /* inside sup_start: the callback came synchronously */
+    bool fired;
+    bool answered; /* the connection has its response */
+    int status;    /* the result, copied when it came synchronously */
+    char *code, *message, *detail;
+} op_req;
+
+static void op_answer(op_req *o, int status, const char *code, const char *message, const char *detail)
+{
+    buf b = BUF_INIT;
+    if (status >= 200 && status < 300) {
+        if (sup_service_json(o->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
+        reply(o->c, status, &b);
+    } else {
+        error_body(&b, code ? code : "start_failed", message ? message : "failed", detail);
+        reply(o->c, status, &b);
+    }
+    buf_release(&b);
+    o->answered = true;
+}
+
+static void op_free(op_req *o)
+{
+    free(o->id);
+    free(o->code);
+    free(o->message);
+    free(o->detail);
+    free(o);
+}
+
+static void op_done(const sup_result *res, void *ud)
+{
+    op_req *o = ud;
+    o->fired = true;
+    if (o->in_call) {
+        /* answered by the caller once sup_start has returned its seq */
+        o->status = res->status;
+        o->code = res->code ? xstrdup(res->code) : NULL;
+        o->message = res->message ? xstrdup(res->message) : NULL;
+        o->detail = res->detail ? xstrdup(res->detail) : NULL;
+        return;
+    }
+    if (!o->answered) op_answer(o, res->status, res->code, res->message, res->detail);
+    op_free(o);
+}
+
+static void post_op(req *r, op_kind op)
+{
+    op_req *o = xcalloc(1, sizeof *o);
+    o->d = r->d;
+    o->c = r->c;
+    o->id = xstrdup(r->seg[1]);
+    o->op = op;
+    const char *w = qget(r, "wait");
+    o->nowait = w && (!strcmp(w, "0") || !strcmp(w, "false"));
+    const char *origin = qget(r, "origin");
+    if (!origin || (strcmp(origin, "cli") && strcmp(origin, "api"))) origin = "api";
+    if (o->nowait && op != OP_START) {
+        reply_error(r->c, 400, "bad_request", NULL, "wait=0 applies to start only");
+        op_free(o);
+        return;
+    }
+    if (op == OP_STOP) {
+        sup_stop(r->d->sup, o->id, origin, op_done, o);
+        return;
+    }
+    if (op == OP_RESTART) {
+        sup_restart(r->d->sup, o->id, origin, op_done, o);
+        return;
+    }
+    o->in_call = true;
+    uint64_t seq = sup_start(r->d->sup, o->id, origin, op_done, o);
+    o->in_call = false;
+    if (o->fired) { /* answered at once: ready already, or an error */
+        if (o->nowait && o->status >= 200 && o->status < 300) {
+            buf b = BUF_INIT;
+            buf_adds(&b, "{\"service\":");
+            if (sup_service_json(r->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
+            buf_printf(&b, ",\"start_seq\":%llu}", (unsigned long long)seq);
+            reply(r->c, o->status, &b);
+            buf_release(&b);
+        } else {
+            op_answer(o, o->status, o->code, o->message, o->detail);
+        }
+        op_free(o);
+        return;
+    }
+    if (o->nowait) {
+        buf b = BUF_INIT;
+        buf_adds(&b, "{\"service\":");
+        if (sup_service_json(r->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
+        buf_printf(&b, ",\"start_seq\":%llu}", (unsigned long long)seq);
+        reply(r->c, 202, &b);
+        buf_release(&b);
+        o->answered = true; /* op_done frees it when the start ends */
+    }
+}
+
+/* ---- logs -------------------------------------------------------------- */
+
+typedef struct api_follow {
+    gpumodd *d;
+    srv_conn *c;
+    sup_log_watch *w;
+    struct api_follow *next;
+} api_follow;
+
+static void follow_chunk(const char *id, const char *data, size_t len, void *ud)
+{
+    api_follow *f = ud;
+    srv_write(f->c, data, len);
+}
+
+static void follow_end(gpumodd *d, api_follow *f)
+{
+    for (api_follow **pp = &d->follows; *pp; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            break;
+        }
+    if (f->w) sup_log_watch_remove(d->sup, f->w);
+    srv_end(f->c);
+    free(f);
+}
+
+void api_abort(srv_conn *c, void *ud)
+{
+    gpumodd *d = ud;
+    for (api_follow *f = d->follows; f; f = f->next)
+        if (f->c == c) {
+            follow_end(d, f);
+            return;
+        }
+    /* a start/stop in flight answers from its callback (the server then
+     * only frees the connection) */
+}
+
+void api_close_follows(gpumodd *d)
+{
+    while (d->follows) follow_end(d, d->follows);
+}
+
+static void get_logs(req *r)
+{
+    gpumodd *d = r->d;
+    const char *id = r->seg[1];
+    int64_t n = qint(r, "n"), after = qint(r, "after");
+    const char *fol = qget(r, "follow");
+    bool follow = fol && (!strcmp(fol, "1") || !strcmp(fol, "true"));
+    if (n == -2 || after == -2) {
+        reply_error(r->c, 400, "bad_request", NULL, "logs: n and after must be non-negative integers");
+        return;
+    }
+    buf out = BUF_INIT;
+    uint64_t next = 0;
+    size_t lines = n >= 0 ? (size_t)n : after >= 0 ? 0 : 100;
+    if (sup_log_read(d->sup, id, after >= 0 ? (uint64_t)after : UINT64_MAX, lines, &out, &next) < 0) {
+        reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", id);
+        buf_release(&out);
+        return;
+    }
+    if (!follow) {
+        buf b = BUF_INIT;
+        buf_adds(&b, "{\"id\":");
+        buf_json_str(&b, id);
+        buf_printf(&b, ",\"next\":%llu,\"data\":", (unsigned long long)next);
+        buf_json_str(&b, out.p);
+        buf_addc(&b, '}');
+        reply(r->c, 200, &b);
+        buf_release(&b);
+        buf_release(&out);
+        return;
+    }
+    /* the tail now, then every chunk as it comes: nothing happens on the
+     * loop between the read and the watch, so nothing is lost or doubled */
+    if (srv_respond_start(r->c, 200, "text/plain; charset=utf-8") < 0) {
+        buf_release(&out);
+        return;
+    }
+    srv_write(r->c, out.p, out.len);
+    buf_release(&out);
+    api_follow *f = xcalloc(1, sizeof *f);
+    f->d = d;
+    f->c = r->c;
+    f->next = d->follows;
+    d->follows = f;
+    f->w = sup_log_watch_add(d->sup, id, follow_chunk, f);
+    if (!f->w) follow_end(d, f);
+}
+
+/* ---- events ------------------------------------------------------------ */
+
+static void get_events(req *r)
+{
+    store_event_query q = {0};
+    const char *since = qget(r, "since");
+    int64_t limit = qint(r, "limit");
+    if (limit == -2 || limit > 10000) {
+        reply_error(r->c, 400, "bad_request", NULL, "events: limit must be an integer from 0 to 10000");
+        return;
+    }
+    q.limit = limit > 0 ? (size_t)limit : 100;
+    if (since && *since) {
+        char *end;
+        long long id = strtoll(since, &end, 10);
+        int64_t ts;
+        if (!*end && id >= 0)
+            q.since_id = id;
+        else if (clock_parse_rfc3339(since, &ts) == 0)
+            q.since_ts_ms = ts;
+        else {
+            reply_error(r->c, 400, "bad_request", NULL,
+                        "events: since '%s' is neither an event id nor an RFC 3339 time", since);
+            return;
+        }
+    } else {
+        q.tail = true; /* the latest ones */
+    }
+    const char *svc = qget(r, "service");
+    q.service = svc && *svc ? svc : NULL;
+    buf b = BUF_INIT;
+    buf_adds(&b, "{\"events\":");
+    events_array(r->d, &q, &b);
+    buf_addc(&b, '}');
+    reply(r->c, 200, &b);
+    buf_release(&b);
+}
+
+/* ---- preflight --------------------------------------------------------- */
+
+typedef struct pf_req {
+    gpumodd *d;
+    srv_conn *c;
+    char *service, *mode;
+} pf_req;
+
+/* Judge p against s with res[0..*nres) reserved; its need is appended to
+ * res for the next (a mode).  -1 with err when the need cannot be found. */
+static int pf_judge(gpumodd *d, const preset *p, const snapshot *s, reservation *res, size_t *nres,
+                    need_detail *nd, buf *out, bool *ok, char *err, size_t errlen)
+{
+    if (service_need(p, &d->cfg->set, s, d->st, nd, err, errlen)) return -1;
+    gate_policy pol;
+    policy_from_settings(&d->cfg->set, &pol);
+    verdict v;
+    if (!strcmp(nd->n.source, "none")) { /* remote: nothing runs here */
+        memset(&v, 0, sizeof v);
+        v.ok = true;
+    } else {
+        gate_check(s, &nd->n, res, *nres, p->id, &pol, &v);
+    }
+    verdict_json(out, "daemon", p->id, &v, nd, s);
+    *ok = v.ok;
+    if (*nres < MAX_RES * 2) {
+        res[*nres].service = p->id;
+        res[*nres].need = nd->n;
+        (*nres)++;
+    }
+    return 0;
+}
+
+static void pf_snapshot(const snapshot *s, void *ud)
+{
+    pf_req *f = ud;
+    gpumodd *d = f->d;
+    reservation res[MAX_RES * 2];
+    size_t nres = sup_reservations(d->sup, res, MAX_RES);
+    need_detail *nd = xcalloc(1, sizeof *nd);
+    char err[512];
+    buf b = BUF_INIT;
+    bool ok = true;
+    if (f->service) {
+        const preset *p = config_preset(d->cfg, f->service);
+        if (!p) {
+            reply_error(f->c, 404, "not_found", NULL, "no preset '%s' in %s", f->service, d->cfg->config_dir);
+        } else if (pf_judge(d, p, s, res, &nres, nd, &b, &ok, err, sizeof err)) {
+            reply_error(f->c, 422, "need_unknown", NULL, "%s", err);
+        } else {
+            reply(f->c, 200, &b);
+        }
+    } else {
+        const mode *m = strcmp(f->mode, "none") ? config_mode(d->cfg, f->mode) : NULL;
+        if (!m && strcmp(f->mode, "none")) {
+            reply_error(f->c, 404, "not_found", NULL, "no mode '%s' in %s", f->mode, d->cfg->config_dir);
+            goto out;
+        }
+        buf_adds(&b, "{\"mode\":");
+        buf_json_str(&b, f->mode);
+        buf_adds(&b, ",\"verdicts\":[");
+        bool all_ok = true, first = true;
+        size_t n = m ? m->services.n : 0;
+        for (int pass = 0; pass < 2; pass++)
+            for (size_t i = 0; i < n; i++) {
+                const preset *q = config_preset(d->cfg, m->services.v[i]);
+                if (!q || q->start_first != (pass == 0)) continue;
+                if (!first) buf_addc(&b, ',');
+                first = false;
+                bool one_ok;
+                if (pf_judge(d, q, s, res, &nres, nd, &b, &one_ok, err, sizeof err)) {
+                    reply_error(f->c, 422, "need_unknown", NULL, "%s", err);
+                    goto out;
+                }
+                all_ok = all_ok && one_ok;
+            }
+        buf_printf(&b, "],\"ok\":%s}", all_ok ? "true" : "false");
+        reply(f->c, 200, &b);
+    }
+out:
+    buf_release(&b);
+    free(nd);
+    free(f->service);
+    free(f->mode);
+    free(f);
+}
+
+static cJSON *body_json(req *r, const char *what)
+{
+    if (!r->body->len) {
+        reply_error(r->c, 400, "bad_request", NULL, "%s: the body must be a JSON object", what);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(r->body->p, r->body->len, &end, false);
+    if (!j || !cJSON_IsObject(j)) {
+        size_t off = end && end >= r->body->p ? (size_t)(end - r->body->p) : 0;
+        reply_error(r->c, 400, "bad_request", NULL, "%s: the body is not a JSON object (at byte %zu)", what, off);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+static void post_preflight(req *r)
+{
+    cJSON *j = body_json(r, "preflight");
+    if (!j) return;
+    const cJSON *svc = cJSON_GetObjectItemCaseSensitive(j, "service");
+    const cJSON *mod = cJSON_GetObjectItemCaseSensitive(j, "mode");
+    bool has_s = svc && !cJSON_IsNull(svc), has_m = mod && !cJSON_IsNull(mod);
+    if (has_s == has_m || (has_s && !cJSON_IsString(svc)) || (has_m && !cJSON_IsString(mod))) {
+        reply_error(r->c, 400, "bad_request", NULL,
+                    "preflight: give exactly one of \"service\" or \"mode\", as a string");
+        cJSON_Delete(j);
+        return;
+    }
+    pf_req *f = xcalloc(1, sizeof *f);
+    f->d = r->d;
+    f->c = r->c;
+    if (has_s) f->service = xstrdup(svc->valuestring);
+    if (has_m) f->mode = xstrdup(mod->valuestring);
+    cJSON_Delete(j);
+    hostmon_take(r->d->hm, pf_snapshot, f); /* a fresh snapshot, taken off the loop */
+}
+
+/* ---- modes ------------------------------------------------------------- */
+
+/* The running set: services starting, ready or unhealthy. */
+static size_t running_set(gpumodd *d, const char **ids, size_t max)
+{
+    sup_usage u[MAX_RES];
+    size_t n = sup_usages(d->sup, u, MAX_RES), k = 0;
+    for (size_t i = 0; i < n && k < max; i++)
+        if (u[i].state == SVC_STARTING || u[i].state == SVC_READY || u[i].state == SVC_UNHEALTHY) ids[k++] = u[i].id;
+    return k;
+}
+
+static bool mode_matches(const mode *m, const char **ids, size_t n)
+{
+    if (m->services.n != n) return false;
+    for (size_t i = 0; i < n; i++)
+        if (strv_find(&m->services, ids[i]) < 0) return false;
+    return true;
+}
+
+static const char *current_mode(gpumodd *d, const char **ids, size_t n)
+{
+    if (!n) return "none";
+    for (size_t i = 0; i < d->cfg->n_modes; i++)
+        if (mode_matches(&d->cfg->modes[i], ids, n)) return d->cfg->modes[i].id;
+    return NULL;
+}
+
+static void get_modes(req *r)
+{
+    gpumodd *d = r->d;
+    const char *ids[MAX_RES];
+    size_t nrun = running_set(d, ids, MAX_RES);
+    const char *cur = current_mode(d, ids, nrun);
+    buf b = BUF_INIT;
+    buf_adds(&b, "{\"modes\":[");
+    for (size_t i = 0; i < d->cfg->n_modes; i++) {
+        const mode *m = &d->cfg->modes[i];
+        buf_adds(&b, i ? ",{\"id\":" : "{\"id\":");
+        buf_json_str(&b, m->id);
+        buf_adds(&b, ",\"name\":");
+        str_or_null(&b, m->name);
+        buf_adds(&b, ",\"description\":");
+        str_or_null(&b, m->description);
+        buf_adds(&b, ",\"services\":[");
+        for (size_t k = 0; k < m->services.n; k++) {
+            if (k) buf_addc(&b, ',');
+            buf_json_str(&b, m->services.v[k]);
+        }
+        buf_printf(&b, "],\"current\":%s}", cur && !strcmp(cur, m->id) ? "true" : "false");
+    }
+    buf_adds(&b, "],\"current\":");
+    str_or_null(&b, cur);
+    buf_addc(&b, '}');
+    reply(r->c, 200, &b);
+    buf_release(&b);
+}
+
+static void get_mode_current(req *r)
+{
+    gpumodd *d = r->d;
+    const char *ids[MAX_RES];
+    size_t nrun = running_set(d, ids, MAX_RES);
+    const char *cur = current_mode(d, ids, nrun);
+    buf b = BUF_INIT;
+    buf_adds(&b, "{\"mode\":");
+    str_or_null(&b, cur);
+    buf_adds(&b, ",\"running\":[");
+    for (size_t i = 0; i < nrun; i++) {
+        if (i) buf_addc(&b, ',');
+        buf_json_str(&b, ids[i]);
+    }
+    /* the last committed mode comes with mode switching (issue 5) */
+    buf_adds(&b, "],\"base_mode\":null}");
+    reply(r->c, 200, &b);
+    buf_release(&b);
+}
+
+static void not_built(req *r)
+{
+    reply_error(r->c, 501, "not_implemented", NULL,
+                "%.*s %s: mode switching comes with issue 5; this daemon does not do it yet",
+                (int)r->m->method.len, r->m->method.p, r->path);
+}
+
+/* ---- reload ------------------------------------------------------------ */
+
+static void diags_json(buf *b, const config *cfg, diag_level lv)
+{
+    bool first = true;
+    buf_addc(b, '[');
+    for (size_t i = 0; i < cfg->diags.n; i++) {
+        const diag *g = &cfg->diags.v[i];
+        if (g->level != lv) continue;
+        buf_adds(b, first ? "{\"file\":" : ",{\"file\":");
+        first = false;
+        str_or_null(b, g->pos.file);
+        buf_printf(b, ",\"line\":%d,\"col\":%d,\"message\":", g->pos.line, g->pos.col);
+        buf_json_str(b, g->msg);
+        buf_addc(b, '}');
+    }
+    buf_addc(b, ']');
+}
+
+static void record_event(gpumodd *d, const char *reason, const char *data)
+{
+    if (!d->st) return;
+    store_event e = {.ts_ms = clock_unix_ms(), .kind = "reload", .reason = reason, .data = data};
+    char err[256];
+    if (store_event_add(d->st, &e, NULL, err, sizeof err)) log_warn("%s", err);
+}
+
+void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
+{
+    config *nc = xcalloc(1, sizeof *nc);
+    config_opts opts = {.check_files = false};
+    config_load(nc, &d->paths, &opts);
+    buf_clear(out);
+    if (nc->diags.errors) {
+        buf detail = BUF_INIT, msg = BUF_INIT;
+        buf_adds(&detail, "{\"errors\":");
+        diags_json(&detail, nc, DIAG_ERROR);
+        buf_adds(&detail, ",\"warnings\":");
+        diags_json(&detail, nc, DIAG_WARNING);
+        buf_addc(&detail, '}');
+        buf_printf(&msg, "the configuration in %s has %zu error%s; the running configuration is kept",
+                   nc->config_dir, nc->diags.errors, nc->diags.errors == 1 ? "" : "s");
+        for (size_t i = 0; i < nc->diags.n; i++) {
+            const diag *g = &nc->diags.v[i];
+            if (g->level != DIAG_ERROR) continue;
+            if (g->pos.file && g->pos.line)
+                buf_printf(&msg, "\n%s:%d:%d: %s", g->pos.file, g->pos.line, g->pos.col, g->msg);
+            else if (g->pos.file)
+                buf_printf(&msg, "\n%s: %s", g->pos.file, g->msg);
+            else
+                buf_printf(&msg, "\n%s", g->msg);
+        }
+        error_body(out, "config_invalid", msg.p, detail.p);
+        log_error("reload (%s) refused: %s", origin, msg.p);
+        record_event(d, "reload refused: configuration errors; the running configuration is kept", detail.p);
+        buf_release(&detail);
+        buf_release(&msg);
+        config_release(nc);
+        free(nc);
+        *status = 422;
+        return;
+    }
+    strv changed = STRV_INIT;
+    char err[512];
+    if (sup_set_config(d->sup, nc, &changed, err, sizeof err)) {
+        error_body(out, "config_invalid", err, NULL);
+        log_error("reload (%s) refused: %s", origin, err);
+        strv_release(&changed);
+        config_release(nc);
+        free(nc);
+        *status = 422;
+        return;
+    }
+    if (d->wd) watchdog_set_settings(d->wd, &nc->set);
+    strv notes = STRV_INIT;
+    if (strcmp(nc->set.socket, d->socket_path))
+        strv_pushf(&notes, "socket changed to '%s': takes effect when the daemon restarts", nc->set.socket);
+    if (strcmp(nc->set.state_dir, d->state_dir))
+        strv_pushf(&notes, "state_dir changed to '%s': takes effect when the daemon restarts", nc->set.state_dir);
+    config *old = d->cfg;
+    d->cfg = nc;
+    config_release(old);
+    free(old);
+
+    buf_printf(out, "{\"ok\":true,\"config_dir\":");
+    buf_json_str(out, nc->config_dir);
+    buf_printf(out, ",\"presets\":%zu,\"modes\":%zu,\"changed\":[", nc->n_presets, nc->n_modes);
+    buf data = BUF_INIT;
+    buf_adds(&data, "{\"changed\":[");
+    for (size_t i = 0; i < changed.n; i++) {
+        buf_adds(out, i ? "," : "");
+        buf_json_str(out, changed.v[i]);
+        buf_adds(&data, i ? "," : "");
+        buf_json_str(&data, changed.v[i]);
+    }
+    buf_printf(&data, "],\"presets\":%zu,\"modes\":%zu}", nc->n_presets, nc->n_modes);
+    buf_adds(out, "],\"notes\":[");
+    for (size_t i = 0; i < notes.n; i++) {
+        buf_adds(out, i ? "," : "");
+        buf_json_str(out, notes.v[i]);
+    }
+    buf_adds(out, "],\"warnings\":");
+    diags_json(out, nc, DIAG_WARNING);
+    buf_addc(out, '}');
+    buf reason = BUF_INIT;
+    buf_printf(&reason, "configuration reloaded (%s): %zu presets, %zu modes", origin, nc->n_presets, nc->n_modes);
+    if (changed.n) {
+        buf_adds(&reason, "; changed while running (restart to apply):");
+        for (size_t i = 0; i < changed.n; i++) buf_printf(&reason, " %s", changed.v[i]);
+    }
+    log_info("%s", reason.p);
+    for (size_t i = 0; i < notes.n; i++) log_warn("%s", notes.v[i]);
+    record_event(d, reason.p, data.p);
+    buf_release(&reason);
+    buf_release(&data);
+    strv_release(&notes);
+    strv_release(&changed);
+    *status = 200;
+}
+
+static void post_reload(req *r)
+{
+    buf b = BUF_INIT;
+    int status;
+    api_reload(r->d, "api", &b, &status);
+    reply(r->c, status, &b);
+    buf_release(&b);
+}
+
+/* ---- the table --------------------------------------------------------- */
+
+/* A pattern's segments; "*" matches one segment (a service id). */
+typedef struct route {
+    const char *method;
+    const char *pat[4];
+    void (*fn)(req *r);
+} route;
+
+static void post_start(req *r) { post_op(r, OP_START); }
+static void post_stop(req *r) { post_op(r, OP_STOP); }
+static void post_restart(req *r) { post_op(r, OP_RESTART); }
+
+static const route routes[] = {
+    {"GET", {"status"}, get_status},
+    {"GET", {"services"}, get_services},
+    {"GET", {"services", "*"}, get_service},
+    {"POST", {"services", "*", "start"}, post_start},
+    {"POST", {"services", "*", "stop"}, post_stop},
+    {"POST", {"services", "*", "restart"}, post_restart},
+    {"GET", {"services", "*", "logs"}, get_logs},
+    {"GET", {"events"}, get_events},
+    {"POST", {"preflight"}, post_preflight},
+    {"GET", {"modes"}, get_modes},
+    {"GET", {"modes", "current"}, get_mode_current},
+    {"POST", {"modes", "switch"}, not_built},
+    {"POST", {"reload"}, post_reload},
+    {"GET", {"route", "default"}, not_built},
+    {"PUT", {"route", "default"}, not_built},
+    {"POST", {"results"}, not_built},
+    {NULL},
+};
+
+static bool route_matches(const route *rt, const req *r)
+{
+    size_t n = 0;
+    while (n < 4 && rt->pat[n]) n++;
+    if (n != r->nseg) return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rt->pat[i], "*")) continue;
+        if (strcmp(rt->pat[i], r->seg[i])) return false;
+    }
+    return true;
+}
+
+void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud)
+{
+    gpumodd *d = ud;
+    req r = {.d = d, .c = c, .m = m, .body = body};
+    if (parse_target(&r)) {
+        reply_error(c, 400, "bad_request", NULL, "malformed request target '%.*s'", (int)m->target.len,
+                    m->target.p);
+        req_release(&r);
+        return;
+    }
+    const route *hit = NULL, *path_hit = NULL;
+    for (const route *rt = routes; rt->method; rt++) {
+        if (!route_matches(rt, &r)) continue;
+        if (!path_hit) path_hit = rt;
+        if (method_is(&r, rt->method)) {
+            hit = rt;
+            break;
+        }
+    }
+    if (hit) {
+        log_debug("%.*s %.*s", (int)m->method.len, m->method.p, (int)m->target.len, m->target.p);
+        hit->fn(&r);
+    } else if (path_hit) {
+        buf allow = BUF_INIT;
+        for (const route *rt = routes; rt->method; rt++)
+            if (route_matches(rt, &r)) buf_printf(&allow, "%s%s", allow.len ? ", " : "", rt->method);
+        reply_error(c, 405, "method_not_allowed", NULL, "%.*s %s: method not allowed (allowed: %s)",
+                    (int)m->method.len, m->method.p, r.path, allow.p);
+        buf_release(&allow);
+    } else {
+        reply_error(c, 404, "not_found", NULL, "no route %.*s %s (see docs/api.md)", (int)m->method.len,
+                    m->method.p, r.path);
+    }
+    req_release(&r);
+}

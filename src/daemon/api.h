@@ -1,0 +1,61 @@
+/* api.h - the control API (docs/api.md): the routes on the daemon's Unix
+ * socket and what they read (supervisor, host monitor, watchdog, store,
+ * config).  The daemon owns everything in `gpumodd`; the API borrows it
+ * and swaps the config on reload. */
+#ifndef GPUMOD_API_H
+#define GPUMOD_API_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "daemon/hostmon.h"
+#include "daemon/supervisor.h"
+#include "daemon/watchdog.h"
+#include "net/server.h"
+#include "store/db.h"
+#include "util/buf.h"
+
+struct api_follow;
+
+typedef struct gpumodd {
+    uv_loop_t *loop;
+    config *cfg;        /* the configuration in force; reload replaces it whole */
+    config_paths paths; /* what serve was given, for reload (strings owned here) */
+    sup *sup;
+    hostmon *hm;
+    watchdog *wd;
+    store *st;
+    srv *srv;
+    char *socket_path, *state_dir, *log_dir; /* fixed for the daemon's life */
+    const char *runner;                      /* "spawn" */
+    int64_t started_unix_ms, started_mono_ms;
+    bool shutting_down;
+    struct api_follow *follows; /* open `logs?follow=1` streams */
+    bool snap_pending;          /* a background snapshot for status is being taken */
+} gpumodd;
+
+/* srv_opts.on_request / on_abort (ud = the gpumodd). */
+void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud);
+void api_abort(srv_conn *c, void *ud);
+
+/* Reload the configuration (POST /reload, SIGHUP): parse into a new
+ * config; on errors keep the old one.  *status is 200 or 422; out gets
+ * the JSON answer ({"ok","changed","presets","modes","warnings"} or the
+ * error with every diagnostic).  origin ("api", "signal") goes into the
+ * `reload` event. */
+void api_reload(gpumodd *d, const char *origin, buf *out, int *status);
+
+/* An event as the JSON object of docs/api.md. */
+void api_event_json(buf *b, const store_event *e);
+
+/* Have the host monitor take a snapshot in the background when the last
+ * one is older than max_age_ms (status never waits for NVML). */
+void api_refresh_snapshot(gpumodd *d, int64_t max_age_ms);
+
+/* End every follow stream (shutdown). */
+void api_close_follows(gpumodd *d);
+
+#endif

@@ -1,0 +1,443 @@
+/* daemon.c - `gpumod serve`: set up, run and tear down the one loop.
+ *
+ * Order matters and is the design:
+ *   config (errors: exit 2, nothing touched) -> directories -> the state
+ *   dir's lock (a second daemon exits 1 naming the first) -> the store ->
+ *   host monitor and supervisor -> reconcile what a previous daemon left
+ *   -> watchdog -> listen -> READY=1.
+ * Nothing listens before reconcile has finished, so no client can start a
+ * service on a port a leftover still holds.  Shutdown is the same in
+ * reverse: STOPPING=1, no new connections, watchdog off, every service
+ * stopped and verified (sup_shutdown), then the monitor and the store;
+ * only then exit 0.  Under the spawn runner no child outlives the daemon,
+ * and gpumod-exec makes that true even for kill -9 (docs/exec.md). */
+#include "daemon/daemon.h"
+#include "cli/cli.h"
+#include "cli/hostview.h"
+#include "daemon/api.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/pidlock.h"
+#include "util/buf.h"
+#include "util/clock.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct dmn {
+    gpumodd g;
+    uv_loop_t loop;
+    uv_signal_t sig_term, sig_int, sig_hup;
+    uv_timer_t wd_timer; /* systemd's WATCHDOG=1 */
+    bool wd_timer_on;
+    int lock_fd;
+    char *exec_helper, *run_dir;
+    bool listening;
+    bool reconciled;
+    bool stop_requested; /* a signal came before the daemon was up */
+    int pending_closes;  /* shutdown steps not yet finished */
+    int exit_code;
+    char *group_name; /* socket_group resolved at start */
+    gid_t group_gid;
+    bool group_ok;
+} dmn;
+
+int daemon_mkdirs(const char *path, unsigned perm, char *err, size_t errlen)
+{
+    char *p = xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || !*s) {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, (mode_t)perm) && errno != EEXIST) {
+                snprintf(err, errlen, "cannot create directory '%s': %s", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            *s = c;
+            if (!c) break;
+        }
+    }
+    free(p);
+    struct stat st;
+    if (stat(path, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "'%s' is not a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* gpumod-exec next to this binary (a build tree, or a prefix whose
+ * libexec is beside bin), else the configured LIBEXECDIR. */
+static char *find_exec_helper(void)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            char *p = xasprintf("%s/gpumod-exec", self);
+            if (access(p, X_OK) == 0) return p;
+            free(p);
+        }
+    }
+    return xasprintf("%s/gpumod-exec", GPUMOD_LIBEXECDIR);
+}
+
+/* ---- who may use the socket -------------------------------------------- */
+
+static bool in_supplementary(pid_t pid, gid_t gid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    char line[4096];
+    bool found = false;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "Groups:", 7)) continue;
+        char *p = line + 7, *end;
+        for (;;) {
+            unsigned long g = strtoul(p, &end, 10);
+            if (end == p) break;
+            if ((gid_t)g == gid) found = true;
+            p = end;
+        }
+        break;
+    }
+    fclose(f);
+    return found;
+}
+
+static bool allow_peer(const srv_peer *peer, void *ud)
+{
+    dmn *m = ud;
+    if (peer->uid == 0 || peer->uid == geteuid()) return true;
+    if (m->group_ok && (peer->gid == m->group_gid || in_supplementary(peer->pid, m->group_gid))) return true;
+    log_warn("control socket: refused a client with uid %ld gid %ld (pid %ld): not the daemon's user, root or "
+             "a member of socket_group",
+             (long)peer->uid, (long)peer->gid, (long)peer->pid);
+    return false;
+}
+
+static void request_cb(srv_conn *c, const http_msg *msg, const view *body, void *ud)
+{
+    dmn *m = ud;
+    api_request(c, msg, body, &m->g);
+}
+
+static void abort_cb(srv_conn *c, void *ud)
+{
+    dmn *m = ud;
+    api_abort(c, &m->g);
+}
+
+/* ---- shutdown ---------------------------------------------------------- */
+
+static void close_handle_cb(uv_handle_t *h)
+{
+}
+
+static void noop_cb(void *ud)
+{
+}
+
+static void final_close(dmn *m)
+{
+    uv_close((uv_handle_t *)&m->sig_term, close_handle_cb);
+    uv_close((uv_handle_t *)&m->sig_int, close_handle_cb);
+    uv_close((uv_handle_t *)&m->sig_hup, close_handle_cb);
+    if (m->wd_timer_on) uv_close((uv_handle_t *)&m->wd_timer, close_handle_cb);
+}
+
+static void hostmon_closed(void *ud)
+{
+    dmn *m = ud;
+    m->g.hm = NULL;
+    final_close(m);
+}
+
+static void step_done(void *ud)
+{
+    dmn *m = ud;
+    if (--m->pending_closes > 0) return;
+    sup_free(m->g.sup);
+    m->g.sup = NULL;
+    log_info("every service is stopped; shutting down");
+    hostmon_close(m->g.hm, hostmon_closed, m);
+}
+
+static void srv_closed(void *ud)
+{
+    dmn *m = ud;
+    m->g.srv = NULL;
+    step_done(m);
+}
+
+static void wd_closed(void *ud)
+{
+    dmn *m = ud;
+    m->g.wd = NULL;
+    step_done(m);
+}
+
+static void shutdown_daemon(dmn *m, const char *why)
+{
+    if (m->g.shutting_down) {
+        log_info("%s: already shutting down", why);
+        return;
+    }
+    m->g.shutting_down = true;
+    if (!m->reconciled) { /* finish reconcile first; its callback comes back here */
+        m->stop_requested = true;
+        log_info("%s: shutting down once the leftovers of the previous daemon are handled", why);
+        return;
+    }
+    log_info("%s: shutting down: stopping every service", why);
+    char err[256];
+    if (notify_send("STOPPING=1", err, sizeof err) < 0) log_warn("%s", err);
+    m->pending_closes = 1; /* sup_shutdown */
+    api_close_follows(&m->g);
+    if (m->g.srv) {
+        m->pending_closes++;
+        srv_close(m->g.srv, srv_closed, m);
+    }
+    if (m->g.wd) {
+        m->pending_closes++;
+        watchdog_close(m->g.wd, wd_closed, m);
+    }
+    sup_shutdown(m->g.sup, step_done, m);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    dmn *m = h->data;
+    if (signum == SIGHUP) {
+        if (m->g.shutting_down) return;
+        buf out = BUF_INIT;
+        int status;
+        api_reload(&m->g, "signal", &out, &status);
+        buf_release(&out);
+        return;
+    }
+    shutdown_daemon(m, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_wd_timer(uv_timer_t *t)
+{
+    char err[256];
+    if (notify_send("WATCHDOG=1", err, sizeof err) < 0) log_warn("%s", err);
+}
+
+/* ---- start-up ---------------------------------------------------------- */
+
+static void on_event(const store_event *e, void *ud)
+{
+    if (e->from || e->to)
+        log_info("%s %s: %s -> %s%s%s", e->kind, e->service ? e->service : "-", e->from ? e->from : "-",
+                 e->to ? e->to : "-", e->reason ? ": " : "", e->reason ? e->reason : "");
+    else
+        log_info("%s %s%s%s", e->kind, e->service ? e->service : "-", e->reason ? ": " : "",
+                 e->reason ? e->reason : "");
+}
+
+static int start_listening(dmn *m)
+{
+    gpumodd *g = &m->g;
+    char err[512];
+    srv_opts so = {.on_request = request_cb, .allow = allow_peer, .on_abort = abort_cb, .ud = m};
+    g->srv = srv_new(&m->loop, &so);
+    char *dir = xstrdup(g->socket_path);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        struct stat st;
+        if (stat(dir, &st) && daemon_mkdirs(dir, 0700, err, sizeof err)) {
+            log_error("control socket: %s", err);
+            free(dir);
+            return -1;
+        }
+    }
+    free(dir);
+    if (srv_listen_unix(g->srv, g->socket_path, err, sizeof err)) {
+        log_error("control socket: %s", err);
+        fprintf(stderr, "gpumod: %s\n", err);
+        return -1;
+    }
+    if (m->group_ok) { /* members of socket_group may connect: 0660, that group */
+        if (chown(g->socket_path, (uid_t)-1, m->group_gid) || chmod(g->socket_path, 0660))
+            log_warn("control socket '%s': cannot give it to group '%s': %s", g->socket_path, m->group_name,
+                     strerror(errno));
+    }
+    m->listening = true;
+    return 0;
+}
+
+static void reconciled(void *ud)
+{
+    dmn *m = ud;
+    gpumodd *g = &m->g;
+    m->reconciled = true;
+    if (m->stop_requested) {
+        g->shutting_down = false;
+        shutdown_daemon(m, "signal during start-up");
+        return;
+    }
+    g->wd = watchdog_new(&m->loop, g->sup, g->hm, &g->cfg->set, NULL);
+    if (start_listening(m)) {
+        m->exit_code = 1;
+        shutdown_daemon(m, "cannot listen");
+        return;
+    }
+    api_refresh_snapshot(g, 0);
+    char err[256];
+    if (notify_send("READY=1", err, sizeof err) < 0) log_warn("%s", err);
+    long long wms = notify_watchdog_ms();
+    if (wms > 0) {
+        uv_timer_init(&m->loop, &m->wd_timer);
+        m->wd_timer.data = m;
+        m->wd_timer_on = true;
+        uv_timer_start(&m->wd_timer, on_wd_timer, (uint64_t)(wms / 2 > 0 ? wms / 2 : 1),
+                       (uint64_t)(wms / 2 > 0 ? wms / 2 : 1));
+        on_wd_timer(&m->wd_timer);
+    }
+    log_info("gpumod %s ready: pid %ld, socket %s, config %s, state %s, %zu presets, %zu modes", GPUMOD_VERSION,
+             (long)getpid(), g->socket_path, g->cfg->config_dir, g->state_dir, g->cfg->n_presets, g->cfg->n_modes);
+}
+
+int daemon_run(const daemon_opts *o)
+{
+    if (o->verbose) log_set_level(LOG_DEBUG);
+    dmn *m = xcalloc(1, sizeof *m);
+    gpumodd *g = &m->g;
+    m->lock_fd = -1;
+    int rc = 0;
+    char err[512];
+
+    /* paths given to serve are kept for reload */
+    g->paths.config_dir = o->paths.config_dir ? xstrdup(o->paths.config_dir) : NULL;
+    g->paths.state_dir = o->paths.state_dir ? xstrdup(o->paths.state_dir) : NULL;
+    g->paths.socket = o->paths.socket ? xstrdup(o->paths.socket) : NULL;
+
+    g->cfg = xcalloc(1, sizeof *g->cfg);
+    config_opts copts = {.check_files = false};
+    if (config_load(g->cfg, &g->paths, &copts)) {
+        cli_print_diags(g->cfg, NULL);
+        fprintf(stderr, "gpumod: serve: the configuration in %s has %zu error%s; fix them and start again\n",
+                g->cfg->config_dir, g->cfg->diags.errors, g->cfg->diags.errors == 1 ? "" : "s");
+        rc = EXIT_USAGE;
+        goto out_cfg;
+    }
+    for (size_t i = 0; i < g->cfg->diags.n; i++) {
+        const diag *d = &g->cfg->diags.v[i];
+        log_warn("config: %s:%d:%d: %s", d->pos.file ? d->pos.file : "-", d->pos.line, d->pos.col, d->msg);
+    }
+    const settings *set = &g->cfg->set;
+    g->state_dir = xstrdup(set->state_dir);
+    g->log_dir = xstrdup(set->log_dir);
+    g->socket_path = xstrdup(set->socket);
+    m->run_dir = xasprintf("%s/run", g->state_dir);
+    if (daemon_mkdirs(g->state_dir, 0700, err, sizeof err) || daemon_mkdirs(g->log_dir, 0700, err, sizeof err) ||
+        daemon_mkdirs(m->run_dir, 0700, err, sizeof err)) {
+        fprintf(stderr, "gpumod: serve: %s\n", err);
+        rc = EXIT_REFUSED;
+        goto out_cfg;
+    }
+    pid_t holder = 0;
+    int lr = pidlock_acquire(g->state_dir, &m->lock_fd, &holder, err, sizeof err);
+    if (lr == 1) {
+        if (holder)
+            fprintf(stderr, "gpumod: another daemon (pid %ld) owns %s\n", (long)holder, g->state_dir);
+        else
+            fprintf(stderr, "gpumod: another daemon owns %s\n", g->state_dir);
+        rc = EXIT_REFUSED;
+        goto out_cfg;
+    }
+    if (lr < 0) {
+        fprintf(stderr, "gpumod: serve: %s\n", err);
+        rc = EXIT_REFUSED;
+        goto out_cfg;
+    }
+    bool missing;
+    if (store_open(&g->st, g->state_dir, true, 2000, &missing, err, sizeof err)) {
+        fprintf(stderr, "gpumod: serve: %s\n", err);
+        rc = EXIT_REFUSED;
+        goto out_lock;
+    }
+    if (set->socket_group && *set->socket_group) {
+        struct group *gr = getgrnam(set->socket_group);
+        if (!gr) {
+            fprintf(stderr, "gpumod: serve: socket_group '%s' is not a group on this host\n", set->socket_group);
+            rc = EXIT_USAGE;
+            goto out_store;
+        }
+        m->group_name = xstrdup(set->socket_group);
+        m->group_gid = gr->gr_gid;
+        m->group_ok = true;
+    }
+
+    signal(SIGPIPE, SIG_IGN);
+    uv_loop_init(&m->loop);
+    g->loop = &m->loop;
+    g->runner = set->supervisor.runner == RUNNER_SYSTEMD ? "systemd" : "spawn";
+    g->started_unix_ms = clock_unix_ms();
+    g->started_mono_ms = clock_mono_ms();
+    snapshot_opts so;
+    snapshot_opts_from_settings(set, &so);
+    g->hm = hostmon_new(&m->loop, &so);
+    m->exec_helper = find_exec_helper();
+    sup_env env = {.loop = &m->loop, .st = g->st, .hm = g->hm, .exec_helper = m->exec_helper,
+                   .proc_root = NULL, .run_dir = m->run_dir, .on_event = on_event, .ud = m};
+    g->sup = sup_new(&env, g->cfg, err, sizeof err);
+    if (!g->sup) {
+        fprintf(stderr, "gpumod: serve: %s\n", err);
+        rc = EXIT_REFUSED;
+        hostmon_close(g->hm, noop_cb, NULL);
+        uv_run(&m->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&m->loop);
+        goto out_store;
+    }
+    uv_signal_init(&m->loop, &m->sig_term);
+    uv_signal_init(&m->loop, &m->sig_int);
+    uv_signal_init(&m->loop, &m->sig_hup);
+    m->sig_term.data = m->sig_int.data = m->sig_hup.data = m;
+    uv_signal_start(&m->sig_term, on_signal, SIGTERM);
+    uv_signal_start(&m->sig_int, on_signal, SIGINT);
+    uv_signal_start(&m->sig_hup, on_signal, SIGHUP);
+    log_info("gpumod %s starting: pid %ld, exec helper %s, runner %s", GPUMOD_VERSION, (long)getpid(),
+             m->exec_helper, g->runner);
+    sup_reconcile(g->sup, reconciled, m);
+
+    uv_run(&m->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&m->loop) == UV_EBUSY) log_warn("loop closed with handles still open");
+    rc = m->exit_code;
+    log_info("gpumod stopped (exit %d)", rc);
+
+out_store:
+    store_close(g->st);
+out_lock:
+    if (m->lock_fd >= 0) close(m->lock_fd);
+out_cfg:
+    config_release(g->cfg);
+    free(g->cfg);
+    free((char *)g->paths.config_dir);
+    free((char *)g->paths.state_dir);
+    free((char *)g->paths.socket);
+    free(g->state_dir);
+    free(g->log_dir);
+    free(g->socket_path);
+    free(m->run_dir);
+    free(m->exec_helper);
+    free(m->group_name);
+    free(m);
+    return rc;
+}

@@ -1,0 +1,27 @@
+/* daemon.h - `gpumod serve`: the one process that owns the GPU host.
+ * One libuv loop runs the control API (src/daemon/api.c), the supervisor,
+ * the host monitor and the memory watchdog. */
+#ifndef GPUMOD_DAEMON_H
+#define GPUMOD_DAEMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/config.h"
+
+typedef struct daemon_opts {
+    config_paths paths; /* borrowed; strings must outlive daemon_run */
+    bool verbose;       /* debug lines in the log */
+} daemon_opts;
+
+/* Run until SIGTERM/SIGINT (or a fatal error before listening).  Returns
+ * the process exit code: 0 after an orderly shutdown (every child stopped
+ * and verified), 1 when another daemon owns the state dir or the socket
+ * cannot be bound, 2 for a configuration error.  What went wrong is on
+ * stderr. */
+int daemon_run(const daemon_opts *o);
+
+/* mkdir -p, perm for every directory it creates.  0, or -1 with err. */
+int daemon_mkdirs(const char *path, unsigned perm, char *err, size_t errlen);
+
+#endif

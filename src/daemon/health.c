@@ -1,0 +1,161 @@
+/* health.c - see health.h.  One connection per probe (engines answer
+ * /health in microseconds; a pooled connection would save nothing worth
+ * its state machine), Connection: close, and only the status line and
+ * head are read: the body of /health means nothing to us. */
+#include "daemon/health.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/http.h"
+#include "util/buf.h"
+#include "util/errf.h"
+
+struct health_probe {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    uv_connect_t conn;
+    uv_write_t wr;
+    int open;
+    bool done;
+    buf req, in;
+    http_parser hp;
+    health_cb cb;
+    void *ud;
+};
+
+static const http_limits limits = {.max_head = 16 * 1024, .max_fields = 100, .max_target = 8192, .max_body = 1 << 20};
+
+static void closed(uv_handle_t *h)
+{
+    health_probe *p = h->data;
+    if (--p->open > 0) return;
+    buf_release(&p->req);
+    buf_release(&p->in);
+    http_parser_release(&p->hp);
+    free(p);
+}
+
+static void finish(health_probe *p, int status, const char *err)
+{
+    if (p->done) return;
+    p->done = true;
+    uv_timer_stop(&p->timer);
+    if (p->cb) p->cb(status, err, p->ud);
+    p->cb = NULL;
+    uv_close((uv_handle_t *)&p->tcp, closed);
+    uv_close((uv_handle_t *)&p->timer, closed);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    finish(t->data, 0, "timed out");
+}
+
+static void on_alloc(uv_handle_t *h, size_t sugg, uv_buf_t *b)
+{
+    health_probe *p = h->data;
+    buf_grow(&p->in, 4096);
+    b->base = p->in.p + p->in.len;
+    b->len = p->in.cap - p->in.len - 1;
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+    health_probe *p = s->data;
+    if (p->done) return;
+    if (n < 0) {
+        char e[128];
+        snprintf(e, sizeof e, "connection closed before a response (%s)", n == UV_EOF ? "eof" : uv_strerror((int)n));
+        finish(p, 0, e);
+        return;
+    }
+    p->in.len += (size_t)n;
+    p->in.p[p->in.len] = 0;
+    size_t used;
+    view body;
+    http_event ev = http_parse(&p->hp, p->in.p, p->in.len, &used, &body);
+    if (ev == HTTP_EV_ERROR) {
+        char e[160];
+        snprintf(e, sizeof e, "malformed response: %s", p->hp.err.msg);
+        finish(p, 0, e);
+    } else if (ev == HTTP_EV_HEAD) {
+        finish(p, p->hp.msg.status, NULL);
+    } else if (p->in.len > limits.max_head) {
+        finish(p, 0, "response head too large");
+    }
+}
+
+static void on_write(uv_write_t *w, int status)
+{
+    health_probe *p = w->data;
+    if (status < 0 && !p->done) {
+        char e[128];
+        snprintf(e, sizeof e, "cannot send the request: %s", uv_strerror(status));
+        finish(p, 0, e);
+    }
+}
+
+static void on_connect(uv_connect_t *c, int status)
+{
+    health_probe *p = c->data;
+    if (p->done) return;
+    if (status < 0) {
+        char e[128];
+        snprintf(e, sizeof e, "cannot connect: %s", uv_strerror(status));
+        finish(p, 0, e);
+        return;
+    }
+    uv_buf_t b = uv_buf_init(p->req.p, (unsigned)p->req.len);
+    p->wr.data = p;
+    int rc = uv_write(&p->wr, (uv_stream_t *)&p->tcp, &b, 1, on_write);
+    if (rc == 0) rc = uv_read_start((uv_stream_t *)&p->tcp, on_alloc, on_read);
+    if (rc < 0) {
+        char e[128];
+        snprintf(e, sizeof e, "cannot send the request: %s", uv_strerror(rc));
+        finish(p, 0, e);
+    }
+}
+
+health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char *path, int64_t timeout_ms,
+                         health_cb cb, void *ud, char *err, size_t errlen)
+{
+    struct sockaddr_storage sa;
+    const char *h = host && *host ? host : "127.0.0.1";
+    if (!strcmp(h, "localhost") || !strcmp(h, "0.0.0.0")) h = "127.0.0.1";
+    if (!strcmp(h, "::") || !strcmp(h, "[::]")) h = "::1";
+    if (uv_ip4_addr(h, port, (struct sockaddr_in *)&sa) != 0 &&
+        uv_ip6_addr(h, port, (struct sockaddr_in6 *)&sa) != 0) {
+        errf(err, errlen, "health probe: host '%s' is not a numeric address", host);
+        return NULL;
+    }
+    health_probe *p = xcalloc(1, sizeof *p);
+    p->cb = cb;
+    p->ud = ud;
+    buf_init(&p->req);
+    buf_init(&p->in);
+    const char *hosthdr = strchr(h, ':') ? "localhost" : h;
+    buf_printf(&p->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: gpumod\r\nConnection: close\r\n\r\n",
+               path && *path ? path : "/health", hosthdr, port);
+    http_parser_init(&p->hp, HTTP_KIND_RESPONSE, &limits);
+    uv_tcp_init(loop, &p->tcp);
+    uv_timer_init(loop, &p->timer);
+    p->tcp.data = p->timer.data = p->conn.data = p;
+    p->open = 2;
+    uv_timer_start(&p->timer, on_timeout, (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), 0);
+    int rc = uv_tcp_connect(&p->conn, &p->tcp, (const struct sockaddr *)&sa, on_connect);
+    if (rc < 0) {
+        /* report on the loop, like every other outcome: finish from the timer */
+        uv_timer_start(&p->timer, on_timeout, 0, 0);
+    }
+    return p;
+}
+
+void health_cancel(health_probe *p)
+{
+    if (!p || p->done) return;
+    p->cb = NULL;
+    finish(p, 0, NULL);
+}

@@ -1,0 +1,29 @@
+/* health.h - one asynchronous HTTP GET on the loop, for readiness and
+ * health probes: connect to host:port, send GET path, read the status
+ * line, all under a deadline (uv_timer).  The answer is the status code
+ * (200 = healthy) or 0 with the reason. */
+#ifndef GPUMOD_HEALTH_H
+#define GPUMOD_HEALTH_H
+
+#include <stdint.h>
+
+#include <uv.h>
+
+typedef struct health_probe health_probe;
+
+/* status: the response's status code, or 0 when there was none (err says
+ * why: refused, timed out, a malformed response).  err borrowed for the
+ * call. */
+typedef void (*health_cb)(int status, const char *err, void *ud);
+
+/* host: a numeric IPv4/IPv6 address, "localhost", or a wildcard (0.0.0.0,
+ * ::), which is probed on loopback.  cb exactly once, unless cancelled
+ * first.  NULL only for a host that is not an address (cb not called,
+ * err set). */
+health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char *path, int64_t timeout_ms,
+                         health_cb cb, void *ud, char *err, size_t errlen);
+
+/* No callback after this; the probe frees itself once its handles close. */
+void health_cancel(health_probe *p);
+
+#endif

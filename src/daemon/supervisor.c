@@ -1,0 +1,1881 @@
+/* supervisor.c - the services of one daemon (supervisor.h).
+ *
+ * Every change of a service's state goes through feed(), which asks the
+ * table of src/core/lifecycle.c and carries out the action the row names;
+ * nothing here assigns a state.  Work that must wait (a snapshot on the
+ * thread pool, a health probe, a process exit, a timer) carries the
+ * service's generation, bumped whenever a start or a kill begins, so a
+ * late answer for an operation that was overtaken is dropped.
+ *
+ * The load slot: one start at a time from admission (need + gate + port)
+ * until the start ends (ready and measured, refused, or failed and its
+ * group verified gone).  Restarts queue on it like any other start.
+ *
+ * Stops are verified: SIGTERM to the group, SIGKILL after stop_timeout,
+ * then /proc polled every 20 ms until no member of the group is left and a
+ * fresh snapshot shows none of the pids seen in it holding GPU memory,
+ * bounded by verify_freed_timeout (past it: a warning event, down anyway).
+ *
+ * Docker presets are stopped by signals to the group like every other
+ * driver (the `docker run` client in the group forwards them); the
+ * `docker stop`/`docker rm` commands of driver_stop_argv are not run yet. */
+#include "daemon/supervisor.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/hostview.h"
+#include "config/check.h"
+#include "daemon/health.h"
+#include "daemon/log.h"
+#include "daemon/logring.h"
+#include "daemon/runner.h"
+#include "drivers/driver.h"
+#include "drivers/hash.h"
+#include "drivers/logscan.h"
+#include "host/ports.h"
+#include "host/proctree.h"
+#include "model/need.h"
+#include "util/clock.h"
+#include "util/errf.h"
+#include "util/redact.h"
+
+#define PROBE_FIRST_MS 5
+#define PROBE_CAP_MS 500
+#define PROBE_LOAD_DEADLINE_MS 2000
+#define KILL_POLL_MS 20
+#define VERIFY_RETRY_MS 100
+#define MAX_SEEN 256
+#define TAIL_LINES 10
+
+typedef struct waiter {
+    sup_cb cb;
+    void *ud;
+    struct waiter *next;
+} waiter;
+
+typedef struct svc svc;
+
+struct sup_log_watch {
+    char *id;
+    sup_log_cb cb;
+    void *ud;
+    bool dead;
+    sup_log_watch *next;
+};
+
+struct svc {
+    sup *s;
+    char *id;
+    svc *next_q; /* load-slot queue */
+    uint64_t gen;
+
+    bool timers;
+    uv_timer_t t_start, t_probe, t_kill, t_restart;
+
+    svc_state state;
+    int64_t since_ms; /* wall clock */
+
+    /* what it was started with (copied at admission) */
+    int driver;
+    char *host;
+    int port;
+    char *health_path;
+    int64_t startup_timeout_ms, stop_timeout_ms, health_interval_ms, health_failures, verify_ms;
+    restart_policy_v pol;
+    char run_hash[65];
+
+    /* the process */
+    run_handle *h;
+    bool exited;       /* on_exit came for h */
+    pid_t pgid, pid;
+    uint64_t starttime;
+    int64_t spawn_mono;
+    logring *log;
+    logscan ls;
+    int progress;
+    health_probe *probe;
+    int64_t probe_delay;
+    int64_t fails;
+    int64_t last_ok_ms;
+    char probe_err[160];
+
+    /* the start in progress (or the last one) */
+    uint64_t seq;
+    char origin[16];
+    const char *outcome; /* static: pending ready refused failed cancelled */
+    char *res_code, *res_msg;
+    int64_t start_at_ms;
+    waiter *starts, *stops;
+    bool queued, slot, admitting;
+    bool reserved;
+    need admitted;
+    bool has_admitted;
+    /* the result a start gets when its kill completes (failed, stopped) */
+    int pend_status;
+    char *pend_code, *pend_msg;
+
+    bool has_fp;
+    footprint fp;
+    int64_t load_ms;
+
+    restart_history hist;
+    int64_t next_restart_ms; /* wall; 0: none scheduled */
+    int64_t attempt;
+    bool restart_pending;    /* sup_restart: start when the stop completes */
+
+    bool has_exit;
+    int exit_code, exit_sig;
+    int64_t exit_ms;
+
+    /* the kill in progress */
+    bool killing;
+    int kill_phase; /* 0 SIGTERM sent, 1 SIGKILL sent, 2 verifying GPU memory */
+    int64_t kill_t0, kill_deadline;
+    pid_t seen[MAX_SEEN];
+    size_t nseen;
+};
+
+struct sup {
+    sup_env env;
+    char *exec_helper, *proc_root, *run_dir;
+    const config *cfg;
+    runner *run;
+    svc **svcs;
+    size_t nsvcs;
+    svc *q_head, *q_tail; /* waiting for the slot */
+    svc *holder;
+    uint64_t seq;
+    int takes; /* hostmon takes in flight */
+    sup_log_watch *watches;
+    int watch_iter;
+    bool shutting;
+    int shut_pending;
+    bool shut_closing;
+    int closing_handles;
+    void (*shut_cb)(void *ud);
+    void *shut_ud;
+    /* reconcile */
+    bool recon_timer;
+    uv_timer_t t_recon;
+    struct recon_item *recon;
+    size_t nrecon;
+    void (*recon_cb)(void *ud);
+    void *recon_ud;
+};
+
+/* ------------------------------------------------------------------ */
+/* small things */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void json_ts(buf *b, int64_t ms)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char s[40];
+    strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
+    buf_printf(b, "\"%s.%03dZ\"", s, (int)(ms % 1000));
+}
+
+static void json_ts_or_null(buf *b, int64_t ms)
+{
+    if (ms > 0)
+        json_ts(b, ms);
+    else
+        buf_adds(b, "null");
+}
+
+static void json_str_or_null(buf *b, const char *s)
+{
+    if (s)
+        buf_json_str(b, s);
+    else
+        buf_adds(b, "null");
+}
+
+static void set_str(char **dst, const char *src)
+{
+    free(*dst);
+    *dst = src ? xstrdup(src) : NULL;
+}
+
+static const preset *preset_of(const svc *v)
+{
+    return config_preset(v->s->cfg, v->id);
+}
+
+static const settings *set_of(const sup *s)
+{
+    return &s->cfg->set;
+}
+
+static svc *find(sup *s, const char *id)
+{
+    for (size_t i = 0; i < s->nsvcs; i++)
+        if (!strcmp(s->svcs[i]->id, id)) return s->svcs[i];
+    return NULL;
+}
+
+static svc *add_svc(sup *s, const char *id)
+{
+    svc *v = xcalloc(1, sizeof *v);
+    v->s = s;
+    v->id = xstrdup(id);
+    v->state = SVC_DOWN;
+    v->since_ms = wall_ms();
+    v->progress = -1;
+    s->svcs = xrealloc(s->svcs, (s->nsvcs + 1) * sizeof *s->svcs);
+    s->svcs[s->nsvcs++] = v;
+    return v;
+}
+
+static void ensure_timers(svc *v)
+{
+    if (v->timers) return;
+    uv_loop_t *l = v->s->env.loop;
+    uv_timer_init(l, &v->t_start);
+    uv_timer_init(l, &v->t_probe);
+    uv_timer_init(l, &v->t_kill);
+    uv_timer_init(l, &v->t_restart);
+    v->t_start.data = v->t_probe.data = v->t_kill.data = v->t_restart.data = v;
+    v->timers = true;
+}
+
+/* ------------------------------------------------------------------ */
+/* events */
+
+static void emit(sup *s, const char *service, const char *kind, const char *from, const char *to,
+                 const char *reason, const char *data)
+{
+    store_event e = {.ts_ms = wall_ms(), .service = service, .kind = kind, .from = from, .to = to,
+                     .reason = reason, .data = data};
+    if (s->env.st) {
+        char err[256];
+        if (store_event_add(s->env.st, &e, &e.id, err, sizeof err) != 0)
+            log_warn("supervisor: cannot store a '%s' event of '%s': %s", kind, service ? service : "-", err);
+    }
+    if (s->env.on_event) s->env.on_event(&e, s->env.ud);
+}
+
+/* ------------------------------------------------------------------ */
+/* results */
+
+static void call_waiters(waiter *w, int status, const char *code, const char *msg, const char *detail)
+{
+    sup_result r = {.status = status, .code = code, .message = msg, .detail = detail};
+    while (w) {
+        waiter *n = w->next;
+        if (w->cb) w->cb(&r, w->ud);
+        free(w);
+        w = n;
+    }
+}
+
+static waiter *waiter_new(sup_cb cb, void *ud)
+{
+    waiter *w = xcalloc(1, sizeof *w);
+    w->cb = cb;
+    w->ud = ud;
+    return w;
+}
+
+static void push_waiter(waiter **list, sup_cb cb, void *ud)
+{
+    waiter *w = waiter_new(cb, ud);
+    while (*list) list = &(*list)->next;
+    *list = w;
+}
+
+static void answer_now(sup_cb cb, void *ud, int status, const char *code, const char *msg, const char *detail)
+{
+    sup_result r = {.status = status, .code = code, .message = msg, .detail = detail};
+    if (cb) cb(&r, ud);
+}
+
+static void slot_next(sup *s);
+static void probe_step(uv_timer_t *t);
+static void maybe_shutdown_done(sup *s);
+
+/* The start ends: the ticket's outcome, the waiters, the slot. */
+static void end_start(svc *v, const char *outcome, int status, const char *code, const char *msg,
+                      const char *detail)
+{
+    sup *s = v->s;
+    v->outcome = outcome;
+    set_str(&v->res_code, code);
+    set_str(&v->res_msg, msg);
+    if (v->queued) { /* still waiting in the queue: take it out */
+        svc **pp = &s->q_head;
+        while (*pp && *pp != v) pp = &(*pp)->next_q;
+        if (*pp) *pp = v->next_q;
+        s->q_tail = NULL;
+        for (svc *q = s->q_head; q; q = q->next_q) s->q_tail = q;
+        v->next_q = NULL;
+        v->queued = false;
+    }
+    v->admitting = false;
+    bool held = v->slot;
+    v->slot = false;
+    if (held && s->holder == v) s->holder = NULL;
+    waiter *w = v->starts;
+    v->starts = NULL;
+    call_waiters(w, status, code, msg, detail);
+    if (held) slot_next(s);
+}
+
+static void set_pending(svc *v, int status, const char *code, const char *msg)
+{
+    v->pend_status = status;
+    set_str(&v->pend_code, code);
+    set_str(&v->pend_msg, msg);
+}
+
+static void release_reservation(svc *v)
+{
+    v->reserved = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* the lifecycle */
+
+static void act(svc *v, svc_state from, svc_event ev, svc_action a);
+
+static bool feed(svc *v, svc_event ev, const char *words)
+{
+    svc_transition t;
+    if (!lifecycle_step(v->state, ev, &t)) {
+        log_warn("supervisor: '%s': event '%s' is not allowed in state '%s'; ignored", v->id, svc_event_names[ev],
+                 svc_state_names[v->state]);
+        return false;
+    }
+    svc_state from = v->state;
+    v->state = t.next;
+    if (t.next != from) {
+        v->since_ms = wall_ms();
+        buf r = BUF_INIT;
+        buf_printf(&r, "%s: %s", svc_event_names[ev], words ? words : "");
+        emit(v->s, v->id, "state", svc_state_names[from], svc_state_names[t.next], r.p, NULL);
+        buf_release(&r);
+    }
+    act(v, from, ev, t.action);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* run files: <run_dir>/<id>.pid holding "pgid starttime" */
+
+static char *run_file(sup *s, const char *id)
+{
+    return s->run_dir ? xasprintf("%s/%s.pid", s->run_dir, id) : NULL;
+}
+
+static void run_file_write(svc *v)
+{
+    char *p = run_file(v->s, v->id);
+    if (!p) return;
+    mkdir(v->s->run_dir, 0700);
+    char *tmp = xasprintf("%s.new", p);
+    FILE *f = fopen(tmp, "w");
+    if (f) {
+        fprintf(f, "%d %llu\n", (int)v->pgid, (unsigned long long)v->starttime);
+        if (fclose(f) == 0 && rename(tmp, p) == 0) {
+            free(tmp);
+            free(p);
+            return;
+        }
+    }
+    log_warn("supervisor: cannot write run file '%s': %s", p, strerror(errno));
+    unlink(tmp);
+    free(tmp);
+    free(p);
+}
+
+static void run_file_remove(svc *v)
+{
+    char *p = run_file(v->s, v->id);
+    if (p) unlink(p);
+    free(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* snapshots */
+
+typedef struct take_ctx {
+    svc *v;
+    uint64_t gen;
+    void (*fn)(svc *v, const snapshot *snap);
+} take_ctx;
+
+static void took(const snapshot *snap, void *ud)
+{
+    take_ctx *c = ud;
+    sup *s = c->v->s;
+    s->takes--;
+    if (c->gen == c->v->gen) c->fn(c->v, snap);
+    free(c);
+    maybe_shutdown_done(s);
+}
+
+static void take(svc *v, void (*fn)(svc *v, const snapshot *snap))
+{
+    take_ctx *c = xcalloc(1, sizeof *c);
+    c->v = v;
+    c->gen = v->gen;
+    c->fn = fn;
+    v->s->takes++;
+    hostmon_take(v->s->env.hm, took, c);
+}
+
+/* ------------------------------------------------------------------ */
+/* output */
+
+static void on_output(const char *data, size_t len, void *ud)
+{
+    svc *v = ud;
+    sup *s = v->s;
+    if (v->log) logring_write(v->log, data, len);
+    s->watch_iter++;
+    for (sup_log_watch *w = s->watches; w; w = w->next)
+        if (!w->dead && !strcmp(w->id, v->id)) w->cb(v->id, data, len, w->ud);
+    s->watch_iter--;
+    if (s->watch_iter == 0) {
+        sup_log_watch **pp = &s->watches;
+        while (*pp) {
+            if ((*pp)->dead) {
+                sup_log_watch *d = *pp;
+                *pp = d->next;
+                free(d->id);
+                free(d);
+            } else {
+                pp = &(*pp)->next;
+            }
+        }
+    }
+    if (v->state != SVC_STARTING) return;
+    unsigned bits = logscan_feed(&v->ls, data, len);
+    if (bits & LOGSCAN_PROGRESS) v->progress = v->ls.progress_pct;
+    if ((bits & LOGSCAN_READY) && !v->probe && v->timers) {
+        /* the engine says it is ready: probe now instead of at the next step */
+        uv_timer_start(&v->t_probe, probe_step, 0, 0);
+    }
+}
+
+/* The last lines of the output, redacted, as one string (caller frees). */
+static char *log_tail(svc *v)
+{
+    if (!v->log) return xstrdup("");
+    buf b = BUF_INIT;
+    logring_tail(v->log, TAIL_LINES, &b);
+    char *clean = log_clean(b.p);
+    buf_release(&b);
+    return clean;
+}
+
+/* ------------------------------------------------------------------ */
+/* killing */
+
+static void kill_poll(uv_timer_t *t);
+static void kill_done(svc *v, const char *warning);
+
+static void note_members(svc *v, const pid_t *pids, int n)
+{
+    for (int i = 0; i < n && i < 1024; i++) {
+        bool have = false;
+        for (size_t k = 0; k < v->nseen; k++)
+            if (v->seen[k] == pids[i]) have = true;
+        if (!have && v->nseen < MAX_SEEN) v->seen[v->nseen++] = pids[i];
+    }
+}
+
+static void signal_group(svc *v, int sig)
+{
+    if (v->pgid <= 0) return;
+    int rc = v->h && !v->exited ? v->s->run->signal_group(v->h, sig) : kill(-v->pgid, sig);
+    if (rc != 0 && errno != ESRCH)
+        log_warn("supervisor: '%s': cannot signal process group %d: %s", v->id, (int)v->pgid, strerror(errno));
+}
+
+static void stop_probe(svc *v)
+{
+    if (v->probe) health_cancel(v->probe);
+    v->probe = NULL;
+    if (v->timers) uv_timer_stop(&v->t_probe);
+}
+
+static void begin_kill(svc *v)
+{
+    ensure_timers(v);
+    v->gen++; /* answers for the start or health checks are stale now */
+    stop_probe(v);
+    uv_timer_stop(&v->t_start);
+    if (v->killing) return; /* already on its way */
+    v->killing = true;
+    v->kill_phase = 0;
+    v->kill_t0 = clock_mono_ms();
+    v->nseen = 0;
+    if (v->pgid > 0) {
+        pid_t pids[1024];
+        int n = proctree_group(NULL, v->pgid, pids, 1024, NULL, 0);
+        note_members(v, pids, n);
+        signal_group(v, SIGTERM);
+    }
+    uv_timer_start(&v->t_kill, kill_poll, v->pgid > 0 ? KILL_POLL_MS : 0, v->pgid > 0 ? KILL_POLL_MS : 0);
+}
+
+static bool gpu_holds(const snapshot *snap, const svc *v, char *what, size_t len)
+{
+    for (size_t g = 0; g < snap->ngpus; g++)
+        for (size_t i = 0; i < snap->gpus[g].nprocs; i++)
+            for (size_t k = 0; k < v->nseen; k++)
+                if ((pid_t)snap->gpus[g].procs[i].pid == v->seen[k]) {
+                    snprintf(what, len, "pid %d still holds %llu MiB on GPU %d", (int)v->seen[k],
+                             (unsigned long long)(snap->gpus[g].procs[i].used_bytes == UINT64_MAX
+                                                      ? 0
+                                                      : snap->gpus[g].procs[i].used_bytes >> 20),
+                             snap->gpus[g].index);
+                    return true;
+                }
+    return false;
+}
+
+static void verified(svc *v, const snapshot *snap)
+{
+    char what[160];
+    if (!gpu_holds(snap, v, what, sizeof what)) {
+        kill_done(v, NULL);
+        return;
+    }
+    if (clock_mono_ms() >= v->kill_deadline) {
+        char *w = xasprintf("stopped, but after verify_freed_timeout (%lld ms) %s", (long long)v->verify_ms, what);
+        kill_done(v, w);
+        free(w);
+        return;
+    }
+    uv_timer_start(&v->t_kill, kill_poll, VERIFY_RETRY_MS, 0);
+}
+
+static void kill_poll(uv_timer_t *t)
+{
+    svc *v = t->data;
+    int64_t now = clock_mono_ms();
+    if (v->kill_phase == 2) { /* the retry of a GPU memory check */
+        take(v, verified);
+        return;
+    }
+    int n = 0;
+    pid_t pids[1024];
+    if (v->pgid > 0) {
+        n = proctree_group(NULL, v->pgid, pids, 1024, NULL, 0);
+        if (n < 0) n = 0;
+        note_members(v, pids, n);
+    }
+    bool gone = n == 0 && (!v->h || v->exited);
+    if (gone) {
+        uv_timer_stop(&v->t_kill);
+        const snapshot *last = hostmon_last(v->s->env.hm, NULL);
+        if (v->nseen > 0 && last && last->nvml == NVML_OK) {
+            v->kill_phase = 2;
+            v->kill_deadline = now + v->verify_ms;
+            take(v, verified);
+        } else {
+            kill_done(v, NULL);
+        }
+        return;
+    }
+    if (v->kill_phase == 0 && now - v->kill_t0 >= v->stop_timeout_ms) {
+        log_info("supervisor: '%s': still running %lld ms after SIGTERM: SIGKILL to process group %d", v->id,
+                 (long long)(now - v->kill_t0), (int)v->pgid);
+        signal_group(v, SIGKILL);
+        v->kill_phase = 1;
+        v->kill_deadline = now + v->verify_ms;
+    } else if (v->kill_phase == 1 && now >= v->kill_deadline) {
+        char *w = n > 0 ? xasprintf("stopped, but %d process(es) of group %d survived SIGKILL for %lld ms (pid %d)",
+                                    n, (int)v->pgid, (long long)v->verify_ms, (int)pids[0])
+                        : xasprintf("stopped, but the exec helper of group %d never reported its exit",
+                                    (int)v->pgid);
+        uv_timer_stop(&v->t_kill);
+        kill_done(v, w);
+        free(w);
+    }
+}
+
+static void policy_restart(svc *v);
+static void do_start(svc *v, const char *origin);
+
+static void kill_done(svc *v, const char *warning)
+{
+    sup *s = v->s;
+    int64_t took_ms = clock_mono_ms() - v->kill_t0;
+    uv_timer_stop(&v->t_kill);
+    v->killing = false;
+    v->kill_phase = 0;
+    if (warning) {
+        char *d = xasprintf("{\"pid\":%d,\"code\":null,\"signal\":null,\"warning\":true}", (int)v->pgid);
+        emit(s, v->id, "exit", NULL, NULL, warning, d);
+        free(d);
+        log_warn("supervisor: '%s': %s", v->id, warning);
+    }
+    if (v->h) s->run->close(v->h);
+    v->h = NULL;
+    if (v->pgid > 0) run_file_remove(v);
+    pid_t old = v->pgid;
+    v->pgid = v->pid = 0;
+    v->progress = -1;
+    release_reservation(v);
+    char words[128];
+    if (old > 0)
+        snprintf(words, sizeof words, "process group %d gone after %lld ms", (int)old, (long long)took_ms);
+    else
+        snprintf(words, sizeof words, "nothing was running");
+    svc_state before = v->state;
+    feed(v, EV_STOPPED, words);
+    if (v->slot && before == SVC_UNHEALTHY) /* health failed while the footprint was being measured */
+        end_start(v, "failed", 422, "start_failed", "health failed right after it became ready", NULL);
+    /* what the stop ends */
+    if (before == SVC_STOPPING || before == SVC_FAILED) {
+        if (v->starts || v->slot || v->queued)
+            end_start(v, v->pend_status == 503 ? "cancelled" : (before == SVC_FAILED ? "failed" : "cancelled"),
+                      v->pend_status ? v->pend_status : 409, v->pend_code ? v->pend_code : "conflict",
+                      v->pend_msg ? v->pend_msg : "stopped before it was ready", NULL);
+        waiter *w = v->stops;
+        v->stops = NULL;
+        call_waiters(w, 200, NULL, NULL, NULL);
+        if (v->restart_pending && !s->shutting) {
+            v->restart_pending = false;
+            do_start(v, v->origin[0] ? v->origin : "cli");
+        }
+        v->restart_pending = false;
+    }
+    maybe_shutdown_done(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* readiness and health */
+
+static void probe_step(uv_timer_t *t);
+
+static void measured(svc *v, const snapshot *snap)
+{
+    sup *s = v->s;
+    size_t nmem = 0;
+    uint64_t host = proctree_group_rss(NULL, v->pgid, &nmem);
+    pid_t pids[1024];
+    int n = proctree_group(NULL, v->pgid, pids, 1024, NULL, 0);
+    if (n > 1024) n = 1024;
+    footprint *f = &v->fp;
+    memset(f, 0, sizeof *f);
+    snprintf(f->hash, sizeof f->hash, "%s", v->run_hash);
+    snprintf(f->service, sizeof f->service, "%s", v->id);
+    f->measured_at_ms = wall_ms();
+    f->host_bytes = host;
+    for (size_t g = 0; g < snap->ngpus && f->ngpu < HOST_MAX_GPUS; g++) {
+        uint64_t sum = 0;
+        bool any = false;
+        for (size_t i = 0; i < snap->gpus[g].nprocs; i++)
+            for (int k = 0; k < n; k++)
+                if ((pid_t)snap->gpus[g].procs[i].pid == pids[k] && snap->gpus[g].procs[i].used_bytes != UINT64_MAX) {
+                    sum += snap->gpus[g].procs[i].used_bytes;
+                    any = true;
+                }
+        bool admitted = false;
+        for (size_t a = 0; a < v->admitted.ngpu; a++)
+            if (v->admitted.gpu[a].index == snap->gpus[g].index) admitted = true;
+        if (!any && !admitted) continue;
+        f->gpu[f->ngpu].index = snap->gpus[g].index;
+        f->gpu[f->ngpu].bytes = sum;
+        f->ngpu++;
+    }
+    v->has_fp = true;
+    char err[256];
+    if (s->env.st && v->run_hash[0] && store_footprint_put(s->env.st, f, err, sizeof err) != 0)
+        log_warn("supervisor: '%s': cannot store the footprint: %s", v->id, err);
+    buf d = BUF_INIT;
+    buf_printf(&d, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)f->host_bytes);
+    for (size_t g = 0; g < f->ngpu; g++)
+        buf_printf(&d, "%s\"%d\":%llu", g ? "," : "", f->gpu[g].index, (unsigned long long)f->gpu[g].bytes);
+    buf_printf(&d, "},\"load_ms\":%lld,\"config_hash\":", (long long)v->load_ms);
+    buf_json_str(&d, v->run_hash);
+    buf_adds(&d, "}");
+    char words[160];
+    snprintf(words, sizeof words, "measured %llu MiB host over %d process(es)", (unsigned long long)(host >> 20), n);
+    emit(s, v->id, "footprint", NULL, NULL, words, d.p);
+    buf_release(&d);
+    release_reservation(v);
+    end_start(v, "ready", 200, NULL, NULL, NULL);
+}
+
+static void health_tick(svc *v);
+
+static void became_ready(svc *v)
+{
+    v->load_ms = clock_mono_ms() - v->spawn_mono;
+    uv_timer_stop(&v->t_start);
+    if (v->h) v->pid = v->s->run->pid(v->h); /* the engine, for the exit event and the JSON */
+    v->fails = 0;
+    v->last_ok_ms = wall_ms();
+    v->progress = 100;
+    char words[64];
+    snprintf(words, sizeof words, "ready after %lld ms", (long long)v->load_ms);
+    feed(v, EV_READY, words);
+    if (v->state != SVC_READY) return;
+    health_tick(v);
+    take(v, measured);
+}
+
+typedef struct probe_ctx {
+    svc *v;
+    uint64_t gen;
+} probe_ctx;
+
+static void load_probed(int status, const char *err, void *ud)
+{
+    probe_ctx *c = ud;
+    svc *v = c->v;
+    bool current = c->gen == v->gen;
+    free(c);
+    if (!current) return;
+    v->probe = NULL;
+    if (v->state != SVC_STARTING) return;
+    if (status == 200) {
+        became_ready(v);
+        return;
+    }
+    snprintf(v->probe_err, sizeof v->probe_err, "%s", status ? "not 200" : (err ? err : "no answer"));
+    v->probe_delay = v->probe_delay * 2 > PROBE_CAP_MS ? PROBE_CAP_MS : v->probe_delay * 2;
+    uv_timer_start(&v->t_probe, probe_step, (uint64_t)v->probe_delay, 0);
+}
+
+static void ready_probed(int status, const char *err, void *ud);
+
+static void probe_step(uv_timer_t *t)
+{
+    svc *v = t->data;
+    if (v->probe) return;
+    probe_ctx *c = xcalloc(1, sizeof *c);
+    c->v = v;
+    c->gen = v->gen;
+    char e[256];
+    bool loading = v->state == SVC_STARTING;
+    int64_t deadline = loading ? PROBE_LOAD_DEADLINE_MS : (v->health_interval_ms < 5000 ? v->health_interval_ms : 5000);
+    v->probe = health_get(v->s->env.loop, v->host, v->port, v->health_path, deadline,
+                          loading ? load_probed : ready_probed, c, e, sizeof e);
+    if (!v->probe) {
+        free(c);
+        log_warn("supervisor: '%s': %s", v->id, e);
+    }
+}
+
+static void health_tick(svc *v)
+{
+    if (v->driver == DRV_REMOTE) return;
+    uv_timer_start(&v->t_probe, probe_step, (uint64_t)v->health_interval_ms, 0);
+}
+
+static void ready_probed(int status, const char *err, void *ud)
+{
+    probe_ctx *c = ud;
+    svc *v = c->v;
+    bool current = c->gen == v->gen;
+    free(c);
+    if (!current) return;
+    v->probe = NULL;
+    if (v->state != SVC_READY && v->state != SVC_UNHEALTHY) return;
+    if (status == 200) {
+        v->fails = 0;
+        v->last_ok_ms = wall_ms();
+        feed(v, EV_HEALTH_OK, "health probe answered 200");
+    } else {
+        v->fails++;
+        char why[200];
+        if (status)
+            snprintf(why, sizeof why, "status %d", status);
+        else
+            snprintf(why, sizeof why, "%s", err ? err : "no answer");
+        log_info("supervisor: '%s': health probe %lld/%lld failed: %s", v->id, (long long)v->fails,
+                 (long long)v->health_failures, why);
+        if (v->fails >= v->health_failures) {
+            char words[320];
+            snprintf(words, sizeof words, "%lld health probes in a row failed (last: %s)", (long long)v->fails, why);
+            v->fails = 0;
+            feed(v, EV_HEALTH_FAILED, words);
+            return;
+        }
+    }
+    if (v->state == SVC_READY) health_tick(v);
+}
+
+static void start_timed_out(uv_timer_t *t)
+{
+    svc *v = t->data;
+    if (v->state != SVC_STARTING || !v->h) return;
+    char *tail = log_tail(v);
+    char *msg = xasprintf("'%s' was not ready after startup_timeout %lld ms (last probe: %s); log tail:\n%s", v->id,
+                          (long long)v->startup_timeout_ms, v->probe_err[0] ? v->probe_err : "none", tail);
+    set_pending(v, 422, "start_failed", msg);
+    char words[96];
+    snprintf(words, sizeof words, "not ready after %lld ms", (long long)v->startup_timeout_ms);
+    feed(v, EV_START_TIMEOUT, words);
+    free(tail);
+    free(msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* exits */
+
+static void on_exit_cb(int code, int sig, void *ud)
+{
+    svc *v = ud;
+    sup *s = v->s;
+    v->exited = true;
+    v->has_exit = true;
+    v->exit_code = code;
+    v->exit_sig = sig;
+    v->exit_ms = wall_ms();
+    char fixed[128], cs[16] = "null", ss[16] = "null";
+    if (code >= 0) snprintf(cs, sizeof cs, "%d", code);
+    if (sig) snprintf(ss, sizeof ss, "%d", sig);
+    snprintf(fixed, sizeof fixed, "{\"code\":%s,\"signal\":%s,\"pid\":%d}", cs, ss, (int)(v->pid ? v->pid : v->pgid));
+    char words[96];
+    if (sig)
+        snprintf(words, sizeof words, "killed by signal %d (%s)", sig, strsignal(sig));
+    else
+        snprintf(words, sizeof words, "exited with code %d", code);
+    emit(s, v->id, "exit", NULL, NULL, words, fixed);
+
+    if (v->killing) return; /* expected: the kill's poll sees the group go */
+    if (v->state == SVC_STARTING) {
+        char *tail = log_tail(v);
+        char *msg = xasprintf("'%s' %s during load; log tail:\n%s", v->id, words, tail);
+        set_pending(v, 422, "start_failed", msg);
+        char w2[128];
+        snprintf(w2, sizeof w2, "%s during load", words);
+        feed(v, EV_EXITED, w2);
+        free(tail);
+        free(msg);
+        return;
+    }
+    if (v->state == SVC_READY || v->state == SVC_UNHEALTHY) {
+        /* the helper killed and reaped what was left of the group before
+         * it exited (docs/exec.md): the process is over */
+        v->gen++;
+        stop_probe(v);
+        if (v->slot) /* it exited while its footprint was being measured */
+            end_start(v, "failed", 422, "start_failed", "exited right after it became ready", NULL);
+        s->run->close(v->h);
+        v->h = NULL;
+        run_file_remove(v);
+        v->pgid = v->pid = 0;
+        char w2[128];
+        snprintf(w2, sizeof w2, "%s while %s", words, svc_state_names[v->state]);
+        feed(v, EV_EXITED, w2);
+        return;
+    }
+    /* failed already, or down: nothing else to do */
+}
+
+/* ------------------------------------------------------------------ */
+/* admission and spawning */
+
+static void fail_spawn(svc *v, const char *msg)
+{
+    set_pending(v, 422, "start_failed", msg);
+    feed(v, EV_EXITED, msg); /* starting -> failed; the kill finds nothing and ends the start */
+}
+
+static void copy_running(svc *v, const preset *p, const settings *st)
+{
+    v->driver = p->driver;
+    set_str(&v->host, driver_host(p));
+    v->port = (int)p->port;
+    set_str(&v->health_path, driver_health_path(p));
+    v->startup_timeout_ms = p->startup_timeout_ms > 0 ? p->startup_timeout_ms : st->supervisor.startup_timeout_ms;
+    v->stop_timeout_ms = st->supervisor.stop_timeout_ms;
+    v->health_interval_ms = st->supervisor.health_interval_ms > 0 ? st->supervisor.health_interval_ms : 5000;
+    v->health_failures = st->supervisor.health_failures > 0 ? st->supervisor.health_failures : 1;
+    v->verify_ms = st->memory.verify_freed_timeout_ms > 0 ? st->memory.verify_freed_timeout_ms : 60000;
+    const restart_policy *pr = &p->restart, *sr = &st->supervisor.restart;
+    v->pol.max_restarts = pr->max_restarts >= 0 ? pr->max_restarts : sr->max_restarts;
+    v->pol.window_ms = pr->window_ms >= 0 ? pr->window_ms : sr->window_ms;
+    v->pol.backoff_initial_ms = pr->backoff_initial_ms >= 0 ? pr->backoff_initial_ms : sr->backoff_initial_ms;
+    v->pol.backoff_max_ms = pr->backoff_max_ms >= 0 ? pr->backoff_max_ms : sr->backoff_max_ms;
+}
+
+static void spawn_it(svc *v, const preset *p)
+{
+    sup *s = v->s;
+    const settings *st = set_of(s);
+    char err[512];
+    launch l = LAUNCH_INIT;
+    if (driver_launch(p, st, &l, err, sizeof err) != 0) {
+        char *m = xasprintf("cannot build the command of '%s': %s", v->id, err);
+        fail_spawn(v, m);
+        free(m);
+        return;
+    }
+    char *bin = find_program(l.argv.v[0]);
+    if (!bin) {
+        char *m = xasprintf("cannot start '%s': program '%s' not found in PATH", v->id, l.argv.v[0]);
+        fail_spawn(v, m);
+        free(m);
+        launch_release(&l);
+        return;
+    }
+    free(l.argv.v[0]);
+    l.argv.v[0] = bin;
+
+    if (!v->log) {
+        const char *dir = st->log_dir;
+        char *d = dir ? xstrdup(dir) : xasprintf("%s/logs", st->state_dir ? st->state_dir : ".");
+        mkdir(d, 0750);
+        char *path = xasprintf("%s/%s.log", d, v->id);
+        v->log = logring_new(path, st->supervisor.log_max_mb * 1024 * 1024, st->supervisor.log_keep);
+        if (logring_error(v->log)[0]) log_warn("supervisor: '%s': %s", v->id, logring_error(v->log));
+        free(path);
+        free(d);
+    }
+    logscan_init(&v->ls, p->driver);
+    v->progress = -1;
+    v->exited = false;
+    v->probe_err[0] = 0;
+    runner_spec rs = {.argv = &l.argv, .env = &l.env, .cwd = l.cwd, .id = v->id,
+                      .on_output = on_output, .on_exit = on_exit_cb, .ud = v};
+    v->h = s->run->spawn(s->run, &rs, err, sizeof err);
+    if (!v->h) {
+        fail_spawn(v, err);
+        launch_release(&l);
+        return;
+    }
+    v->pgid = s->run->pgid(v->h);
+    v->pid = v->pgid;
+    v->starttime = proctree_starttime(NULL, v->pgid);
+    v->spawn_mono = clock_mono_ms();
+    run_file_write(v);
+
+    strv shown = STRV_INIT;
+    strv_copy(&shown, &l.argv);
+    redact_argv(&shown);
+    buf d = BUF_INIT;
+    buf_printf(&d, "{\"pid\":%d,\"pgid\":%d,\"argv\":[", (int)v->pgid, (int)v->pgid);
+    for (size_t i = 0; i < shown.n; i++) {
+        if (i) buf_addc(&d, ',');
+        buf_json_str(&d, shown.v[i]);
+    }
+    buf_adds(&d, "],\"origin\":");
+    buf_json_str(&d, v->origin);
+    buf_adds(&d, "}");
+    char words[96];
+    snprintf(words, sizeof words, "spawned process group %d", (int)v->pgid);
+    emit(s, v->id, "spawn", NULL, NULL, words, d.p);
+    buf_release(&d);
+    strv_release(&shown);
+    launch_release(&l);
+
+    uv_timer_start(&v->t_start, start_timed_out, (uint64_t)v->startup_timeout_ms, 0);
+    v->probe_delay = PROBE_FIRST_MS;
+    uv_timer_start(&v->t_probe, probe_step, PROBE_FIRST_MS, 0);
+}
+
+static void refuse(svc *v, int status, const char *code, const char *msg, const char *detail, const char *words)
+{
+    feed(v, EV_REFUSED, words);
+    release_reservation(v);
+    end_start(v, "refused", status, code, msg, detail);
+}
+
+static void admit_with(svc *v, const snapshot *snap)
+{
+    sup *s = v->s;
+    v->admitting = false;
+    if (v->state != SVC_STARTING) return;
+    const preset *p = preset_of(v);
+    if (!p) {
+        char *m = xasprintf("service '%s' is not configured any more", v->id);
+        refuse(v, 404, "not_found", m, NULL, "no longer configured");
+        free(m);
+        return;
+    }
+    const settings *st = set_of(s);
+    copy_running(v, p, st);
+    char err[512];
+    if (config_hash(p, st, v->run_hash, NULL, err, sizeof err) != 0) v->run_hash[0] = 0;
+
+    need_detail nd;
+    memset(&nd, 0, sizeof nd);
+    if (service_need(p, st, snap, s->env.st, &nd, err, sizeof err) != 0) {
+        char *m = xasprintf("cannot tell what '%s' needs: %s", v->id, err);
+        refuse(v, 422, "start_failed", m, NULL, "need unknown");
+        free(m);
+        return;
+    }
+    reservation res[64];
+    size_t nres = sup_reservations(s, res, 64);
+    gate_policy pol;
+    policy_from_settings(st, &pol);
+    verdict vd;
+    gate_check(snap, &nd.n, res, nres, v->id, &pol, &vd);
+    buf vj = BUF_INIT;
+    verdict_json(&vj, "daemon", v->id, &vd, &nd, snap);
+    emit(s, v->id, "gate", NULL, NULL, vd.ok ? "admitted" : vd.reason, vj.p);
+    if (!vd.ok) {
+        char *m = xasprintf("refused: '%s': %s", v->id, vd.reason);
+        char *w = xasprintf("gate refused: %s", vd.reason);
+        refuse(v, 409, "gate_refused", m, vj.p, w);
+        free(m);
+        free(w);
+        buf_release(&vj);
+        return;
+    }
+    buf_release(&vj);
+
+    port_owner o;
+    int held = v->port > 0 ? ports_owner(s->proc_root, v->host, (uint16_t)v->port, &o, err, sizeof err) : 0;
+    if (held < 0) log_warn("supervisor: '%s': cannot check port %d: %s", v->id, v->port, err);
+    if (held == 1) {
+        char desc[512];
+        ports_describe(&o, desc, sizeof desc);
+        char *m = xasprintf("refused: '%s': %s", v->id, desc);
+        buf d = BUF_INIT;
+        buf_printf(&d, "{\"pid\":%d,\"cmdline\":", (int)o.pid);
+        buf_json_str(&d, o.cmdline);
+        buf_printf(&d, ",\"port\":%d}", v->port);
+        refuse(v, 409, "port_held", m, d.p, desc);
+        buf_release(&d);
+        free(m);
+        return;
+    }
+    v->admitted = nd.n;
+    v->has_admitted = true;
+    v->reserved = true;
+    spawn_it(v, p);
+}
+
+static void admit(svc *v)
+{
+    sup *s = v->s;
+    const preset *p = preset_of(v);
+    if (p && p->driver == DRV_REMOTE) {
+        /* remote: no process, no port, no gate; ready as soon as asked */
+        copy_running(v, p, set_of(s));
+        v->run_hash[0] = 0;
+        v->spawn_mono = clock_mono_ms();
+        v->load_ms = 0;
+        feed(v, EV_READY, "remote service: nothing runs here");
+        end_start(v, "ready", 200, NULL, NULL, NULL);
+        return;
+    }
+    v->admitting = true;
+    take(v, admit_with);
+}
+
+static void slot_next(sup *s)
+{
+    while (!s->holder && s->q_head) {
+        svc *v = s->q_head;
+        s->q_head = v->next_q;
+        if (!s->q_head) s->q_tail = NULL;
+        v->next_q = NULL;
+        v->queued = false;
+        s->holder = v;
+        v->slot = true;
+        admit(v);
+    }
+}
+
+static void enqueue(svc *v)
+{
+    sup *s = v->s;
+    const preset *p = preset_of(v);
+    if (p && p->driver == DRV_REMOTE) { /* nothing loads: no slot */
+        admit(v);
+        return;
+    }
+    v->queued = true;
+    v->next_q = NULL;
+    if (s->q_tail)
+        s->q_tail->next_q = v;
+    else
+        s->q_head = v;
+    s->q_tail = v;
+    slot_next(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* restarts */
+
+static void restart_fire(uv_timer_t *t)
+{
+    svc *v = t->data;
+    v->next_restart_ms = 0;
+    if (v->state != SVC_DOWN || v->s->shutting) return;
+    do_start(v, "restart");
+}
+
+static void policy_restart(svc *v)
+{
+    restart_decision d;
+    restart_decide(&v->pol, &v->hist, clock_mono_ms(), &d);
+    if (!d.restart || v->s->shutting) {
+        char words[160];
+        snprintf(words, sizeof words, "restarts exhausted: %lld in %lld ms (max_restarts %lld)", (long long)d.in_window,
+                 (long long)v->pol.window_ms, (long long)v->pol.max_restarts);
+        if (v->s->shutting) snprintf(words, sizeof words, "daemon shutting down: no restart");
+        if (!v->s->shutting) feed(v, EV_GIVE_UP, words);
+        /* a start waiting on the restart (joined while unhealthy) ends here */
+        if (v->starts) end_start(v, "failed", 422, "start_failed", words, NULL);
+        return;
+    }
+    v->attempt++;
+    char data[160], words[96];
+    snprintf(data, sizeof data, "{\"attempt\":%lld,\"in_window\":%lld,\"delay_ms\":%lld}", (long long)v->attempt,
+             (long long)d.in_window + 1, (long long)d.delay_ms);
+    snprintf(words, sizeof words, "restart %lld in %lld ms", (long long)v->attempt, (long long)d.delay_ms);
+    emit(v->s, v->id, "restart", NULL, NULL, words, data);
+    v->next_restart_ms = wall_ms() + d.delay_ms;
+    ensure_timers(v);
+    uv_timer_start(&v->t_restart, restart_fire, (uint64_t)d.delay_ms, 0);
+}
+
+/* ------------------------------------------------------------------ */
+
+static void act(svc *v, svc_state from, svc_event ev, svc_action a)
+{
+    switch (a) {
+    case ACT_ADMIT:
+        enqueue(v);
+        break;
+    case ACT_KILL:
+        begin_kill(v);
+        break;
+    case ACT_RESTART:
+        if (v->state == SVC_UNHEALTHY)
+            begin_kill(v); /* the restart: kill first; the policy asks when the group is gone */
+        else
+            policy_restart(v);
+        break;
+    default:
+        break;
+    }
+}
+
+/* A new start (ticket) through the lifecycle. */
+static void do_start(svc *v, const char *origin)
+{
+    sup *s = v->s;
+    ensure_timers(v);
+    v->gen++;
+    uv_timer_stop(&v->t_restart);
+    v->next_restart_ms = 0;
+    v->seq = ++s->seq;
+    snprintf(v->origin, sizeof v->origin, "%s", origin);
+    v->outcome = "pending";
+    set_str(&v->res_code, NULL);
+    set_str(&v->res_msg, NULL);
+    set_pending(v, 0, NULL, NULL);
+    v->start_at_ms = wall_ms();
+    if (strcmp(origin, "restart") != 0) { /* a person (or a switch) asked: a fresh policy window */
+        memset(&v->hist, 0, sizeof v->hist);
+        v->attempt = 0;
+    }
+    char words[64];
+    snprintf(words, sizeof words, "requested by %s", origin);
+    feed(v, EV_START, words);
+}
+
+uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
+{
+    svc *v = find(s, id);
+    if (!config_preset(s->cfg, id) && (!v || v->state == SVC_DOWN || v->state == SVC_FAILED)) {
+        char *m = xasprintf("no service '%s' is configured", id);
+        answer_now(cb, ud, 404, "not_found", m, NULL);
+        free(m);
+        return 0;
+    }
+    if (s->shutting) {
+        answer_now(cb, ud, 503, "shutting_down", "the daemon is shutting down", NULL);
+        return 0;
+    }
+    if (!v) v = add_svc(s, id);
+    switch (v->state) {
+    case SVC_READY: {
+        v->seq = ++s->seq;
+        v->outcome = "ready";
+        set_str(&v->res_code, NULL);
+        set_str(&v->res_msg, NULL);
+        v->start_at_ms = wall_ms();
+        answer_now(cb, ud, 200, NULL, NULL, NULL);
+        return v->seq;
+    }
+    case SVC_STARTING:
+    case SVC_UNHEALTHY:
+        push_waiter(&v->starts, cb, ud);
+        return v->seq;
+    case SVC_STOPPING: {
+        char *m = xasprintf("'%s' is stopping; start it again once it is down", id);
+        answer_now(cb, ud, 409, "conflict", m, NULL);
+        free(m);
+        return 0;
+    }
+    default:
+        break;
+    }
+    if (v->killing) { /* failed and its group is still being killed */
+        char *m = xasprintf("'%s' failed and is still being cleaned up; try again in a moment", id);
+        answer_now(cb, ud, 409, "conflict", m, NULL);
+        free(m);
+        return 0;
+    }
+    push_waiter(&v->starts, cb, ud);
+    do_start(v, origin ? origin : "api");
+    return v->seq;
+}
+
+void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
+{
+    svc *v = find(s, id);
+    if (!v) {
+        if (config_preset(s->cfg, id)) {
+            answer_now(cb, ud, 200, NULL, NULL, NULL);
+        } else {
+            char *m = xasprintf("no service '%s' is configured", id);
+            answer_now(cb, ud, 404, "not_found", m, NULL);
+            free(m);
+        }
+        return;
+    }
+    if (v->timers) uv_timer_stop(&v->t_restart);
+    v->next_restart_ms = 0;
+    char words[64];
+    snprintf(words, sizeof words, "requested by %s", origin ? origin : "api");
+    switch (v->state) {
+    case SVC_DOWN:
+        feed(v, EV_STOP, words);
+        answer_now(cb, ud, 200, NULL, NULL, NULL);
+        return;
+    case SVC_FAILED:
+        if (v->killing) {
+            push_waiter(&v->stops, cb, ud);
+        } else {
+            feed(v, EV_STOP, words);
+            answer_now(cb, ud, 200, NULL, NULL, NULL);
+        }
+        return;
+    case SVC_STOPPING:
+        push_waiter(&v->stops, cb, ud);
+        return;
+    case SVC_STARTING:
+        if (!v->h) {
+            set_pending(v, s->shutting ? 503 : 409, s->shutting ? "shutting_down" : "conflict",
+                        s->shutting ? "the daemon is shutting down" : "stopped before it started");
+        } else {
+            char *m = xasprintf("'%s' was stopped during load (by %s)", id, origin ? origin : "api");
+            set_pending(v, s->shutting ? 503 : 409, s->shutting ? "shutting_down" : "conflict", m);
+            free(m);
+        }
+        break;
+    default:
+        break;
+    }
+    push_waiter(&v->stops, cb, ud);
+    feed(v, EV_STOP, words);
+}
+
+typedef struct restart_ctx {
+    sup *s;
+    char *id, *origin;
+    sup_cb cb;
+    void *ud;
+} restart_ctx;
+
+static void restart_stopped(const sup_result *r, void *ud)
+{
+    restart_ctx *c = ud;
+    if (r->status != 200)
+        answer_now(c->cb, c->ud, r->status, r->code, r->message, r->detail);
+    else
+        sup_start(c->s, c->id, c->origin, c->cb, c->ud);
+    free(c->id);
+    free(c->origin);
+    free(c);
+}
+
+void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
+{
+    restart_ctx *c = xcalloc(1, sizeof *c);
+    c->s = s;
+    c->id = xstrdup(id);
+    c->origin = xstrdup(origin ? origin : "api");
+    c->cb = cb;
+    c->ud = ud;
+    sup_stop(s, id, origin, restart_stopped, c);
+}
+
+void sup_watchdog_stop(sup *s, const char *id, const char *reason, const char *data_json)
+{
+    svc *v = find(s, id);
+    emit(s, id, "watchdog", NULL, NULL, reason, data_json);
+    if (!v) return;
+    if (v->state == SVC_STARTING) {
+        char *m = xasprintf("'%s' was stopped by the memory watchdog during load: %s", id, reason);
+        set_pending(v, 422, "start_failed", m);
+        free(m);
+    }
+    if (v->timers) uv_timer_stop(&v->t_restart);
+    char *w = xasprintf("memory watchdog: %s", reason);
+    feed(v, EV_WATCHDOG, w);
+    free(w);
+}
+
+/* ------------------------------------------------------------------ */
+/* construction, config */
+
+sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen)
+{
+    if (!env || !env->loop || !env->hm || !env->exec_helper || !cfg) {
+        errf(err, errlen, "supervisor: loop, hostmon, exec helper and config are required");
+        return NULL;
+    }
+    sup *s = xcalloc(1, sizeof *s);
+    s->env = *env;
+    s->exec_helper = xstrdup(env->exec_helper);
+    s->proc_root = env->proc_root ? xstrdup(env->proc_root) : NULL;
+    s->run_dir = env->run_dir ? xstrdup(env->run_dir) : NULL;
+    s->env.exec_helper = s->exec_helper;
+    s->env.proc_root = s->proc_root;
+    s->env.run_dir = s->run_dir;
+    s->cfg = cfg;
+    s->run = runner_spawn_new(env->loop, s->exec_helper);
+    for (size_t i = 0; i < cfg->n_presets; i++)
+        if (cfg->presets[i].id && !find(s, cfg->presets[i].id)) add_svc(s, cfg->presets[i].id);
+    return s;
+}
+
+static bool live(const svc *v)
+{
+    return v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
+           v->state == SVC_STOPPING || v->killing;
+}
+
+int sup_set_config(sup *s, const config *cfg, strv *changed, char *err, size_t errlen)
+{
+    if (!cfg) {
+        errf(err, errlen, "supervisor: no configuration given");
+        return -1;
+    }
+    s->cfg = cfg;
+    for (size_t i = 0; i < cfg->n_presets; i++)
+        if (cfg->presets[i].id && !find(s, cfg->presets[i].id)) add_svc(s, cfg->presets[i].id);
+    for (size_t i = 0; i < s->nsvcs; i++) {
+        svc *v = s->svcs[i];
+        if (!live(v) || !v->run_hash[0]) continue;
+        const preset *p = config_preset(cfg, v->id);
+        if (!p) continue;
+        char h[65], e[256];
+        if (config_hash(p, &cfg->set, h, NULL, e, sizeof e) != 0 || strcmp(h, v->run_hash) != 0) {
+            if (changed) strv_push(changed, v->id);
+        }
+    }
+    return 0;
+}
+
+size_t sup_reservations(sup *s, reservation *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nsvcs && n < max; i++) {
+        svc *v = s->svcs[i];
+        if (!v->reserved) continue;
+        out[n].service = v->id;
+        out[n].need = v->admitted;
+        n++;
+    }
+    return n;
+}
+
+size_t sup_usages(sup *s, sup_usage *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nsvcs && n < max; i++) {
+        svc *v = s->svcs[i];
+        if (!(v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
+              v->state == SVC_STOPPING))
+            continue;
+        memset(&out[n], 0, sizeof out[n]);
+        out[n].id = v->id;
+        out[n].state = v->state;
+        out[n].pgid = v->pgid;
+        out[n].loading = v->state == SVC_STARTING && v->slot;
+        if (v->has_admitted) out[n].admitted = v->admitted;
+        out[n].started_ms = v->spawn_mono;
+        n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON */
+
+static void need_json_of(buf *b, const need *n)
+{
+    buf_adds(b, "{\"source\":");
+    buf_json_str(b, n->source);
+    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)n->host_bytes);
+    for (size_t i = 0; i < n->ngpu; i++)
+        buf_printf(b, "%s\"%d\":%llu", i ? "," : "", n->gpu[i].index, (unsigned long long)n->gpu[i].bytes);
+    buf_adds(b, "}}");
+}
+
+static int queue_pos(sup *s, const svc *v)
+{
+    int k = 1;
+    for (svc *q = s->q_head; q; q = q->next_q, k++)
+        if (q == v) return k;
+    return 0;
+}
+
+static void service_json(sup *s, svc *v, buf *out)
+{
+    const preset *p = preset_of(v);
+    const settings *st = set_of(s);
+    bool has_proc = v->pgid > 0;
+    buf_adds(out, "{\"id\":");
+    buf_json_str(out, v->id);
+    buf_adds(out, ",\"driver\":");
+    int drv = p ? p->driver : v->driver;
+    json_str_or_null(out, drv >= 0 && drv < DRV__COUNT ? driver_names[drv] : NULL);
+    int port = p ? (int)p->port : v->port;
+    if (port > 0)
+        buf_printf(out, ",\"port\":%d", port);
+    else
+        buf_adds(out, ",\"port\":null");
+    buf_printf(out, ",\"configured\":%s,\"state\":\"%s\",\"since\":", p ? "true" : "false",
+               svc_state_names[v->state]);
+    json_ts(out, v->since_ms);
+    if (has_proc) {
+        pid_t pid = s->run && v->h && !v->exited ? s->run->pid(v->h) : v->pgid;
+        v->pid = pid;
+        buf_printf(out, ",\"pid\":%d,\"pgid\":%d", (int)pid, (int)v->pgid);
+    } else {
+        buf_adds(out, ",\"pid\":null,\"pgid\":null");
+    }
+    if (v->state == SVC_STARTING && v->progress >= 0)
+        buf_printf(out, ",\"progress_pct\":%d", v->progress);
+    else
+        buf_adds(out, ",\"progress_pct\":null");
+    char h[65] = "";
+    char e[256];
+    bool hok = p && config_hash(p, st, h, NULL, e, sizeof e) == 0;
+    buf_adds(out, ",\"config_hash\":");
+    json_str_or_null(out, hok ? h : NULL);
+    bool running = live(v) && v->run_hash[0];
+    buf_adds(out, ",\"running_hash\":");
+    json_str_or_null(out, running ? v->run_hash : NULL);
+    buf_printf(out, ",\"config_changed\":%s", running && hok && strcmp(h, v->run_hash) != 0 ? "true" : "false");
+    buf_adds(out, ",\"admitted\":");
+    if (v->reserved || (live(v) && v->has_admitted))
+        need_json_of(out, &v->admitted);
+    else
+        buf_adds(out, "null");
+    buf_adds(out, ",\"footprint\":");
+    if (v->has_fp) {
+        buf_printf(out, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)v->fp.host_bytes);
+        for (size_t g = 0; g < v->fp.ngpu; g++)
+            buf_printf(out, "%s\"%d\":%llu", g ? "," : "", v->fp.gpu[g].index, (unsigned long long)v->fp.gpu[g].bytes);
+        buf_printf(out, "},\"load_ms\":%lld,\"measured_at\":", (long long)v->load_ms);
+        json_ts(out, v->fp.measured_at_ms);
+        buf_adds(out, "}");
+    } else {
+        buf_adds(out, "null");
+    }
+    restart_policy_v pol = v->pol;
+    if (!running && p) {
+        svc tmp;
+        memset(&tmp, 0, sizeof tmp);
+        copy_running(&tmp, p, st);
+        pol = tmp.pol;
+        free(tmp.host);
+        free(tmp.health_path);
+    }
+    int64_t inwin = 0, now = clock_mono_ms();
+    for (size_t i = 0; i < v->hist.n; i++)
+        if (now - v->hist.at_ms[i] < pol.window_ms) inwin++;
+    buf_printf(out, ",\"restarts\":{\"in_window\":%lld,\"max\":%lld,\"window_ms\":%lld,\"next_at\":", (long long)inwin,
+               (long long)pol.max_restarts, (long long)pol.window_ms);
+    json_ts_or_null(out, v->next_restart_ms);
+    buf_printf(out, "},\"health\":{\"failures\":%lld,\"last_ok\":", (long long)v->fails);
+    json_ts_or_null(out, v->last_ok_ms);
+    buf_adds(out, "},\"last_exit\":");
+    if (v->has_exit) {
+        if (v->exit_sig)
+            buf_printf(out, "{\"code\":null,\"signal\":%d,\"at\":", v->exit_sig);
+        else
+            buf_printf(out, "{\"code\":%d,\"signal\":null,\"at\":", v->exit_code);
+        json_ts(out, v->exit_ms);
+        buf_adds(out, "}");
+    } else {
+        buf_adds(out, "null");
+    }
+    buf_adds(out, ",\"last_start\":");
+    if (v->seq) {
+        buf_printf(out, "{\"seq\":%llu,\"origin\":", (unsigned long long)v->seq);
+        buf_json_str(out, v->origin);
+        buf_adds(out, ",\"outcome\":");
+        buf_json_str(out, v->outcome ? v->outcome : "pending");
+        buf_adds(out, ",\"code\":");
+        json_str_or_null(out, v->res_code);
+        buf_adds(out, ",\"message\":");
+        json_str_or_null(out, v->res_msg);
+        buf_adds(out, ",\"at\":");
+        json_ts(out, v->start_at_ms);
+        buf_adds(out, "}");
+    } else {
+        buf_adds(out, "null");
+    }
+    int qp = queue_pos(s, v);
+    if (qp)
+        buf_printf(out, ",\"queued\":%d", qp);
+    else
+        buf_adds(out, ",\"queued\":null");
+    buf_adds(out, ",\"log_file\":");
+    char *d = st->log_dir ? xstrdup(st->log_dir) : xasprintf("%s/logs", st->state_dir ? st->state_dir : ".");
+    char *lf = xasprintf("%s/%s.log", d, v->id);
+    buf_json_str(out, lf);
+    free(lf);
+    free(d);
+    buf_adds(out, "}");
+}
+
+static bool listed(sup *s, const svc *v)
+{
+    return config_preset(s->cfg, v->id) || (v->state != SVC_DOWN && v->state != SVC_FAILED) || v->killing;
+}
+
+int sup_service_json(sup *s, const char *id, buf *out)
+{
+    svc *v = find(s, id);
+    if (!v) {
+        if (!config_preset(s->cfg, id)) return -1;
+        v = add_svc(s, id);
+    }
+    if (!listed(s, v)) return -1;
+    service_json(s, v, out);
+    return 0;
+}
+
+void sup_services_json(sup *s, buf *out)
+{
+    buf_addc(out, '[');
+    bool first = true;
+    /* configured order first, then what runs without a preset */
+    for (size_t i = 0; i < s->cfg->n_presets; i++) {
+        const char *id = s->cfg->presets[i].id;
+        if (!id) continue;
+        svc *v = find(s, id);
+        if (!v) v = add_svc(s, id);
+        if (!first) buf_addc(out, ',');
+        first = false;
+        service_json(s, v, out);
+    }
+    for (size_t i = 0; i < s->nsvcs; i++) {
+        svc *v = s->svcs[i];
+        if (config_preset(s->cfg, v->id) || !listed(s, v)) continue;
+        if (!first) buf_addc(out, ',');
+        first = false;
+        service_json(s, v, out);
+    }
+    buf_addc(out, ']');
+}
+
+void sup_slot_json(sup *s, buf *out)
+{
+    buf_adds(out, "{\"holder\":");
+    json_str_or_null(out, s->holder ? s->holder->id : NULL);
+    buf_adds(out, ",\"waiting\":[");
+    for (svc *q = s->q_head; q; q = q->next_q) {
+        if (q != s->q_head) buf_addc(out, ',');
+        buf_json_str(out, q->id);
+    }
+    buf_adds(out, "]}");
+}
+
+/* ------------------------------------------------------------------ */
+/* logs */
+
+int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *out, uint64_t *next)
+{
+    svc *v = find(s, id);
+    if (!v && !config_preset(s->cfg, id)) return -1;
+    if (!v || !v->log) {
+        if (next) *next = 0;
+        return 0;
+    }
+    logring_read(v->log, after, n_lines, out, next);
+    return 0;
+}
+
+sup_log_watch *sup_log_watch_add(sup *s, const char *id, sup_log_cb cb, void *ud)
+{
+    sup_log_watch *w = xcalloc(1, sizeof *w);
+    w->id = xstrdup(id);
+    w->cb = cb;
+    w->ud = ud;
+    w->next = s->watches;
+    s->watches = w;
+    return w;
+}
+
+void sup_log_watch_remove(sup *s, sup_log_watch *w)
+{
+    if (!w) return;
+    if (s->watch_iter > 0) {
+        w->dead = true;
+        return;
+    }
+    for (sup_log_watch **pp = &s->watches; *pp; pp = &(*pp)->next)
+        if (*pp == w) {
+            *pp = w->next;
+            free(w->id);
+            free(w);
+            return;
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* reconcile: what a previous daemon left */
+
+typedef struct recon_item {
+    char *id;
+    pid_t pgid;
+    int64_t t0, term_ms;
+    bool killed;
+    int members;
+} recon_item;
+
+static void recon_finish(sup *s)
+{
+    for (size_t i = 0; i < s->nrecon; i++) free(s->recon[i].id);
+    free(s->recon);
+    s->recon = NULL;
+    s->nrecon = 0;
+    uv_timer_stop(&s->t_recon);
+    void (*cb)(void *) = s->recon_cb;
+    s->recon_cb = NULL;
+    if (cb) cb(s->recon_ud);
+}
+
+static void recon_poll(uv_timer_t *t)
+{
+    sup *s = t->data;
+    int64_t now = clock_mono_ms();
+    bool pending = false;
+    for (size_t i = 0; i < s->nrecon; i++) {
+        recon_item *r = &s->recon[i];
+        if (r->pgid == 0) continue;
+        pid_t pids[8];
+        int n = proctree_group(NULL, r->pgid, pids, 8, NULL, 0);
+        if (n <= 0) {
+            char words[200], data[160];
+            snprintf(words, sizeof words,
+                     "left running by a previous daemon: process group %d (%d process(es)) killed after %lld ms",
+                     (int)r->pgid, r->members, (long long)(now - r->t0));
+            snprintf(data, sizeof data, "{\"code\":null,\"signal\":%d,\"pid\":%d,\"reconciled\":true}",
+                     r->killed ? SIGKILL : SIGTERM, (int)r->pgid);
+            emit(s, r->id, "exit", NULL, NULL, words, data);
+            log_info("supervisor: '%s': %s", r->id, words);
+            r->pgid = 0;
+            continue;
+        }
+        if (!r->killed && now - r->t0 >= r->term_ms) {
+            kill(-r->pgid, SIGKILL);
+            r->killed = true;
+        } else if (r->killed && now - r->t0 >= r->term_ms + 10000) {
+            log_warn("supervisor: '%s': process group %d left by a previous daemon survives SIGKILL", r->id,
+                     (int)r->pgid);
+            r->pgid = 0;
+            continue;
+        }
+        pending = true;
+    }
+    if (!pending) recon_finish(s);
+}
+
+void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
+{
+    s->recon_cb = cb;
+    s->recon_ud = ud;
+    if (!s->recon_timer) {
+        uv_timer_init(s->env.loop, &s->t_recon);
+        s->t_recon.data = s;
+        s->recon_timer = true;
+    }
+    DIR *d = s->run_dir ? opendir(s->run_dir) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len < 5 || strcmp(de->d_name + len - 4, ".pid") != 0) continue;
+        char *path = xasprintf("%s/%s", s->run_dir, de->d_name);
+        char *id = xstrndup(de->d_name, len - 4);
+        FILE *f = fopen(path, "r");
+        int pgid = 0;
+        unsigned long long st = 0;
+        if (f) {
+            if (fscanf(f, "%d %llu", &pgid, &st) != 2) pgid = 0;
+            fclose(f);
+        }
+        unlink(path);
+        free(path);
+        int members = 0;
+        if (pgid > 1) {
+            pid_t pids[8];
+            members = proctree_group(NULL, pgid, pids, 8, NULL, 0);
+            uint64_t lead = proctree_starttime(NULL, pgid);
+            /* the leader alive with another start time: the pid was reused */
+            if (lead && lead != st) members = 0;
+            /* the leader gone: members must have started after it */
+            if (!lead && members > 0 && proctree_starttime(NULL, pids[0]) < st) members = 0;
+        }
+        if (members <= 0) {
+            free(id);
+            continue;
+        }
+        s->recon = xrealloc(s->recon, (s->nrecon + 1) * sizeof *s->recon);
+        recon_item *r = &s->recon[s->nrecon++];
+        r->id = id;
+        r->pgid = pgid;
+        r->t0 = clock_mono_ms();
+        r->term_ms = set_of(s)->supervisor.stop_timeout_ms > 0 ? set_of(s)->supervisor.stop_timeout_ms : 30000;
+        r->killed = false;
+        r->members = members;
+        kill(-pgid, SIGTERM);
+    }
+    if (d) closedir(d);
+    uv_timer_start(&s->t_recon, recon_poll, 0, KILL_POLL_MS);
+}
+
+/* ------------------------------------------------------------------ */
+/* shutdown */
+
+static void timer_closed(uv_handle_t *h);
+
+static void maybe_shutdown_done(sup *s)
+{
+    if (!s->shutting || s->shut_closing || s->shut_pending > 0 || s->takes > 0) return;
+    for (size_t i = 0; i < s->nsvcs; i++)
+        if (s->svcs[i]->killing || s->svcs[i]->h) return;
+    s->shut_closing = true;
+    s->closing_handles = 1; /* held until every close is issued */
+    for (size_t i = 0; i < s->nsvcs; i++) {
+        svc *v = s->svcs[i];
+        stop_probe(v);
+        if (!v->timers) continue;
+        uv_timer_t *ts[] = {&v->t_start, &v->t_probe, &v->t_kill, &v->t_restart};
+        for (size_t k = 0; k < 4; k++) {
+            ts[k]->data = s;
+            s->closing_handles++;
+            uv_close((uv_handle_t *)ts[k], timer_closed);
+        }
+        v->timers = false;
+    }
+    if (s->recon_timer) {
+        s->t_recon.data = s;
+        s->closing_handles++;
+        uv_close((uv_handle_t *)&s->t_recon, timer_closed);
+        s->recon_timer = false;
+    }
+    if (--s->closing_handles == 0) {
+        void (*cb)(void *) = s->shut_cb;
+        s->shut_cb = NULL;
+        if (cb) cb(s->shut_ud);
+    }
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    sup *s = h->data;
+    if (--s->closing_handles == 0) {
+        void (*cb)(void *) = s->shut_cb;
+        s->shut_cb = NULL;
+        if (cb) cb(s->shut_ud);
+    }
+}
+
+static void shut_stopped(const sup_result *r, void *ud)
+{
+    sup *s = ud;
+    (void)r;
+    s->shut_pending--;
+    maybe_shutdown_done(s);
+}
+
+void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud)
+{
+    if (s->shutting) return;
+    s->shutting = true;
+    s->shut_cb = cb;
+    s->shut_ud = ud;
+    s->shut_pending = 1;
+    if (s->recon_cb) { /* a reconcile in progress: let it finish on its own timer */
+        recon_finish(s);
+    }
+    for (size_t i = 0; i < s->nsvcs; i++) {
+        svc *v = s->svcs[i];
+        if (v->timers) uv_timer_stop(&v->t_restart);
+        v->next_restart_ms = 0;
+        if (v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
+            v->state == SVC_STOPPING || v->killing) {
+            s->shut_pending++;
+            sup_stop(s, v->id, "shutdown", shut_stopped, s);
+        }
+    }
+    s->shut_pending--;
+    maybe_shutdown_done(s);
+}
+
+void sup_free(sup *s)
+{
+    if (!s) return;
+    for (size_t i = 0; i < s->nsvcs; i++) {
+        svc *v = s->svcs[i];
+        waiter *w = v->starts;
+        v->starts = NULL;
+        call_waiters(w, 503, "shutting_down", "the daemon is shutting down", NULL);
+        w = v->stops;
+        v->stops = NULL;
+        call_waiters(w, 503, "shutting_down", "the daemon is shutting down", NULL);
+        logring_free(v->log);
+        free(v->id);
+        free(v->host);
+        free(v->health_path);
+        free(v->res_code);
+        free(v->res_msg);
+        free(v->pend_code);
+        free(v->pend_msg);
+        free(v);
+    }
+    free(s->svcs);
+    while (s->watches) {
+        sup_log_watch *w = s->watches;
+        s->watches = w->next;
+        free(w->id);
+        free(w);
+    }
+    for (size_t i = 0; i < s->nrecon; i++) free(s->recon[i].id);
+    free(s->recon);
+    if (s->run) s->run->free(s->run);
+    free(s->exec_helper);
+    free(s->proc_root);
+    free(s->run_dir);
+    free(s);
+}

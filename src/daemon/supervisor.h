@@ -1,0 +1,152 @@
+/* supervisor.h - the services of one daemon: their lifecycle (the table
+ * of src/core/lifecycle.c), the daemon-wide load slot, admission (need +
+ * gate + port check), spawning through a runner, readiness, health,
+ * restarts, verified stops, footprints and events.
+ *
+ * Everything runs on the daemon's loop; nothing here blocks (snapshots
+ * come from hostmon on the thread pool, health probes are libuv sockets,
+ * /proc reads of a service's own process group are the only synchronous
+ * I/O and take microseconds).
+ *
+ * Ownership: the supervisor borrows the config (the daemon swaps it whole
+ * on reload through sup_set_config); what a running service was started
+ * with (argv, env, hash, port, timeouts) is copied at admission, so a
+ * reload never changes a process already running.
+ *
+ * Results: every request (start, stop, restart) ends exactly once in its
+ * callback with a sup_result, whatever happens (refused, failed, shut
+ * down).  A start also gets a ticket (start_seq) whose outcome the
+ * service's JSON shows, so a client can ask "how did my start end?"
+ * without holding a connection open. */
+#ifndef GPUMOD_SUPERVISOR_H
+#define GPUMOD_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "core/gate.h"
+#include "core/lifecycle.h"
+#include "daemon/hostmon.h"
+#include "store/db.h"
+#include "util/buf.h"
+#include "util/strv.h"
+
+typedef struct sup sup;
+
+typedef struct sup_env {
+    uv_loop_t *loop;
+    store *st;               /* events and footprints; borrowed; NULL: none kept */
+    hostmon *hm;             /* borrowed */
+    const char *exec_helper; /* path of gpumod-exec */
+    const char *proc_root;   /* host-wide /proc files and the port check; NULL: $GPUMOD_PROC_ROOT or /proc.
+                                A service's own process group is always read from /proc. */
+    const char *run_dir;     /* <state_dir>/run: one file per spawned service (pgid, start time) for
+                                reconcile after a crash */
+    /* Called on the loop after each event is stored (id set), e.g. for
+     * log/follow streams and the watchdog.  May be NULL. */
+    void (*on_event)(const store_event *e, void *ud);
+    void *ud;
+} sup_env;
+
+/* A result, borrowed for the callback only. */
+typedef struct sup_result {
+    int status;           /* 200 done; 202 accepted (no-wait); 404 not_found; 409 gate_refused,
+                             port_held, conflict; 422 start_failed; 503 shutting_down; 504 timeout */
+    const char *code;     /* NULL when status is 2xx; else one of docs/interfaces.md's error codes */
+    const char *message;  /* one line for people; a failed start ends with the log tail */
+    const char *detail;   /* JSON text or NULL: the gate verdict for gate_refused,
+                             {"pid","cmdline","port"} for port_held */
+} sup_result;
+typedef void (*sup_cb)(const sup_result *r, void *ud);
+
+/* cfg borrowed (see sup_set_config).  NULL with err on failure. */
+sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen);
+
+/* Once, before any request: find what a previous daemon left (run files
+ * whose process group still has members, ports of configured services
+ * held by them), report each as an event and kill it (SIGTERM, then
+ * SIGKILL after the preset's stop_timeout, verified).  cb when done. */
+void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud);
+
+/* Start id: queue on the load slot, then admit (need + gate counting
+ * every reservation in flight but this one's + port check), spawn, wait
+ * for ready, measure.  cb when ready (200), refused (409, nothing
+ * spawned), failed (422 with the log tail) or the daemon shuts down
+ * (503).  A service already ready answers 200 at once; one already
+ * starting joins that start (same seq).  A failed service is reset by
+ * this request (a person acted).  origin ("cli", "api", "restart",
+ * "switch", "router") goes into the events.  Returns the start's seq
+ * (0 when answered at once with an error). */
+uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
+
+/* Stop id: SIGTERM to the group, SIGKILL after stop_timeout, wait until
+ * no pid of the group remains and NVML shows none of them holding memory
+ * (bounded by verify_freed_timeout; a warning event when memory is still
+ * held), then down.  A queued start is cancelled (its cb gets 409
+ * conflict "stopped before it started").  Down already: 200 at once. */
+void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
+
+/* stop then start, each as above; cb once, with the start's result. */
+void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
+
+/* The memory watchdog chose id (EV_WATCHDOG): stop it as sup_stop does,
+ * recording a `watchdog` event with reason and data (JSON text, the
+ * figures).  A start in flight for it ends 422 with that reason. */
+void sup_watchdog_stop(sup *s, const char *id, const char *reason, const char *data_json);
+
+/* Swap the configuration.  Services whose config hash changed while
+ * running (or starting) are appended to changed (ids); they keep running
+ * as they were started until restarted.  Services that are no longer
+ * configured but run keep running until stopped.  0, or -1 with err (s
+ * keeps the old config). */
+int sup_set_config(sup *s, const config *cfg, strv *changed, char *err, size_t errlen);
+
+/* Every reservation in flight (admitted starts not yet measured), for
+ * the gate of preflight via the daemon.  Returns how many (at most max);
+ * service pointers borrowed until the next loop turn. */
+size_t sup_reservations(sup *s, reservation *out, size_t max);
+
+/* What the watchdog needs per live service (starting, ready, unhealthy,
+ * stopping). */
+typedef struct sup_usage {
+    const char *id;       /* borrowed until the next loop turn */
+    svc_state state;
+    pid_t pgid;           /* 0 when no process */
+    bool loading;         /* starting: holds the load slot */
+    need admitted;        /* the need it was admitted with */
+    int64_t started_ms;   /* clock_mono_ms at spawn */
+} sup_usage;
+size_t sup_usages(sup *s, sup_usage *out, size_t max);
+
+/* JSON (docs/api.md) into out.  sup_service_json: -1 when id is neither
+ * configured nor running. */
+int sup_service_json(sup *s, const char *id, buf *out);
+void sup_services_json(sup *s, buf *out); /* an array */
+/* The load slot: which service holds it and which wait, as JSON. */
+void sup_slot_json(sup *s, buf *out);
+
+/* The service's output kept in memory (the last 256 KiB; the whole log
+ * is <log_dir>/<id>.log, rotated per settings).  Offsets count bytes
+ * since the daemon started the service the first time.  Reads the bytes
+ * after `after` (clamped to what the ring still holds; after = UINT64_MAX:
+ * only the last n_lines lines), at most n_lines lines (0: no limit), into
+ * out; *next is the offset to ask for next time.  -1 when id is unknown. */
+int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *out, uint64_t *next);
+/* Called on the loop for each chunk of a service's output (follow). */
+typedef void (*sup_log_cb)(const char *id, const char *data, size_t len, void *ud);
+typedef struct sup_log_watch sup_log_watch;
+sup_log_watch *sup_log_watch_add(sup *s, const char *id, sup_log_cb cb, void *ud);
+void sup_log_watch_remove(sup *s, sup_log_watch *w);
+
+/* Refuse new starts (503 shutting_down), cancel queued ones, stop every
+ * service (verified, all at once), then cb on the loop. */
+void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud);
+/* After sup_shutdown's cb (or when nothing was ever started). */
+void sup_free(sup *s);
+
+#endif

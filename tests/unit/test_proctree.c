@@ -1,0 +1,152 @@
+/* test_proctree.c - process groups, RSS and start times against real
+ * processes forked here: a session leader with a forked worker. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "host/proctree.h"
+#include "testenv.h"
+
+/* A leader in a new session that forks one worker; both sleep.  Returns
+ * the leader's pid (= pgid) once both exist. */
+static pid_t spawn_group(void)
+{
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setsid();
+        pid_t w = fork();
+        if (w == 0) {
+            close(p[0]);
+            close(p[1]);
+            for (;;) pause();
+        }
+        char c = 'x';
+        if (write(p[1], &c, 1) != 1) _exit(1);
+        for (;;) pause();
+    }
+    close(p[1]);
+    char c;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    return pid;
+}
+
+static int members(pid_t pgid)
+{
+    pid_t pids[16];
+    return proctree_group(NULL, pgid, pids, 16, NULL, 0);
+}
+
+static void group_members_rss_and_starttime(void **state)
+{
+    pid_t g = spawn_group();
+    pid_t pids[16];
+    char err[256];
+    /* the worker forks right after setsid: wait until both are seen */
+    int64_t deadline = mono_ms() + 5000 * scale();
+    while (members(g) < 2 && mono_ms() < deadline) usleep(2000);
+    int n = proctree_group(NULL, g, pids, 16, err, sizeof err);
+    assert_int_equal(n, 2);
+    assert_true(pids[0] == g || pids[1] == g);
+    /* max smaller than the group: the count is still the whole group */
+    assert_int_equal(proctree_group(NULL, g, pids, 1, err, sizeof err), 2);
+
+    assert_true(proctree_rss(NULL, g) > 0);
+    size_t nm = 0;
+    uint64_t sum = proctree_group_rss(NULL, g, &nm);
+    assert_int_equal(nm, 2);
+    assert_true(sum >= proctree_rss(NULL, g));
+
+    uint64_t st = proctree_starttime(NULL, g);
+    assert_true(st > 0);
+    assert_true(st == proctree_starttime(NULL, g));
+    assert_true(proctree_starttime(NULL, getpid()) <= st);
+
+    assert_int_equal(kill(-g, SIGKILL), 0);
+    waitpid(g, NULL, 0);
+    deadline = mono_ms() + 5000 * scale();
+    while (members(g) > 0 && mono_ms() < deadline) usleep(2000);
+    assert_int_equal(members(g), 0);
+    assert_int_equal(proctree_starttime(NULL, g), 0);
+    assert_int_equal(proctree_rss(NULL, g), 0);
+}
+
+static void zombie_is_not_a_member(void **state)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setsid();
+        _exit(3);
+    }
+    /* not reaped yet: a zombie in its own group */
+    int64_t deadline = mono_ms() + 5000 * scale();
+    char path[64], b[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        if (!fgets(b, sizeof b, f)) b[0] = 0;
+        fclose(f);
+        if (strstr(b, ") Z ") || mono_ms() > deadline) break;
+        usleep(2000);
+    }
+    assert_non_null(strstr(b, ") Z "));
+    assert_int_equal(members(pid), 0);
+    waitpid(pid, NULL, 0);
+}
+
+static void missing_root_is_an_error(void **state)
+{
+    pid_t pids[4];
+    char err[256] = "";
+    assert_int_equal(proctree_group("/nonexistent/proc", 1, pids, 4, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/proc"));
+    assert_int_equal(proctree_starttime("/nonexistent/proc", 1), 0);
+}
+
+/* comm with spaces and parentheses must not shift the fields */
+static void odd_comm_in_a_fixture(void **state)
+{
+    char tmpl[] = "/tmp/gpumod-proctree.XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    char *d = xasprintf("%s/4242", dir);
+    assert_int_equal(mkdir(d, 0755), 0);
+    char *stat = xasprintf("%s/stat", d);
+    write_file(stat, "4242 (a) b (c)) S 1 777 777 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 123456 1000 10\n", 0644);
+    char *status = xasprintf("%s/status", d);
+    write_file(status, "Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t    2048 kB\n", 0644);
+    pid_t pids[4];
+    assert_int_equal(proctree_group(dir, 777, pids, 4, NULL, 0), 1);
+    assert_int_equal(pids[0], 4242);
+    assert_int_equal(proctree_starttime(dir, 4242), 123456);
+    assert_int_equal(proctree_rss(dir, 4242), 2048 * 1024);
+    rm_rf(dir);
+    free(d);
+    free(stat);
+    free(status);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(group_members_rss_and_starttime),
+        cmocka_unit_test(zombie_is_not_a_member),
+        cmocka_unit_test(missing_root_is_an_error),
+        cmocka_unit_test(odd_comm_in_a_fixture),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
