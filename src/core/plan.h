@@ -1,0 +1,107 @@
+/* plan.h - a mode switch as a plan: from the running set and the target
+ * mode, which services to stop, which to keep (same config hash: left
+ * untouched) and which to start, in what order, with the memory predicted
+ * after each step and the gate's verdict for each start on those
+ * predicted figures.  Pure: the daemon gathers the inputs (a snapshot,
+ * what each running service holds, each target's need) and carries the
+ * plan out (src/daemon/switch.c); `mode switch --dry-run` prints it.
+ *
+ * Order: every stop first (in the reverse of the running order), then the
+ * starts in the mode's order, except that presets with start_first come
+ * before the others (engines such as vLLM that reserve a fixed fraction of
+ * the memory they find at start-up).  A vLLM service that is not started
+ * first gets a warning.
+ *
+ * Prediction: a stopped service gives back what it holds (per device and
+ * on the host; on a unified device the GPU bytes come back as
+ * MemAvailable); a planned start takes its need, counted like a
+ * reservation for the starts after it.  Reservations of starts in flight
+ * outside the switch are counted too.  A plan with any start the gate
+ * refuses is not ok: nothing may be stopped for it.  Every start is judged
+ * (a refused one still counted for those after it, as if the whole mode
+ * were brought up), so --dry-run shows each verdict.  The snapshot is
+ * never written: the prediction works on a private copy.  Fragmentation
+ * (contig_2m) and PSI are taken as measured: how freed memory comes back
+ * is not predicted, and the executor re-measures before each start.
+ *
+ * Keep needs both hashes known and equal: a running service whose hash is
+ * NULL (unknown) is stopped and started again like a changed one. */
+#ifndef GPUMOD_PLAN_H
+#define GPUMOD_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/gate.h"
+#include "host/host.h"
+
+#define PLAN_MAX 64 /* services in a plan */
+
+typedef struct plan_running {
+    const char *id;   /* borrowed */
+    const char *hash; /* the config hash it was started with */
+    need held;        /* what it holds now (measured footprint, else its admitted need) */
+} plan_running;
+
+typedef struct plan_target {
+    const char *id;   /* borrowed; in the mode's order */
+    const char *hash; /* the configured config hash */
+    need need;        /* service_need */
+    bool start_first;
+    bool vllm;        /* driver vllm (for the warning) */
+    bool remote;      /* no process, no memory: always "start" without the gate */
+} plan_target;
+
+typedef struct plan_input {
+    const snapshot *snap;
+    const plan_running *running;
+    size_t nrunning;
+    const plan_target *target;
+    size_t ntarget;
+    const reservation *res; /* starts in flight outside this switch (at most PLAN_MAX) */
+    size_t nres;
+    const gate_policy *policy;
+} plan_input;
+
+typedef enum { PLAN_STOP, PLAN_START } plan_step_kind;
+
+/* What the gate sees: the predicted figures and, apart, what is reserved
+ * on them (on a unified device the GPU bytes, reserved or freed, are
+ * MemAvailable's, and its gpu_free_bytes is MemAvailable as in a snapshot). */
+typedef struct plan_mem {
+    uint64_t host_available_bytes;            /* predicted MemAvailable */
+    uint64_t reserved_host_bytes;             /* host bytes reserved by planned starts and others */
+    uint64_t gpu_free_bytes[HOST_MAX_GPUS];   /* predicted free, by position in snap->gpus */
+    uint64_t reserved_bytes[HOST_MAX_GPUS];   /* reserved by planned starts and others, same positions */
+} plan_mem;
+
+typedef struct plan_step {
+    plan_step_kind kind;
+    const char *id;   /* borrowed from the input */
+    verdict v;        /* PLAN_START: the gate on the predicted figures before this start
+                         (a remote start: ok, no gate); PLAN_STOP: ok, nothing else */
+    plan_mem after;   /* predicted after this step (a start counted as its need) */
+} plan_step;
+
+typedef struct plan {
+    bool ok;                       /* every start passes */
+    const char *refused;           /* the first start refused (borrowed), NULL when ok */
+    char reason[256];              /* its verdict's reason, "" when ok */
+    const char *keep[PLAN_MAX];    /* running, in the target with the same hash (mode's order) */
+    size_t nkeep;
+    plan_step steps[2 * PLAN_MAX]; /* stops then starts */
+    size_t nsteps;
+    plan_mem before;               /* the snapshot's figures with the inputs' reservations */
+    char warnings[4][160];         /* "vLLM service 'lane' is not started first: ..." */
+    size_t nwarnings;
+} plan;
+
+/* 0, or -1 with err when the input is unusable (a NULL pointer where one
+ * is needed, a NULL id, more than PLAN_MAX running services, targets or
+ * reservations, an id twice in the target or twice in the running set).
+ * A refused plan is 0 with out->ok false.  out is always filled (zeroed
+ * and not ok on -1); everything it points to is borrowed from in. */
+int plan_make(const plan_input *in, plan *out, char *err, size_t errlen);
+
+#endif
