@@ -57,7 +57,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status
+        bench-status bench-cycles
 all: $(GPUMOD) $(FAKELLM)
 
 help:
@@ -70,6 +70,7 @@ help:
 	@echo "make bench-startup  gpumod --version start-up time against /bin/true"
 	@echo "make bench-preflight  gpumod preflight process time against /bin/true, with a breakdown"
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
+	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N"
 	@echo "make fuzz       the GGUF and HTTP parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -120,6 +121,12 @@ bench-preflight: $(GPUMOD) $(BUILD)/bench-startup
 # script), beside /bin/true and --version in the same run.
 bench-status: $(GPUMOD) $(FAKELLM) $(BUILD)/bench-startup
 	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-status
+
+# N start/stop cycles of one fakellm service through a daemon (started and
+# stopped by the script): fails when the daemon's fds or children after
+# cycle N differ from after cycle 1.  VALGRIND=1: the daemon under valgrind.
+bench-cycles: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
+	@BUILD=$(BUILD) N=$${N:-100} scripts/bench-cycles
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup
