@@ -57,7 +57,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles
+        bench-status bench-cycles bench-switch
 all: $(GPUMOD) $(FAKELLM)
 
 help:
@@ -71,6 +71,7 @@ help:
 	@echo "make bench-preflight  gpumod preflight process time against /bin/true, with a breakdown"
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N"
+	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
 	@echo "make fuzz       the GGUF and HTTP parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -127,6 +128,9 @@ bench-status: $(GPUMOD) $(FAKELLM) $(BUILD)/bench-startup
 # cycle N differ from after cycle 1.  VALGRIND=1: the daemon under valgrind.
 bench-cycles: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 	@BUILD=$(BUILD) N=$${N:-100} scripts/bench-cycles
+
+bench-switch: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
+	@BUILD=$(BUILD) N=$${N:-50} scripts/bench-switch
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup

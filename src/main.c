@@ -120,6 +120,23 @@ static const cmd commands[] = {
      "      whose configuration changed are listed; they keep running as started\n"
      "      until restarted.  SIGHUP to the daemon does the same.\n",
      cmd_reload},
+    {"mode", "list | show MODE | current | switch MODE [--dry-run] [--timeout S]",
+     "list modes and switch between them through the daemon",
+     "  mode list [--json]             every mode with its services; * marks the current\n"
+     "                                 one (no daemon: from the configuration)\n"
+     "  mode show MODE [--json]        one mode\n"
+     "  mode current [--json]          the mode whose services are exactly the running\n"
+     "                                 ones, else none (with the last committed mode)\n"
+     "  mode switch MODE [--dry-run] [--timeout S] [--json]\n"
+     "      Switch as a transaction: plan, drain, stop, wait until the memory is\n"
+     "      back, start one at a time, check health, commit.  --dry-run prints the\n"
+     "      plan (each step's verdict and the predicted free memory) and changes\n"
+     "      nothing.  MODE none stops everything.  Exit 0 committed; 1 refused (the\n"
+     "      plan does not fit: nothing stopped), another switch in progress, or a\n"
+     "      start failed (rolled back; the service, reason and log tail on stderr);\n"
+     "      2 no such mode; 3 no daemon; 4 --timeout (or switch.timeout) passed\n"
+     "      (rolled back).\n",
+     cmd_mode},
     {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},
     {"version", "", "print the version", NULL, cmd_version},
     {NULL},

@@ -6,20 +6,33 @@
 #include "util/buf.h"
 #include "util/clock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Resolved once per process: a command that polls (service start) must
+ * not parse gpumod.yaml on every request. */
+static char *resolved_sock;
+
+void ctl_prime_socket(const char *configured)
+{
+    if (resolved_sock || !configured) return;
+    resolved_sock = xstrdup(configured);
+}
 
 char *ctl_socket_path(const cli *c)
 {
     if (c->paths.socket) return xstrdup(c->paths.socket);
     const char *env = getenv("GPUMOD_SOCKET");
     if (env && *env) return xstrdup(env);
-    config cfg;
-    config_load_settings(&cfg, &c->paths); /* an error in it still leaves the defaults */
-    char *p = xstrdup(cfg.set.socket);
-    config_release(&cfg);
-    return p;
+    if (!resolved_sock) {
+        config cfg;
+        config_load_settings(&cfg, &c->paths); /* an error in it still leaves the defaults */
+        resolved_sock = xstrdup(cfg.set.socket);
+        config_release(&cfg);
+    }
+    return xstrdup(resolved_sock);
 }
 
 int ctl_call(const cli *c, const char *method, const char *target, const char *body, int64_t timeout_ms,
@@ -35,7 +48,12 @@ int ctl_call(const cli *c, const char *method, const char *target, const char *b
         return 0;
     }
     if (!quiet) {
-        if (rc == HTTPC_E_CONNECT && strstr(err, "daemon unreachable"))
+        if (rc == HTTPC_E_CONNECT && strstr(err, strerror(EACCES)))
+            fprintf(stderr,
+                    "gpumod: permission denied on socket %s: this user may not use the daemon's socket or a "
+                    "directory above it (socket_group, docs/configuration.md)\n",
+                    sock);
+        else if (rc == HTTPC_E_CONNECT && strstr(err, "daemon unreachable"))
             fprintf(stderr, "gpumod: no daemon is running (socket %s); start one with 'gpumod serve'\n", sock);
         else
             fprintf(stderr, "gpumod: %s %s: %s\n", method, target, err);

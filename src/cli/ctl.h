@@ -15,8 +15,11 @@
 #include "net/client.h"
 #include "util/buf.h"
 
-/* Caller frees. */
+/* Caller frees.  Resolved once per process. */
 char *ctl_socket_path(const cli *c);
+/* A command that has loaded the configuration anyway gives its socket
+ * setting here, so ctl_socket_path does not parse it again. */
+void ctl_prime_socket(const char *configured);
 
 /* method target [body JSON] to the daemon within timeout_ms.  Returns 0
  * with *out filled (any HTTP status), or the CLI exit code (3 no daemon,

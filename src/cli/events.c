@@ -5,22 +5,41 @@
 #include "cli/ctl.h"
 #include "util/clock.h"
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* "10m" -> ms; -1 when not a duration */
+/* "10m", "1.5h" -> ms; -1 when not a duration: plain decimal digits with
+ * an optional fraction (no sign, exponent, hex, inf or nan: strtod takes
+ * all of those) and a unit, at most 100 years back. */
 static int64_t parse_ago(const char *s)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || v < 0) return -1;
-    if (!strcmp(end, "ms")) return (int64_t)v;
-    if (!strcmp(end, "s")) return (int64_t)(v * 1000);
-    if (!strcmp(end, "m")) return (int64_t)(v * 60000);
-    if (!strcmp(end, "h")) return (int64_t)(v * 3600000);
-    if (!strcmp(end, "d")) return (int64_t)(v * 86400000);
-    return -1;
+    const char *p = s;
+    size_t nd = strspn(p, "0123456789");
+    if (!nd) return -1;
+    p += nd;
+    if (*p == '.') {
+        size_t nf = strspn(p + 1, "0123456789");
+        if (!nf) return -1;
+        p += 1 + nf;
+    }
+    double mult;
+    if (!strcmp(p, "ms")) mult = 1;
+    else if (!strcmp(p, "s")) mult = 1000;
+    else if (!strcmp(p, "m")) mult = 60000;
+    else if (!strcmp(p, "h")) mult = 3600000;
+    else if (!strcmp(p, "d")) mult = 86400000;
+    else return -1;
+    char num[64];
+    size_t len = (size_t)(p - s);
+    if (len >= sizeof num) return -1;
+    memcpy(num, s, len);
+    num[len] = '\0';
+    double ms = strtod(num, NULL) * mult;
+    if (!(ms >= 0) || ms > 100.0 * 365 * 86400000) return -1; /* checked before the cast */
+    return (int64_t)ms;
 }
 
 static void add_query(buf *t, const char *k, const char *v)
@@ -59,8 +78,14 @@ int cmd_events(cli *c, int argc, char **argv)
     if (since) {
         char *end;
         int64_t ts;
+        errno = 0;
         long long id = strtoll(since, &end, 10);
-        if (*since && !*end && id >= 0) {
+        bool digits = *since && strspn(since, "0123456789") == strlen(since);
+        if (digits && errno) {
+            buf_release(&t);
+            return cli_usage_error(c, k, "events: --since '%s' is too large for an event id", since);
+        }
+        if (digits && id >= 0) {
             add_query(&t, "since", since);
         } else if (clock_parse_rfc3339(since, &ts) == 0) {
             add_query(&t, "since", since);
@@ -70,7 +95,7 @@ int cmd_events(cli *c, int argc, char **argv)
                 buf_release(&t);
                 return cli_usage_error(c, k,
                                        "events: --since '%s' is neither an event id, an RFC 3339 time nor a "
-                                       "duration like 10m",
+                                       "duration like 10m (at most 100 years)",
                                        since);
             }
             char tsb[40];
@@ -98,10 +123,25 @@ int cmd_events(cli *c, int argc, char **argv)
             rc = EXIT_REFUSED;
         } else {
             buf b = BUF_INIT;
-            const cJSON *e;
-            cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(j, "events")) event_line(&b, e);
+            const cJSON *e, *evs = cJSON_GetObjectItemCaseSensitive(j, "events");
+            double last_id = 0;
+            cJSON_ArrayForEach(e, evs)
+            {
+                event_line(&b, e);
+                last_id = jnum(e, "id", last_id);
+            }
             if (!b.len && c->verbose >= 0) buf_adds(&b, "no events\n");
             fputs(b.p, stdout);
+            /* a full page: say there may be more, and how to get them */
+            int64_t page = n ? n : 100;
+            if (cJSON_GetArraySize(evs) >= page && c->verbose >= 0) {
+                if (since)
+                    fprintf(stderr, "(showing %lld; there may be more: use --since %.0f)\n", (long long)page,
+                            last_id);
+                else
+                    fprintf(stderr, "(the last %lld; older ones are not shown: use -n N or --since)\n",
+                            (long long)page);
+            }
             buf_release(&b);
             cJSON_Delete(j);
         }

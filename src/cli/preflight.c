@@ -79,19 +79,6 @@ static int judge(pf *f, const preset *p, buf *out, bool *ok)
     return 0;
 }
 
-/* A listener is there: connect(2) to a Unix socket answers at once. */
-static bool daemon_listening(const char *path)
-{
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    if (strlen(path) >= sizeof a.sun_path) return false;
-    strcpy(a.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return false;
-    bool ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    close(fd);
-    return ok;
-}
-
 static void daemon_verdict_text(buf *out, const cJSON *v)
 {
     const char *svc = jstr(v, "service");
@@ -121,23 +108,40 @@ static void daemon_verdict_text(buf *out, const cJSON *v)
     buf_addc(out, '\n');
 }
 
-/* Ask the daemon.  -1: no daemon answered (go standalone); else the exit
- * code, the verdict printed. */
-static int via_daemon(cli *c, const char *svc, const char *mode_id)
+/* Ask the daemon.  -1: no daemon answered, or it reads another
+ * configuration directory than this command (go standalone); else the
+ * exit code, the verdict printed.  cfg: this command's configuration. */
+static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mode_id)
 {
-    char *sock = ctl_socket_path(c);
-    bool up = daemon_listening(sock);
-    free(sock);
-    if (!up) return -1;
     buf body = BUF_INIT;
     buf_adds(&body, svc ? "{\"service\":" : "{\"mode\":");
     buf_json_str(&body, svc ? svc : mode_id);
     buf_addc(&body, '}');
     http_reply r;
-    /* the daemon takes a fresh snapshot: NVML is bounded by nvml_timeout */
+    /* the daemon takes a fresh snapshot: NVML is bounded by nvml_timeout;
+     * no daemon: the connect fails at once */
     int rc = ctl_call(c, "POST", "/preflight", body.p, 15000, true, &r);
     buf_release(&body);
     if (rc) return -1;
+    const char *mine = cfg->config_abs ? cfg->config_abs : cfg->config_dir;
+    if (r.status == 404) {
+        cJSON *ej = cJSON_ParseWithLength(r.body.p, r.body.len);
+        const cJSON *det = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ej, "error"), "detail");
+        const char *theirs = jstr(det, "config_dir");
+        bool other = theirs && mine && strcmp(theirs, mine);
+        cJSON_Delete(ej);
+        if (other) { /* another directory: judge this one here */
+            http_reply_release(&r);
+            return -1;
+        }
+        bool here = svc ? config_preset(cfg, svc) != NULL : config_mode(cfg, mode_id) != NULL;
+        if (here) {
+            fprintf(stderr, "gpumod: preflight: the daemon's configuration has no %s '%s' (run gpumod reload)\n",
+                    svc ? "preset" : "mode", svc ? svc : mode_id);
+            http_reply_release(&r);
+            return EXIT_USAGE;
+        }
+    }
     if (r.status != 200) {
         rc = ctl_fail(&r, "preflight");
         if (r.status == 422) rc = EXIT_USAGE; /* the need cannot be found: as standalone */
@@ -148,6 +152,16 @@ static int via_daemon(cli *c, const char *svc, const char *mode_id)
     if (!j) {
         http_reply_release(&r);
         return EXIT_REFUSED;
+    }
+    const char *theirs = jstr(j, "config_dir");
+    if (theirs && mine && strcmp(theirs, mine)) {
+        /* another directory (--config-dir): the daemon's verdict is about
+         * other presets; judge this one here */
+        if (c->verbose > 0)
+            fprintf(stderr, "gpumod: preflight: the daemon reads %s, not %s: judging standalone\n", theirs, mine);
+        cJSON_Delete(j);
+        http_reply_release(&r);
+        return -1;
     }
     bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "ok"));
     if (c->json) {
@@ -193,18 +207,21 @@ int cmd_preflight(cli *c, int argc, char **argv)
             return cli_usage_error(c, k, "preflight: unexpected argument '%s'", argv[i]);
     }
     if (!svc == !mode_id) return cli_usage_error(c, k, "preflight: give exactly one of --for SERVICE or --mode MODE");
-    if (!standalone) {
-        int drc = via_daemon(c, svc, mode_id);
-        if (drc >= 0) {
-            if (timing) fprintf(stderr, "timing via daemon total %.3f ms\n", clock_mono_ms_f() - t0);
-            return drc;
-        }
-    }
-
+    /* parsed once: for the daemon's socket, to tell whether the daemon
+     * reads this configuration, and for the standalone gate */
     pf f = {.c = c};
     config_opts opts = {.check_files = false};
     config_load(&f.cfg, &c->paths, &opts);
     t_cfg = clock_mono_ms_f();
+    if (!standalone) {
+        ctl_prime_socket(f.cfg.set.socket);
+        int drc = via_daemon(c, &f.cfg, svc, mode_id);
+        if (drc >= 0) {
+            if (timing) fprintf(stderr, "timing via daemon total %.3f ms\n", clock_mono_ms_f() - t0);
+            config_release(&f.cfg);
+            return drc;
+        }
+    }
     int rc = EXIT_OK;
     const preset *p = NULL;
     const mode *m = NULL;

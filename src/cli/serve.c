@@ -19,10 +19,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define SERVE_WAIT_MS 30000
+/* How long the parent waits for the socket: the daemon listens only
+ * after reconcile, which may stop a previous daemon's leftovers
+ * (stop_timeout, then the NVML verify), so the wait grows with those. */
+#define SERVE_WAIT_BASE_MS 30000
+
+/* Every inherited descriptor above stderr (a caller's pipes, sockets,
+ * locks must not live on in the daemon). */
+static void close_from_3(void)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) == 0) return;
+#endif
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536) max = 65536;
+    for (int fd = 3; fd < max; fd++) close(fd);
+}
 
 /* What the child wrote to the log after offset, to stderr. */
 static void print_log_since(const char *log, off_t off)
@@ -72,6 +88,8 @@ int cmd_serve(cli *c, int argc, char **argv)
     char *sock = xstrdup(cfg.set.socket);
     char *logdir = xstrdup(cfg.set.log_dir);
     char *log = xasprintf("%s/gpumod.log", cfg.set.log_dir);
+    int64_t wait_ms = SERVE_WAIT_BASE_MS + cfg.set.supervisor.stop_timeout_ms +
+                      cfg.set.memory.verify_freed_timeout_ms + cfg.set.memory.nvml_timeout_ms;
     config_release(&cfg);
     char err[512];
     int rc = EXIT_REFUSED;
@@ -102,11 +120,12 @@ int cmd_serve(cli *c, int argc, char **argv)
         }
         dup2(lfd, STDOUT_FILENO);
         dup2(lfd, STDERR_FILENO);
-        close(lfd);
+        close_from_3(); /* lfd too */
+        o.chdir_root = true; /* once its paths are absolute: never hold the caller's directory */
         _exit(daemon_run(&o));
     }
     close(lfd);
-    int64_t deadline = clock_mono_ms() + SERVE_WAIT_MS;
+    int64_t deadline = clock_mono_ms() + wait_ms;
     for (;;) {
         int status;
         pid_t w = waitpid(pid, &status, WNOHANG);
@@ -136,7 +155,7 @@ int cmd_serve(cli *c, int argc, char **argv)
             fprintf(stderr,
                     "gpumod: serve: the daemon (pid %ld) did not answer on %s within %d s; it keeps running, its "
                     "log is %s\n",
-                    (long)pid, sock, SERVE_WAIT_MS / 1000, log);
+                    (long)pid, sock, (int)(wait_ms / 1000), log);
             rc = EXIT_TIMEOUT;
             break;
         }

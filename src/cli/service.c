@@ -31,11 +31,12 @@ static void path_for(buf *t, const char *id, const char *suffix)
     if (suffix) buf_adds(t, suffix);
 }
 
-/* GET /services/ID parsed; NULL after printing why (rc set). */
-static cJSON *get_service(cli *c, const char *id, int *rc)
+/* GET /services/ID parsed; NULL after printing why (rc set).  With
+ * with_daemon: {"daemon": {"pid","started"}, "service": ...}. */
+static cJSON *get_service_x(cli *c, const char *id, bool with_daemon, int *rc)
 {
     buf t = BUF_INIT;
-    path_for(&t, id, NULL);
+    path_for(&t, id, with_daemon ? "?daemon=1" : NULL);
     http_reply r;
     *rc = ctl_call(c, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
     buf_release(&t);
@@ -47,6 +48,11 @@ static cJSON *get_service(cli *c, const char *id, int *rc)
         *rc = EXIT_REFUSED;
     http_reply_release(&r);
     return j;
+}
+
+static cJSON *get_service(cli *c, const char *id, int *rc)
+{
+    return get_service_x(c, id, false, rc);
 }
 
 static void need_line(buf *b, const char *label, const cJSON *n)
@@ -184,6 +190,19 @@ static void progress_draw(const cJSON *s, const char *id)
     buf_release(&b);
 }
 
+/* The exit code for a start's error code, as ctl_exit_code maps the
+ * HTTP answer of a waiting start (docs/interfaces.md). */
+static int start_code_exit(const char *code)
+{
+    if (!code) return EXIT_REFUSED;
+    if (!strcmp(code, "shutting_down")) return EXIT_DAEMON;
+    if (!strcmp(code, "not_found") || !strcmp(code, "need_unknown") || !strcmp(code, "config_invalid") ||
+        !strcmp(code, "bad_request"))
+        return EXIT_USAGE;
+    if (!strcmp(code, "timeout")) return EXIT_TIMEOUT;
+    return EXIT_REFUSED; /* gate_refused, port_held, start_failed, conflict, ... */
+}
+
 /* The outcome of start ticket seq (printed); the exit code. */
 static int report_outcome(cli *c, const cJSON *s, const char *id, double t0, bool tty)
 {
@@ -211,7 +230,7 @@ static int report_outcome(cli *c, const cJSON *s, const char *id, double t0, boo
     fprintf(stderr, "gpumod: service start: '%s' %s%s%s%s%s\n", id, outcome ? outcome : "did not start",
             code ? " (" : "", code ? code : "", code ? ")" : "", msg ? ": " : "");
     if (msg) fprintf(stderr, "%s\n", msg);
-    return EXIT_REFUSED;
+    return start_code_exit(code);
 }
 
 static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s)
@@ -246,30 +265,79 @@ static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s)
         return EXIT_OK;
     }
     bool tty = isatty(STDOUT_FILENO) && !c->json && c->verbose >= 0;
-    int64_t deadline = timeout_s > 0 ? clock_mono_ms() + timeout_s * 1000 : INT64_MAX;
+    /* without --timeout: as long as the daemon says the start can take
+     * (its startup_timeout and those ahead of it in the queue), plus a
+     * margin; never forever */
+    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(j, "daemon");
+    double dpid = jnum(dj, "pid", -1);
+    char *dstarted = jstr(dj, "started") ? xstrdup(jstr(dj, "started")) : NULL;
+    int64_t wait_ms = (int64_t)jnum(j, "wait_ms", 0);
+    if (wait_ms <= 0) wait_ms = 600000;
+    int64_t limit_ms = timeout_s > 0 ? timeout_s * 1000 : wait_ms + 30000;
+    int64_t deadline = clock_mono_ms() + limit_ms;
     cJSON *s = cJSON_Duplicate(svc, true);
     cJSON_Delete(j);
+    rc = EXIT_OK;
     for (;;) {
         const cJSON *ls = cJSON_GetObjectItemCaseSensitive(s, "last_start");
-        const char *outcome = jstr(ls, "outcome");
-        if (ls && (uint64_t)jnum(ls, "seq", 0) == seq && outcome && strcmp(outcome, "pending")) break;
+        const char *outcome = jstr(ls, "outcome"), *state = jstr(s, "state");
+        uint64_t lseq = ls && !cJSON_IsNull(ls) ? (uint64_t)jnum(ls, "seq", 0) : 0;
+        if (lseq > seq) {
+            /* someone else's start replaced ours: its outcome is ours now */
+            if (c->verbose >= 0) {
+                if (tty) fputs("\r\033[K", stdout);
+                fprintf(stderr, "gpumod: service start: a newer start of '%s' (#%llu by %s) replaced ticket %llu; "
+                        "waiting for it\n", id, (unsigned long long)lseq, jstr(ls, "origin") ? jstr(ls, "origin") : "?",
+                        (unsigned long long)seq);
+            }
+            seq = lseq;
+        }
+        if (lseq == seq && outcome && strcmp(outcome, "pending")) break;
+        if (lseq < seq && state && (!strcmp(state, "down") || !strcmp(state, "failed"))) {
+            if (tty) fputs("\r\033[K", stdout);
+            fprintf(stderr, "gpumod: service start: '%s' is %s and start ticket %llu is gone (stopped or "
+                    "cancelled meanwhile); see 'gpumod events --service %s'\n", id, state,
+                    (unsigned long long)seq, id);
+            rc = EXIT_REFUSED;
+            break;
+        }
         if (tty) progress_draw(s, id);
         if (clock_mono_ms() >= deadline) {
             if (tty) fputs("\r\033[K", stdout);
             fprintf(stderr,
-                    "gpumod: service start: '%s' is not ready after %lld s (still %s; the start goes on: 'gpumod "
+                    "gpumod: service start: '%s' is not ready after %.0f s (still %s; the start goes on: 'gpumod "
                     "service show %s')\n",
-                    id, (long long)timeout_s, jstr(s, "state") ? jstr(s, "state") : "?", id);
-            cJSON_Delete(s);
-            return EXIT_TIMEOUT;
+                    id, limit_ms / 1000.0, state ? state : "?", id);
+            rc = EXIT_TIMEOUT;
+            break;
         }
         poll(NULL, 0, POLL_MS);
         cJSON_Delete(s);
-        s = get_service(c, id, &rc);
-        if (!s) {
+        cJSON *w = get_service_x(c, id, true, &rc);
+        if (!w) {
             if (tty) fputs("\r\033[K", stdout);
+            free(dstarted);
             return rc;
         }
+        const cJSON *wd = cJSON_GetObjectItemCaseSensitive(w, "daemon");
+        const char *wst = jstr(wd, "started");
+        bool restarted = jnum(wd, "pid", -1) != dpid || !dstarted || !wst || strcmp(wst, dstarted);
+        s = cJSON_DetachItemFromObjectCaseSensitive(w, "service");
+        cJSON_Delete(w);
+        if (restarted || !s) {
+            if (tty) fputs("\r\033[K", stdout);
+            fprintf(stderr, "gpumod: service start: the daemon restarted while '%s' was starting (pid %.0f, "
+                    "now %.0f); start ticket %llu is gone: 'gpumod service show %s' tells the state\n", id, dpid,
+                    jnum(wd, "pid", -1), (unsigned long long)seq, id);
+            cJSON_Delete(s);
+            free(dstarted);
+            return EXIT_DAEMON;
+        }
+    }
+    free(dstarted);
+    if (rc) {
+        cJSON_Delete(s);
+        return rc;
     }
     rc = report_outcome(c, s, id, t0, tty);
     cJSON_Delete(s);

@@ -13,6 +13,7 @@
 #include "util/argsplit.h"
 #include "util/buf.h"
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <stddef.h>
@@ -598,6 +599,14 @@ static void check_cache_type(schema_ctx *c, const ynode *uv, const char *key, co
     buf_release(&b);
 }
 
+/* A host the daemon's health probe can reach without a resolver. */
+static bool host_ok(const char *h)
+{
+    unsigned char a[16];
+    return !strcmp(h, "localhost") || !strcmp(h, "[::]") || inet_pton(AF_INET, h, a) == 1 ||
+           inet_pton(AF_INET6, h, a) == 1;
+}
+
 /* Driver defaults and the rules that need the whole preset. */
 static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
 {
@@ -612,6 +621,11 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
         schema_error(c, ymap_get(root, "id"), "id '%s' is reserved", p->id);
     if (!p->name && p->id) p->name = xstrdup(p->id);
     if (!p->host) p->host = xstrdup("127.0.0.1");
+    if (p->driver != DRV_REMOTE && !host_ok(p->host))
+        schema_error(c, ymap_get(uv, "host") ? ymap_get(uv, "host") : ymap_get(root, "host"),
+                     "host '%s' is not valid: expected a numeric IP address (127.0.0.1, 0.0.0.0, ::1) or localhost "
+                     "(the daemon probes the service's health there)",
+                     p->host);
     for (size_t i = 0; i < p->aliases.n; i++) {
         if (!alias_ok(p->aliases.v[i]))
             schema_error(c, ymap_get(root, "aliases"),

@@ -96,7 +96,7 @@ void restart_decide(const restart_policy_v *p, restart_history *h, int64_t now_m
         if (now_ms - h->at_ms[i] < p->window_ms) h->at_ms[keep++] = h->at_ms[i];
     h->n = keep;
     out->in_window = (int64_t)h->n;
-    if ((int64_t)h->n >= p->max_restarts) {
+    if ((int64_t)h->n >= p->max_restarts || h->n >= RESTART_HISTORY_MAX) {
         out->restart = false;
         out->delay_ms = 0;
         return;
@@ -106,9 +106,5 @@ void restart_decide(const restart_policy_v *p, restart_history *h, int64_t now_m
     if (d > p->backoff_max_ms) d = p->backoff_max_ms;
     out->restart = true;
     out->delay_ms = d;
-    if (h->n == sizeof h->at_ms / sizeof *h->at_ms) { /* full: drop the oldest */
-        for (size_t i = 1; i < h->n; i++) h->at_ms[i - 1] = h->at_ms[i];
-        h->n--;
-    }
     h->at_ms[h->n++] = now_ms + d;
 }

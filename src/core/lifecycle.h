@@ -68,8 +68,12 @@ typedef struct restart_policy_v {
     int64_t backoff_max_ms;
 } restart_policy_v;
 
+/* At least the configured maximum of max_restarts (1000, settings.c and
+ * preset.c): a history that could drop an entry still in the window would
+ * let a crash loop run for ever. */
+#define RESTART_HISTORY_MAX 1024
 typedef struct restart_history {
-    int64_t at_ms[64];  /* times of the recent restarts, oldest first */
+    int64_t at_ms[RESTART_HISTORY_MAX]; /* times of the recent restarts, oldest first */
     size_t n;
 } restart_history;
 
@@ -82,7 +86,8 @@ typedef struct restart_decision {
 /* Decide at now_ms after a failure; when it says restart, the history has
  * the restart appended.  The delay doubles from backoff_initial per
  * restart within the window, capped at backoff_max; at most max_restarts
- * restarts within window_ms, then give up. */
+ * restarts within window_ms, then give up.  A full history (more than
+ * RESTART_HISTORY_MAX restarts in the window) counts as exhausted. */
 void restart_decide(const restart_policy_v *p, restart_history *h, int64_t now_ms, restart_decision *out);
 
 #endif

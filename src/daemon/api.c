@@ -11,10 +11,12 @@
  * that has no natural end: it ends when the client goes (api_abort) or
  * the daemon shuts down (api_close_follows). */
 #include "daemon/api.h"
+#include "daemon/api_modes.h"
 #include "cli/hostview.h"
 #include "daemon/log.h"
 #include "model/need.h"
 #include "util/clock.h"
+#include "util/redact.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -205,17 +207,26 @@ static bool method_is(const req *r, const char *m)
     return r->m->method.len == strlen(m) && !memcmp(r->m->method.p, m, r->m->method.len);
 }
 
+/* Decimal digits only (no sign, no spaces), fitting int64; -1 otherwise. */
+static int64_t digits_int(const char *v)
+{
+    if (!*v) return -1;
+    int64_t x = 0;
+    for (const char *p = v; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        if (x > (INT64_MAX - (*p - '0')) / 10) return -1; /* too large: never clamp */
+        x = x * 10 + (*p - '0');
+    }
+    return x;
+}
+
 /* An unsigned integer query value; -1 when absent, -2 when malformed. */
 static int64_t qint(const req *r, const char *key)
 {
     const char *v = qget(r, key);
     if (!v) return -1;
-    if (!*v) return -2;
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (*end || errno || x < 0) return -2;
-    return x;
+    int64_t x = digits_int(v);
+    return x < 0 ? -2 : x;
 }
 
 /* ---- GET /status, /services -------------------------------------------- */
@@ -363,13 +374,32 @@ static void get_services(req *r)
     buf_release(&b);
 }
 
+/* {"pid","started"}: which daemon answered (a restart changes both). */
+static void daemon_id_json(gpumodd *d, buf *b)
+{
+    buf_printf(b, "{\"pid\":%ld,\"started\":", (long)getpid());
+    ts_json(b, d->started_unix_ms);
+    buf_addc(b, '}');
+}
+
+/* ?daemon=1 wraps the service as {"daemon": {"pid","started"}, "service"}
+ * (a client that polls a start ticket sees a daemon restart). */
 static void get_service(req *r)
 {
+    const char *dq = qget(r, "daemon");
+    bool wrap = dq && (!strcmp(dq, "1") || !strcmp(dq, "true"));
     buf b = BUF_INIT;
-    if (sup_service_json(r->d->sup, r->seg[1], &b) < 0)
+    if (wrap) {
+        buf_adds(&b, "{\"daemon\":");
+        daemon_id_json(r->d, &b);
+        buf_adds(&b, ",\"service\":");
+    }
+    if (sup_service_json(r->d->sup, r->seg[1], &b) < 0) {
         reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", r->seg[1]);
-    else
+    } else {
+        if (wrap) buf_addc(&b, '}');
         reply(r->c, 200, &b);
+    }
     buf_release(&b);
 }
 
@@ -429,6 +459,33 @@ static void op_done(const sup_result *res, void *ud)
     op_free(o);
 }
 
+static int64_t startup_timeout_of(gpumodd *d, const char *id)
+{
+    const preset *p = config_preset(d->cfg, id);
+    int64_t t = p && p->startup_timeout_ms > 0 ? p->startup_timeout_ms : d->cfg->set.supervisor.startup_timeout_ms;
+    return t > 0 ? t : 0;
+}
+
+/* The answer to start?wait=0: the service, its ticket, which daemon
+ * issued it, and wait_ms: the longest the start can take (its own
+ * startup_timeout plus that of every other start ahead of or beside it
+ * for the load slot, plus a stop's worth for the port) — a client's
+ * default deadline. */
+static void ticket_json(gpumodd *d, const char *id, uint64_t seq, buf *b)
+{
+    buf_adds(b, "{\"service\":");
+    if (sup_service_json(d->sup, id, b) < 0) buf_adds(b, "null");
+    buf_printf(b, ",\"start_seq\":%llu,\"daemon\":", (unsigned long long)seq);
+    daemon_id_json(d, b);
+    sup_usage u[MAX_RES];
+    size_t n = sup_usages(d->sup, u, MAX_RES);
+    int64_t wait = startup_timeout_of(d, id);
+    for (size_t i = 0; i < n && i < MAX_RES; i++)
+        if (u[i].state == SVC_STARTING && strcmp(u[i].id, id)) wait += startup_timeout_of(d, u[i].id);
+    wait += d->cfg->set.supervisor.stop_timeout_ms + d->cfg->set.memory.verify_freed_timeout_ms;
+    buf_printf(b, ",\"wait_ms\":%lld}", (long long)wait);
+}
+
 static void post_op(req *r, op_kind op)
 {
     op_req *o = xcalloc(1, sizeof *o);
@@ -459,9 +516,7 @@ static void post_op(req *r, op_kind op)
     if (o->fired) { /* answered at once: ready already, or an error */
         if (o->nowait && o->status >= 200 && o->status < 300) {
             buf b = BUF_INIT;
-            buf_adds(&b, "{\"service\":");
-            if (sup_service_json(r->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
-            buf_printf(&b, ",\"start_seq\":%llu}", (unsigned long long)seq);
+            ticket_json(r->d, o->id, seq, &b);
             reply(r->c, o->status, &b);
             buf_release(&b);
         } else {
@@ -472,9 +527,7 @@ static void post_op(req *r, op_kind op)
     }
     if (o->nowait) {
         buf b = BUF_INIT;
-        buf_adds(&b, "{\"service\":");
-        if (sup_service_json(r->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
-        buf_printf(&b, ",\"start_seq\":%llu}", (unsigned long long)seq);
+        ticket_json(r->d, o->id, seq, &b);
         reply(r->c, 202, &b);
         buf_release(&b);
         o->answered = true; /* op_done frees it when the start ends */
@@ -483,17 +536,47 @@ static void post_op(req *r, op_kind op)
 
 /* ---- logs -------------------------------------------------------------- */
 
+/* A follow stream may queue at most this much for a reader that does not
+ * read; past it the stream says where it stopped and ends, and the
+ * client follows again with after= (the daemon's memory stays bounded). */
+#define FOLLOW_MAX_QUEUED ((size_t)1 << 20)
+/* A line longer than this is redacted and sent in pieces (a secret never
+ * spans lines, but one may span such a cut: rare, bounded). */
+#define FOLLOW_MAX_PARTIAL ((size_t)64 << 10)
+
 typedef struct api_follow {
     gpumodd *d;
     srv_conn *c;
     sup_log_watch *w;
+    buf partial;     /* the last line so far, held until its '\n' (redaction works on lines) */
+    uint64_t offset; /* the log offset just after what has been received */
     struct api_follow *next;
 } api_follow;
 
-static void follow_chunk(const char *id, const char *data, size_t len, void *ud)
+/* Redacted, then on the wire. */
+static void write_redacted(srv_conn *c, const char *data, size_t len)
 {
-    api_follow *f = ud;
-    srv_write(f->c, data, len);
+    if (!len) return;
+    size_t n = 0;
+    char *red = redact_text(data, len, &n);
+    srv_write(c, red, n);
+    free(red);
+}
+
+/* Send every whole line of f->partial + data, keep the rest. */
+static void follow_feed(api_follow *f, const char *data, size_t len)
+{
+    buf_add(&f->partial, data, len);
+    f->offset += len;
+    const char *nl = f->partial.len ? memrchr(f->partial.p, '\n', f->partial.len) : NULL;
+    size_t whole = nl ? (size_t)(nl - f->partial.p) + 1 : 0;
+    if (!whole && f->partial.len > FOLLOW_MAX_PARTIAL) whole = f->partial.len;
+    if (!whole) return;
+    write_redacted(f->c, f->partial.p, whole);
+    size_t rest = f->partial.len - whole;
+    memmove(f->partial.p, f->partial.p + whole, rest);
+    f->partial.len = rest;
+    f->partial.p[rest] = '\0';
 }
 
 static void follow_end(gpumodd *d, api_follow *f)
@@ -505,7 +588,30 @@ static void follow_end(gpumodd *d, api_follow *f)
         }
     if (f->w) sup_log_watch_remove(d->sup, f->w);
     srv_end(f->c);
+    buf_release(&f->partial);
     free(f);
+}
+
+static void follow_chunk(const char *id, const char *data, size_t len, void *ud)
+{
+    api_follow *f = ud;
+    if (srv_conn_queued(f->c) > FOLLOW_MAX_QUEUED) {
+        /* the reader stopped reading: say where to resume, and end */
+        uint64_t at = f->offset - f->partial.len;
+        buf m = BUF_INIT;
+        buf_printf(&m,
+                   "%s[gpumod: the reader fell %zu bytes behind; this stream ends at offset %llu: follow again "
+                   "with after=%llu]\n",
+                   f->partial.len ? "\n" : "", srv_conn_queued(f->c), (unsigned long long)at,
+                   (unsigned long long)at);
+        srv_write(f->c, m.p, m.len);
+        buf_release(&m);
+        log_warn("logs of '%s': a follow stream fell more than %zu bytes behind; ended it at offset %llu", id,
+                 FOLLOW_MAX_QUEUED, (unsigned long long)at);
+        follow_end(f->d, f);
+        return;
+    }
+    follow_feed(f, data, len);
 }
 
 void api_abort(srv_conn *c, void *ud)
@@ -522,7 +628,12 @@ void api_abort(srv_conn *c, void *ud)
 
 void api_close_follows(gpumodd *d)
 {
-    while (d->follows) follow_end(d, d->follows);
+    while (d->follows) {
+        api_follow *f = d->follows;
+        write_redacted(f->c, f->partial.p, f->partial.len); /* the last partial line: the stream ends here */
+        f->partial.len = 0;
+        follow_end(d, f);
+    }
 }
 
 static void get_logs(req *r)
@@ -536,6 +647,13 @@ static void get_logs(req *r)
         reply_error(r->c, 400, "bad_request", NULL, "logs: n and after must be non-negative integers");
         return;
     }
+    if (follow && d->shutting_down) {
+        /* api_close_follows has run: a stream opened now would hold the
+         * server open and the daemon's exit with it */
+        reply_error(r->c, 503, "shutting_down", NULL, "logs of '%s': the daemon is shutting down; no new follow",
+                    id);
+        return;
+    }
     buf out = BUF_INIT;
     uint64_t next = 0;
     size_t lines = n >= 0 ? (size_t)n : after >= 0 ? 0 : 100;
@@ -545,15 +663,17 @@ static void get_logs(req *r)
         return;
     }
     if (!follow) {
+        char *red = redact_text(out.p, out.len, NULL);
         buf b = BUF_INIT;
         buf_adds(&b, "{\"id\":");
         buf_json_str(&b, id);
         buf_printf(&b, ",\"next\":%llu,\"data\":", (unsigned long long)next);
-        buf_json_str(&b, out.p);
+        buf_json_str(&b, red);
         buf_addc(&b, '}');
         reply(r->c, 200, &b);
         buf_release(&b);
         buf_release(&out);
+        free(red);
         return;
     }
     /* the tail now, then every chunk as it comes: nothing happens on the
@@ -562,11 +682,12 @@ static void get_logs(req *r)
         buf_release(&out);
         return;
     }
-    srv_write(r->c, out.p, out.len);
-    buf_release(&out);
     api_follow *f = xcalloc(1, sizeof *f);
     f->d = d;
     f->c = r->c;
+    f->offset = next - out.len;
+    follow_feed(f, out.p, out.len);
+    buf_release(&out);
     f->next = d->follows;
     d->follows = f;
     f->w = sup_log_watch_add(d->sup, id, follow_chunk, f);
@@ -580,18 +701,23 @@ static void get_events(req *r)
     store_event_query q = {0};
     const char *since = qget(r, "since");
     int64_t limit = qint(r, "limit");
-    if (limit == -2 || limit > 10000) {
-        reply_error(r->c, 400, "bad_request", NULL, "events: limit must be an integer from 0 to 10000");
+    if (limit == -2 || limit == 0 || limit > 10000) {
+        reply_error(r->c, 400, "bad_request", NULL, "events: limit must be an integer from 1 to 10000, not '%s'",
+                    qget(r, "limit"));
         return;
     }
     q.limit = limit > 0 ? (size_t)limit : 100;
     if (since && *since) {
-        char *end;
-        long long id = strtoll(since, &end, 10);
+        int64_t id = digits_int(since);
         int64_t ts;
-        if (!*end && id >= 0)
+        bool all_digits = strspn(since, "0123456789") == strlen(since);
+        if (id >= 0)
             q.since_id = id;
-        else if (clock_parse_rfc3339(since, &ts) == 0)
+        else if (all_digits) {
+            reply_error(r->c, 400, "bad_request", NULL, "events: since '%s' is too large for an event id",
+                        since);
+            return;
+        } else if (clock_parse_rfc3339(since, &ts) == 0)
             q.since_ts_ms = ts;
         else {
             reply_error(r->c, 400, "bad_request", NULL,
@@ -644,6 +770,23 @@ static int pf_judge(gpumodd *d, const preset *p, const snapshot *s, reservation 
     return 0;
 }
 
+static const char *pf_config_dir(gpumodd *d)
+{
+    return d->cfg->config_abs ? d->cfg->config_abs : d->cfg->config_dir;
+}
+
+/* 404 with the configuration directory in the detail (the CLI tells a
+ * daemon reading another directory from a preset it has not loaded). */
+static void pf_not_found(pf_req *f, const char *what, const char *id)
+{
+    buf det = BUF_INIT;
+    buf_adds(&det, "{\"config_dir\":");
+    buf_json_str(&det, pf_config_dir(f->d));
+    buf_addc(&det, '}');
+    reply_error(f->c, 404, "not_found", det.p, "no %s '%s' in %s", what, id, f->d->cfg->config_dir);
+    buf_release(&det);
+}
+
 static void pf_snapshot(const snapshot *s, void *ud)
 {
     pf_req *f = ud;
@@ -657,16 +800,24 @@ static void pf_snapshot(const snapshot *s, void *ud)
     if (f->service) {
         const preset *p = config_preset(d->cfg, f->service);
         if (!p) {
-            reply_error(f->c, 404, "not_found", NULL, "no preset '%s' in %s", f->service, d->cfg->config_dir);
+            pf_not_found(f, "preset", f->service);
         } else if (pf_judge(d, p, s, res, &nres, nd, &b, &ok, err, sizeof err)) {
             reply_error(f->c, 422, "need_unknown", NULL, "%s", err);
         } else {
+            /* which configuration judged it: the CLI falls back to its own
+             * when it reads another directory */
+            if (b.len && b.p[b.len - 1] == '}') {
+                b.len--;
+                buf_adds(&b, ",\"config_dir\":");
+                buf_json_str(&b, pf_config_dir(d));
+                buf_addc(&b, '}');
+            }
             reply(f->c, 200, &b);
         }
     } else {
         const mode *m = strcmp(f->mode, "none") ? config_mode(d->cfg, f->mode) : NULL;
         if (!m && strcmp(f->mode, "none")) {
-            reply_error(f->c, 404, "not_found", NULL, "no mode '%s' in %s", f->mode, d->cfg->config_dir);
+            pf_not_found(f, "mode", f->mode);
             goto out;
         }
         buf_adds(&b, "{\"mode\":");
@@ -687,7 +838,9 @@ static void pf_snapshot(const snapshot *s, void *ud)
                 }
                 all_ok = all_ok && one_ok;
             }
-        buf_printf(&b, "],\"ok\":%s}", all_ok ? "true" : "false");
+        buf_printf(&b, "],\"ok\":%s,\"config_dir\":", all_ok ? "true" : "false");
+        buf_json_str(&b, pf_config_dir(d));
+        buf_addc(&b, '}');
         reply(f->c, 200, &b);
     }
 out:
@@ -795,30 +948,15 @@ static void get_modes(req *r)
     buf_release(&b);
 }
 
-static void get_mode_current(req *r)
-{
-    gpumodd *d = r->d;
-    const char *ids[MAX_RES];
-    size_t nrun = running_set(d, ids, MAX_RES);
-    const char *cur = current_mode(d, ids, nrun);
-    buf b = BUF_INIT;
-    buf_adds(&b, "{\"mode\":");
-    str_or_null(&b, cur);
-    buf_adds(&b, ",\"running\":[");
-    for (size_t i = 0; i < nrun; i++) {
-        if (i) buf_addc(&b, ',');
-        buf_json_str(&b, ids[i]);
-    }
-    /* the last committed mode comes with mode switching (issue 5) */
-    buf_adds(&b, "],\"base_mode\":null}");
-    reply(r->c, 200, &b);
-    buf_release(&b);
-}
+/* GET /modes/current, POST /modes/switch, GET /switches: src/daemon/api_modes.c */
+static void get_mode_current(req *r) { api_modes_current(r->d, r->c); }
+static void post_mode_switch(req *r) { api_modes_switch(r->d, r->c, r->body, qget(r, "origin")); }
+static void get_switches(req *r) { api_switches(r->d, r->c, qget(r, "limit")); }
 
 static void not_built(req *r)
 {
     reply_error(r->c, 501, "not_implemented", NULL,
-                "%.*s %s: mode switching comes with issue 5; this daemon does not do it yet",
+                "%.*s %s: comes with a later issue (the router: issue 6, results: issue 7); this daemon does not do it yet",
                 (int)r->m->method.len, r->m->method.p, r->path);
 }
 
@@ -839,6 +977,11 @@ static void diags_json(buf *b, const config *cfg, diag_level lv)
         buf_addc(b, '}');
     }
     buf_addc(b, ']');
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return !strcmp(a ? a : "", b ? b : "");
 }
 
 static void record_event(gpumodd *d, const char *reason, const char *data)
@@ -901,6 +1044,18 @@ void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
         strv_pushf(&notes, "socket changed to '%s': takes effect when the daemon restarts", nc->set.socket);
     if (strcmp(nc->set.state_dir, d->state_dir))
         strv_pushf(&notes, "state_dir changed to '%s': takes effect when the daemon restarts", nc->set.state_dir);
+    if (strcmp(nc->set.log_dir, d->log_dir))
+        strv_pushf(&notes, "log_dir changed to '%s': takes effect when the daemon restarts", nc->set.log_dir);
+    const settings *os = &d->cfg->set;
+    if (!str_eq(nc->set.socket_group, os->socket_group))
+        strv_pushf(&notes, "socket_group changed to '%s': takes effect when the daemon restarts",
+                   nc->set.socket_group ? nc->set.socket_group : "");
+    if (nc->set.memory.nvml_timeout_ms != os->memory.nvml_timeout_ms)
+        strv_pushf(&notes, "memory.nvml_timeout changed to %lld ms: takes effect when the daemon restarts",
+                   (long long)nc->set.memory.nvml_timeout_ms);
+    if (nc->set.supervisor.runner != os->supervisor.runner)
+        strv_pushf(&notes, "supervisor.runner changed to '%s': takes effect when the daemon restarts",
+                   nc->set.supervisor.runner == RUNNER_SYSTEMD ? "systemd" : "spawn");
     config *old = d->cfg;
     d->cfg = nc;
     config_release(old);
@@ -976,7 +1131,8 @@ static const route routes[] = {
     {"POST", {"preflight"}, post_preflight},
     {"GET", {"modes"}, get_modes},
     {"GET", {"modes", "current"}, get_mode_current},
-    {"POST", {"modes", "switch"}, not_built},
+    {"POST", {"modes", "switch"}, post_mode_switch},
+    {"GET", {"switches"}, get_switches},
     {"POST", {"reload"}, post_reload},
     {"GET", {"route", "default"}, not_built},
     {"PUT", {"route", "default"}, not_built},

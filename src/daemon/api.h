@@ -19,6 +19,7 @@
 #include "util/buf.h"
 
 struct api_follow;
+struct swx; /* src/daemon/switch.h */
 
 typedef struct gpumodd {
     uv_loop_t *loop;
@@ -35,6 +36,7 @@ typedef struct gpumodd {
     bool shutting_down;
     struct api_follow *follows; /* open `logs?follow=1` streams */
     bool snap_pending;          /* a background snapshot for status is being taken */
+    struct swx *sw;             /* the mode-switch executor; NULL until reconcile is done */
 } gpumodd;
 
 /* srv_opts.on_request / on_abort (ud = the gpumodd). */

@@ -18,6 +18,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/pidlock.h"
+#include "daemon/switch.h"
 #include "util/buf.h"
 #include "util/clock.h"
 
@@ -47,6 +48,9 @@ typedef struct dmn {
     char *group_name; /* socket_group resolved at start */
     gid_t group_gid;
     bool group_ok;
+    int64_t refused_logged_ms; /* the last "refused a client" line */
+    unsigned long long refused_quiet;
+    int signals; /* SIGTERM/SIGINT received */
 } dmn;
 
 int daemon_mkdirs(const char *path, unsigned perm, char *err, size_t errlen)
@@ -74,6 +78,41 @@ int daemon_mkdirs(const char *path, unsigned perm, char *err, size_t errlen)
     return 0;
 }
 
+int daemon_group_can_reach(const char *path, gid_t gid, char *why, size_t whylen)
+{
+    char *p = xstrdup(path);
+    int ok = 1;
+    for (char *slash = strrchr(p, '/'); slash; slash = strrchr(p, '/')) {
+        if (slash == p) slash[1] = '\0'; /* "/" itself */
+        else *slash = '\0';
+        struct stat st;
+        if (stat(p, &st)) {
+            snprintf(why, whylen, "cannot stat '%s': %s", p, strerror(errno));
+            ok = -1;
+            break;
+        }
+        bool x = (st.st_mode & S_IXOTH) || (st.st_gid == gid && (st.st_mode & S_IXGRP));
+        if (!x) {
+            snprintf(why, whylen, "directory '%s' (mode %04o, group %ld) is not searchable by group %ld", p,
+                     (unsigned)(st.st_mode & 07777), (long)st.st_gid, (long)gid);
+            ok = 0;
+            break;
+        }
+        if (slash == p) break;
+    }
+    free(p);
+    return ok;
+}
+
+/* path made absolute against the current directory (caller frees) */
+static char *abs_path(const char *path)
+{
+    if (path[0] == '/') return xstrdup(path);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd)) return xstrdup(path);
+    return xasprintf("%s/%s", cwd, path);
+}
+
 /* gpumod-exec next to this binary (a build tree, or a prefix whose
  * libexec is beside bin), else the configured LIBEXECDIR. */
 static char *find_exec_helper(void)
@@ -95,37 +134,78 @@ static char *find_exec_helper(void)
 
 /* ---- who may use the socket -------------------------------------------- */
 
-static bool in_supplementary(pid_t pid, gid_t gid)
+/* Fallback for a kernel without SO_PEERGROUPS: the Groups: line of
+ * /proc/PID/status, read whole (getline: no line length limit).  1 a
+ * member, 0 not, -1 unknown (unreadable, or a malformed number: never
+ * guess from a cut one). */
+static int proc_in_group(pid_t pid, gid_t gid)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
     FILE *f = fopen(path, "re");
-    if (!f) return false;
-    char line[4096];
-    bool found = false;
-    while (fgets(line, sizeof line, f)) {
+    if (!f) return -1;
+    char *line = NULL;
+    size_t cap = 0;
+    int found = -1;
+    while (getline(&line, &cap, f) > 0) {
         if (strncmp(line, "Groups:", 7)) continue;
+        found = 0;
         char *p = line + 7, *end;
         for (;;) {
+            while (*p == ' ' || *p == '\t') p++;
+            if (!*p || *p == '\n') break;
+            errno = 0;
             unsigned long g = strtoul(p, &end, 10);
-            if (end == p) break;
-            if ((gid_t)g == gid) found = true;
+            if (end == p || errno || (*end && *end != ' ' && *end != '\t' && *end != '\n')) {
+                found = -1;
+                break;
+            }
+            if ((gid_t)g == gid) found = 1;
             p = end;
         }
         break;
     }
+    free(line);
     fclose(f);
     return found;
 }
+
+/* Whether the peer is in group gid: its primary group, else its
+ * supplementary groups as the kernel gave them at accept
+ * (SO_PEERGROUPS), else (older kernels) /proc. */
+static bool peer_in_group(const srv_peer *peer, gid_t gid)
+{
+    if (peer->gid == gid) return true;
+    if (peer->groups_known) {
+        for (size_t i = 0; i < peer->ngroups; i++)
+            if (peer->groups[i] == gid) return true;
+        return false;
+    }
+    return proc_in_group(peer->pid, gid) == 1;
+}
+
+#define REFUSED_LOG_EVERY_MS 10000
 
 static bool allow_peer(const srv_peer *peer, void *ud)
 {
     dmn *m = ud;
     if (peer->uid == 0 || peer->uid == geteuid()) return true;
-    if (m->group_ok && (peer->gid == m->group_gid || in_supplementary(peer->pid, m->group_gid))) return true;
+    if (m->group_ok && peer_in_group(peer, m->group_gid)) return true;
+    /* a client retrying in a loop must not flood the log: one line per
+     * REFUSED_LOG_EVERY_MS, with how many were not logged */
+    int64_t now = clock_mono_ms();
+    if (m->refused_logged_ms && now - m->refused_logged_ms < REFUSED_LOG_EVERY_MS) {
+        m->refused_quiet++;
+        return false;
+    }
     log_warn("control socket: refused a client with uid %ld gid %ld (pid %ld): not the daemon's user, root or "
-             "a member of socket_group",
-             (long)peer->uid, (long)peer->gid, (long)peer->pid);
+             "a member of socket_group%s",
+             (long)peer->uid, (long)peer->gid, (long)peer->pid, m->group_ok ? "" : " (none is set)");
+    if (m->refused_quiet)
+        log_warn("control socket: %llu more refused clients were not logged in the last %d s",
+                 (unsigned long long)m->refused_quiet, REFUSED_LOG_EVERY_MS / 1000);
+    m->refused_quiet = 0;
+    m->refused_logged_ms = now;
     return false;
 }
 
@@ -215,6 +295,7 @@ static void shutdown_daemon(dmn *m, const char *why)
         m->pending_closes++;
         watchdog_close(m->g.wd, wd_closed, m);
     }
+    if (m->g.sw) switch_shutdown(m->g.sw); /* a switch in flight is abandoned: journal `interrupted` */
     sup_shutdown(m->g.sup, step_done, m);
 }
 
@@ -229,7 +310,14 @@ static void on_signal(uv_signal_t *h, int signum)
         buf_release(&out);
         return;
     }
-    shutdown_daemon(m, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    const char *name = signum == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (++m->signals >= 2 && m->g.shutting_down) {
+        /* the operator insists: no more grace periods */
+        log_warn("%s again: hurrying the shutdown: SIGKILL to every service group now, no NVML verify", name);
+        if (m->g.sup) sup_hurry(m->g.sup);
+        return;
+    }
+    shutdown_daemon(m, name);
 }
 
 static void on_wd_timer(uv_timer_t *t)
@@ -261,10 +349,26 @@ static int start_listening(dmn *m)
     if (slash && slash != dir) {
         *slash = '\0';
         struct stat st;
-        if (stat(dir, &st) && daemon_mkdirs(dir, 0700, err, sizeof err)) {
-            log_error("control socket: %s", err);
-            free(dir);
-            return -1;
+        if (stat(dir, &st)) {
+            /* ours to create: with socket_group, its members must be able
+             * to enter every directory we make (0750, that group); else
+             * only us */
+            for (char *q = dir + 1;; q++) {
+                if (*q != '/' && *q) continue;
+                char c = *q;
+                *q = '\0';
+                if (mkdir(dir, m->group_ok ? 0750 : 0700) == 0) {
+                    if (m->group_ok && (chown(dir, (uid_t)-1, m->group_gid) || chmod(dir, 0750)))
+                        log_warn("control socket: cannot give directory '%s' to group '%s': %s", dir, m->group_name,
+                                 strerror(errno));
+                } else if (errno != EEXIST) {
+                    log_error("control socket: cannot create directory '%s': %s", dir, strerror(errno));
+                    free(dir);
+                    return -1;
+                }
+                *q = c;
+                if (!c) break;
+            }
         }
     }
     free(dir);
@@ -277,6 +381,11 @@ static int start_listening(dmn *m)
         if (chown(g->socket_path, (uid_t)-1, m->group_gid) || chmod(g->socket_path, 0660))
             log_warn("control socket '%s': cannot give it to group '%s': %s", g->socket_path, m->group_name,
                      strerror(errno));
+        char why[512];
+        if (daemon_group_can_reach(g->socket_path, m->group_gid, why, sizeof why) == 0)
+            log_warn("control socket '%s': members of socket_group '%s' cannot reach it: %s; set `socket:` to a "
+                     "path in a directory they can enter (e.g. /run/gpumod/gpumod.sock)",
+                     g->socket_path, m->group_name, why);
     }
     m->listening = true;
     return 0;
@@ -293,6 +402,9 @@ static void reconciled(void *ud)
         return;
     }
     g->wd = watchdog_new(&m->loop, g->sup, g->hm, &g->cfg->set, NULL);
+    switch_env se = {.loop = &m->loop, .sup = g->sup, .hm = g->hm, .st = g->st, .cfg = &g->cfg,
+                     .on_event = on_event, .ud = m};
+    g->sw = switch_new(&se);
     if (start_listening(m)) {
         m->exit_code = 1;
         shutdown_daemon(m, "cannot listen");
@@ -312,6 +424,8 @@ static void reconciled(void *ud)
     }
     log_info("gpumod %s ready: pid %ld, socket %s, config %s, state %s, %zu presets, %zu modes", GPUMOD_VERSION,
              (long)getpid(), g->socket_path, g->cfg->config_dir, g->state_dir, g->cfg->n_presets, g->cfg->n_modes);
+    /* a journal a crash left open, then switch.startup_mode, through a switch (docs/modes.md) */
+    switch_startup(g->sw);
 }
 
 int daemon_run(const daemon_opts *o)
@@ -342,9 +456,23 @@ int daemon_run(const daemon_opts *o)
         log_warn("config: %s:%d:%d: %s", d->pos.file ? d->pos.file : "-", d->pos.line, d->pos.col, d->msg);
     }
     const settings *set = &g->cfg->set;
-    g->state_dir = xstrdup(set->state_dir);
-    g->log_dir = xstrdup(set->log_dir);
-    g->socket_path = xstrdup(set->socket);
+    g->state_dir = o->chdir_root ? abs_path(set->state_dir) : xstrdup(set->state_dir);
+    g->log_dir = o->chdir_root ? abs_path(set->log_dir) : xstrdup(set->log_dir);
+    g->socket_path = o->chdir_root ? abs_path(set->socket) : xstrdup(set->socket);
+    if (o->chdir_root) {
+        /* a detached daemon must not pin the directory it was started in;
+         * what reload re-reads is made absolute first */
+        if (g->paths.config_dir && g->paths.config_dir[0] != '/') {
+            char *cd = abs_path(g->paths.config_dir);
+            free((char *)g->paths.config_dir);
+            g->paths.config_dir = cd;
+        }
+        free((char *)g->paths.state_dir);
+        g->paths.state_dir = xstrdup(g->state_dir);
+        free((char *)g->paths.socket);
+        g->paths.socket = xstrdup(g->socket_path);
+        if (chdir("/")) fprintf(stderr, "gpumod: serve: chdir /: %s\n", strerror(errno));
+    }
     m->run_dir = xasprintf("%s/run", g->state_dir);
     if (daemon_mkdirs(g->state_dir, 0700, err, sizeof err) || daemon_mkdirs(g->log_dir, 0700, err, sizeof err) ||
         daemon_mkdirs(m->run_dir, 0700, err, sizeof err)) {
@@ -418,6 +546,8 @@ int daemon_run(const daemon_opts *o)
     sup_reconcile(g->sup, reconciled, m);
 
     uv_run(&m->loop, UV_RUN_DEFAULT);
+    switch_free(g->sw);
+    g->sw = NULL;
     if (uv_loop_close(&m->loop) == UV_EBUSY) log_warn("loop closed with handles still open");
     rc = m->exit_code;
     log_info("gpumod stopped (exit %d)", rc);

@@ -6,12 +6,14 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "config/config.h"
 
 typedef struct daemon_opts {
     config_paths paths; /* borrowed; strings must outlive daemon_run */
     bool verbose;       /* debug lines in the log */
+    bool chdir_root;    /* detached: chdir("/") once every path is made absolute */
 } daemon_opts;
 
 /* Run until SIGTERM/SIGINT (or a fatal error before listening).  Returns
@@ -23,5 +25,11 @@ int daemon_run(const daemon_opts *o);
 
 /* mkdir -p, perm for every directory it creates.  0, or -1 with err. */
 int daemon_mkdirs(const char *path, unsigned perm, char *err, size_t errlen);
+
+/* Whether members of group gid can traverse every directory above path
+ * (search permission for "other", or for the group on a directory of
+ * that group): 1 yes, 0 no (why says which directory), -1 unknown (why
+ * says what failed). */
+int daemon_group_can_reach(const char *path, gid_t gid, char *why, size_t whylen);
 
 #endif

@@ -24,6 +24,7 @@ struct health_probe {
     http_parser hp;
     health_cb cb;
     void *ud;
+    char fail[128]; /* a connect that failed at once: reported from the timer */
 };
 
 static const http_limits limits = {.max_head = 16 * 1024, .max_fields = 100, .max_target = 8192, .max_body = 1 << 20};
@@ -51,7 +52,8 @@ static void finish(health_probe *p, int status, const char *err)
 
 static void on_timeout(uv_timer_t *t)
 {
-    finish(t->data, 0, "timed out");
+    health_probe *p = t->data;
+    finish(p, 0, p->fail[0] ? p->fail : "timed out");
 }
 
 static void on_alloc(uv_handle_t *h, size_t sugg, uv_buf_t *b)
@@ -119,18 +121,33 @@ static void on_connect(uv_connect_t *c, int status)
     }
 }
 
+/* The address probed for host; h gets the literal used (for Host:). */
+static int probe_addr(const char *host, int port, struct sockaddr_storage *sa, const char **h, char *err,
+                      size_t errlen)
+{
+    *h = host && *host ? host : "127.0.0.1";
+    if (!strcmp(*h, "localhost") || !strcmp(*h, "0.0.0.0")) *h = "127.0.0.1";
+    if (!strcmp(*h, "::") || !strcmp(*h, "[::]")) *h = "::1";
+    if (uv_ip4_addr(*h, port, (struct sockaddr_in *)sa) != 0 && uv_ip6_addr(*h, port, (struct sockaddr_in6 *)sa) != 0) {
+        errf(err, errlen, "host '%s' is not a numeric IP address or localhost", host ? host : "");
+        return -1;
+    }
+    return 0;
+}
+
+int health_check_host(const char *host, char *err, size_t errlen)
+{
+    struct sockaddr_storage sa;
+    const char *h;
+    return probe_addr(host, 1, &sa, &h, err, errlen);
+}
+
 health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char *path, int64_t timeout_ms,
                          health_cb cb, void *ud, char *err, size_t errlen)
 {
     struct sockaddr_storage sa;
-    const char *h = host && *host ? host : "127.0.0.1";
-    if (!strcmp(h, "localhost") || !strcmp(h, "0.0.0.0")) h = "127.0.0.1";
-    if (!strcmp(h, "::") || !strcmp(h, "[::]")) h = "::1";
-    if (uv_ip4_addr(h, port, (struct sockaddr_in *)&sa) != 0 &&
-        uv_ip6_addr(h, port, (struct sockaddr_in6 *)&sa) != 0) {
-        errf(err, errlen, "health probe: host '%s' is not a numeric address", host);
-        return NULL;
-    }
+    const char *h;
+    if (probe_addr(host, port, &sa, &h, err, errlen) != 0) return NULL;
     health_probe *p = xcalloc(1, sizeof *p);
     p->cb = cb;
     p->ud = ud;
@@ -148,6 +165,7 @@ health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char
     int rc = uv_tcp_connect(&p->conn, &p->tcp, (const struct sockaddr *)&sa, on_connect);
     if (rc < 0) {
         /* report on the loop, like every other outcome: finish from the timer */
+        snprintf(p->fail, sizeof p->fail, "cannot connect: %s", uv_strerror(rc));
         uv_timer_start(&p->timer, on_timeout, 0, 0);
     }
     return p;

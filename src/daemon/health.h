@@ -23,6 +23,13 @@ typedef void (*health_cb)(int status, const char *err, void *ud);
 health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char *path, int64_t timeout_ms,
                          health_cb cb, void *ud, char *err, size_t errlen);
 
+/* 0 when health_get would accept host (numeric IPv4/IPv6, "localhost", a
+ * wildcard, NULL or "" for 127.0.0.1), else -1 with err ("host 'x' is not
+ * a numeric IP address or localhost").  For admission and config checks:
+ * a host the probe cannot reach must fail a start at once, not after
+ * startup_timeout. */
+int health_check_host(const char *host, char *err, size_t errlen);
+
 /* No callback after this; the probe frees itself once its handles close. */
 void health_cancel(health_probe *p);
 

@@ -1,15 +1,16 @@
 /* log.c - the daemon's stderr log (see log.h).
  *
- * Each message is split into words, redacted as an argv is (so "--api-key
- * X" and "HF_TOKEN=X" never reach the log whatever path built the
- * message), control characters are escaped (a log line is one line), and
+ * Each message goes through redact_text (so "--api-key X", "HF_TOKEN=X"
+ * on any line of a quoted log tail, "Authorization: Bearer X" never reach
+ * the log whatever path built the message), then control characters are
+ * escaped (a log line is one line; redaction runs first, so a newline
+ * still separates the lines it judges), and
  * the whole line goes out in one write so lines of concurrent writers
  * (gpumod-exec shares no stderr with us, but a forked child might) never
  * interleave. */
 #include "daemon/log.h"
 #include "util/buf.h"
 #include "util/redact.h"
-#include "util/strv.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,27 +30,17 @@ void log_set_level(log_level lv)
 
 char *log_clean(const char *msg)
 {
-    strv words = STRV_INIT;
-    const char *p = msg;
-    while (*p) {
-        const char *q = p;
-        while (*q && *q != ' ')
-            q++;
-        strv_push_own(&words, xstrndup(p, (size_t)(q - p)));
-        p = *q ? q + 1 : q;
-    }
-    redact_argv(&words);
+    size_t n;
+    char *red = redact_text(msg, strlen(msg), &n);
     buf out = BUF_INIT;
-    for (size_t i = 0; i < words.n; i++) {
-        if (i) buf_addc(&out, ' ');
-        for (const unsigned char *c = (const unsigned char *)words.v[i]; *c; c++) {
-            if (*c < 0x20 || *c == 0x7f)
-                buf_printf(&out, "\\x%02x", *c);
-            else
-                buf_addc(&out, (char)*c);
-        }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)red[i];
+        if (c < 0x20 || c == 0x7f)
+            buf_printf(&out, "\\x%02x", c);
+        else
+            buf_addc(&out, (char)c);
     }
-    strv_release(&words);
+    free(red);
     return buf_detach(&out);
 }
 

@@ -10,7 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/* A log file that could not be (re)opened is retried on a later write, at
+ * most this often: a full disk or a removed directory must not end file
+ * logging for the daemon's lifetime, nor cost an open() per chunk. */
+#ifndef LOGRING_RETRY_MS
+#define LOGRING_RETRY_MS 1000
+#endif
 
 struct logring {
     char *data; /* LOGRING_SIZE */
@@ -19,16 +27,26 @@ struct logring {
     int fd;
     int64_t max_bytes, keep;
     uint64_t file_size;
+    int64_t retry_at_ms; /* mono: when a failed open may be tried again */
     char err[256];
 };
+
+static int64_t now_ms_(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void open_file(logring *r)
 {
     r->fd = open(r->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (r->fd < 0) {
         snprintf(r->err, sizeof r->err, "cannot open log '%s': %s", r->path, strerror(errno));
+        r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;
         return;
     }
+    r->err[0] = 0;
     struct stat st;
     r->file_size = fstat(r->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
@@ -62,7 +80,10 @@ static void rotate(logring *r)
     r->fd = -1;
     if (r->keep == 0) {
         r->fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0640);
-        if (r->fd < 0) snprintf(r->err, sizeof r->err, "cannot truncate log '%s': %s", r->path, strerror(errno));
+        if (r->fd < 0) {
+            snprintf(r->err, sizeof r->err, "cannot truncate log '%s': %s", r->path, strerror(errno));
+            r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;
+        }
         r->file_size = 0;
         return;
     }
@@ -100,6 +121,7 @@ void logring_write(logring *r, const char *data, size_t len)
     if (n > first) memcpy(r->data, src + first, n - first);
     r->end += len;
 
+    if (r->fd < 0 && r->path && now_ms_() >= r->retry_at_ms) open_file(r);
     if (r->fd < 0) return;
     size_t off = 0;
     while (off < len) {

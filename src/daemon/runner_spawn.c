@@ -28,9 +28,13 @@ typedef struct spawn_runner {
     runner r;
     uv_loop_t *loop;
     char *helper;
+    struct run_handle *lingering; /* closed before their exit: reaped when it comes */
 } spawn_runner;
 
 struct run_handle {
+    spawn_runner *sr;
+    struct run_handle *next_linger;
+    bool lingering;
     uv_process_t proc;
     uv_pipe_t out[2];
     uv_timer_t grace;
@@ -88,10 +92,25 @@ static void on_grace(uv_timer_t *t)
     deliver(t->data);
 }
 
+static void unlinger(run_handle *h)
+{
+    for (run_handle **pp = &h->sr->lingering; *pp; pp = &(*pp)->next_linger)
+        if (*pp == h) {
+            *pp = h->next_linger;
+            break;
+        }
+    h->lingering = false;
+    uv_close((uv_handle_t *)&h->proc, handle_closed);
+}
+
 static void proc_exited(uv_process_t *p, int64_t status, int term_signal)
 {
     run_handle *h = p->data;
     h->exited = true;
+    if (h->lingering) { /* closed already: libuv has reaped it, let the handle go */
+        unlinger(h);
+        return;
+    }
     if (term_signal) {
         h->code = -1;
         h->sig = term_signal;
@@ -116,8 +135,20 @@ static run_handle *sp_spawn(runner *r, const runner_spec *spec, char *err, size_
     strv_push(&args, "--");
     strv_extend(&args, spec->argv);
 
+    /* The daemon's own service-manager plumbing is not the service's: an
+     * engine that saw NOTIFY_SOCKET could report READY=1 or STOPPING=1 for
+     * gpumod, and one that saw LISTEN_FDS would take our sockets. */
+    static const char *const not_inherited[] = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS",
+                                                "LISTEN_PID", "LISTEN_FDNAMES", NULL};
     strv env = STRV_INIT;
-    for (char **e = environ; e && *e; e++) strv_push(&env, *e);
+    for (char **e = environ; e && *e; e++) {
+        bool skip = false;
+        for (size_t k = 0; not_inherited[k]; k++) {
+            size_t kl = strlen(not_inherited[k]);
+            if (!strncmp(*e, not_inherited[k], kl) && (*e)[kl] == '=') skip = true;
+        }
+        if (!skip) strv_push(&env, *e);
+    }
     for (size_t i = 0; i < spec->env->n; i++) {
         const char *kv = spec->env->v[i], *eq = strchr(kv, '=');
         if (!eq) continue;
@@ -127,6 +158,7 @@ static run_handle *sp_spawn(runner *r, const runner_spec *spec, char *err, size_
     }
 
     run_handle *h = xcalloc(1, sizeof *h);
+    h->sr = sr;
     h->spec = *spec;
     uv_pipe_init(sr->loop, &h->out[0], 0);
     uv_pipe_init(sr->loop, &h->out[1], 0);
@@ -190,9 +222,14 @@ static pid_t sp_pid(run_handle *h)
     return e > 0 ? e : h->pid;
 }
 
+/* Once the helper was reaped its pid (the pgid) may name another group:
+ * ESRCH then, and the caller decides from a fresh /proc scan. */
 static int sp_signal_group(run_handle *h, int sig)
 {
-    if (h->exited && h->pid <= 0) return 0;
+    if (h->exited || h->pid <= 1) {
+        errno = ESRCH;
+        return -1;
+    }
     return kill(-h->pid, sig);
 }
 
@@ -200,7 +237,17 @@ static void sp_close(run_handle *h)
 {
     if (!h || h->closing) return;
     h->closing = true;
-    uv_close((uv_handle_t *)&h->proc, handle_closed);
+    if (!h->exited) {
+        /* closing the process handle now would take it off libuv's list of
+         * children and leave the helper a zombie when it exits: keep it,
+         * unreferenced (it holds no loop open), until its exit comes */
+        h->lingering = true;
+        h->next_linger = h->sr->lingering;
+        h->sr->lingering = h;
+        uv_unref((uv_handle_t *)&h->proc);
+    } else {
+        uv_close((uv_handle_t *)&h->proc, handle_closed);
+    }
     uv_close((uv_handle_t *)&h->out[0], handle_closed);
     uv_close((uv_handle_t *)&h->out[1], handle_closed);
     uv_close((uv_handle_t *)&h->grace, handle_closed);
@@ -209,6 +256,8 @@ static void sp_close(run_handle *h)
 static void sp_free(runner *r)
 {
     spawn_runner *sr = (spawn_runner *)r;
+    while (sr->lingering) /* never exited: give the handles back to the loop */
+        unlinger(sr->lingering);
     free(sr->helper);
     free(sr);
 }

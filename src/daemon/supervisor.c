@@ -12,9 +12,14 @@
  * group verified gone).  Restarts queue on it like any other start.
  *
  * Stops are verified: SIGTERM to the group, SIGKILL after stop_timeout,
- * then /proc polled every 20 ms until no member of the group is left and a
+ * then /proc polled every 50 ms (one proctree_scan per tick shared by
+ * every service being stopped) until no member of the group is left and a
  * fresh snapshot shows none of the pids seen in it holding GPU memory,
- * bounded by verify_freed_timeout (past it: a warning event, down anyway).
+ * bounded by verify_freed_timeout (past it: a warning event, down anyway;
+ * 0: no NVML wait).  A kill has its own generation (kill_gen): a stop
+ * joining a kill already on its way changes nothing the kill waits for.
+ * A group is signalled only when a scan just found members in it, so a
+ * reaped helper's pgid (maybe reused) is never signalled.
  *
  * Docker presets are stopped by signals to the group like every other
  * driver (the `docker run` client in the group forwards them); the
@@ -50,7 +55,8 @@
 #define PROBE_FIRST_MS 5
 #define PROBE_CAP_MS 500
 #define PROBE_LOAD_DEADLINE_MS 2000
-#define KILL_POLL_MS 20
+#define KILL_POLL_MS 50
+#define KILL_AFTER_SIGKILL_MS 10000 /* verify_freed_timeout 0: how long SIGKILL gets */
 #define VERIFY_RETRY_MS 100
 #define MAX_SEEN 256
 #define TAIL_LINES 10
@@ -102,6 +108,7 @@ struct svc {
     logscan ls;
     int progress;
     health_probe *probe;
+    uint64_t probe_gen; /* gen when the probe started; the probe's ud is the svc */
     int64_t probe_delay;
     int64_t fails;
     int64_t last_ok_ms;
@@ -129,7 +136,6 @@ struct svc {
     restart_history hist;
     int64_t next_restart_ms; /* wall; 0: none scheduled */
     int64_t attempt;
-    bool restart_pending;    /* sup_restart: start when the stop completes */
 
     bool has_exit;
     int exit_code, exit_sig;
@@ -137,6 +143,7 @@ struct svc {
 
     /* the kill in progress */
     bool killing;
+    uint64_t kill_gen; /* bumped when a kill begins; the kill's snapshots carry it */
     int kill_phase; /* 0 SIGTERM sent, 1 SIGKILL sent, 2 verifying GPU memory */
     int64_t kill_t0, kill_deadline;
     pid_t seen[MAX_SEEN];
@@ -157,6 +164,7 @@ struct sup {
     sup_log_watch *watches;
     int watch_iter;
     bool shutting;
+    bool hurry; /* sup_hurry: SIGKILL at once, no NVML wait */
     int shut_pending;
     bool shut_closing;
     int closing_handles;
@@ -169,6 +177,11 @@ struct sup {
     size_t nrecon;
     void (*recon_cb)(void *ud);
     void *recon_ud;
+    /* the /proc scan of this loop turn, shared by the kill polls */
+    uint64_t scan_now;
+    bool scan_valid;
+    proctree_group_info *scan;
+    size_t nscan;
 };
 
 /* ------------------------------------------------------------------ */
@@ -316,6 +329,9 @@ static void end_start(svc *v, const char *outcome, int status, const char *code,
 {
     sup *s = v->s;
     v->outcome = outcome;
+    /* ready-and-measured released it already; any other end frees it too
+     * (nothing of this start will load any more) */
+    if (strcmp(outcome, "ready") != 0) v->reserved = false;
     set_str(&v->res_code, code);
     set_str(&v->res_msg, msg);
     if (v->queued) { /* still waiting in the queue: take it out */
@@ -389,7 +405,7 @@ static void run_file_write(svc *v)
     if (!p) return;
     mkdir(v->s->run_dir, 0700);
     char *tmp = xasprintf("%s.new", p);
-    FILE *f = fopen(tmp, "w");
+    FILE *f = fopen(tmp, "we");
     if (f) {
         fprintf(f, "%d %llu\n", (int)v->pgid, (unsigned long long)v->starttime);
         if (fclose(f) == 0 && rename(tmp, p) == 0) {
@@ -416,6 +432,7 @@ static void run_file_remove(svc *v)
 
 typedef struct take_ctx {
     svc *v;
+    bool kill; /* compared with kill_gen, not gen */
     uint64_t gen;
     void (*fn)(svc *v, const snapshot *snap);
 } take_ctx;
@@ -425,19 +442,25 @@ static void took(const snapshot *snap, void *ud)
     take_ctx *c = ud;
     sup *s = c->v->s;
     s->takes--;
-    if (c->gen == c->v->gen) c->fn(c->v, snap);
+    if (c->gen == (c->kill ? c->v->kill_gen : c->v->gen)) c->fn(c->v, snap);
     free(c);
     maybe_shutdown_done(s);
 }
 
-static void take(svc *v, void (*fn)(svc *v, const snapshot *snap))
+static void take_gen(svc *v, bool kill, void (*fn)(svc *v, const snapshot *snap))
 {
     take_ctx *c = xcalloc(1, sizeof *c);
     c->v = v;
-    c->gen = v->gen;
+    c->kill = kill;
+    c->gen = kill ? v->kill_gen : v->gen;
     c->fn = fn;
     v->s->takes++;
     hostmon_take(v->s->env.hm, took, c);
+}
+
+static void take(svc *v, void (*fn)(svc *v, const snapshot *snap))
+{
+    take_gen(v, false, fn);
 }
 
 /* ------------------------------------------------------------------ */
@@ -474,15 +497,26 @@ static void on_output(const char *data, size_t len, void *ud)
     }
 }
 
-/* The last lines of the output, redacted, as one string (caller frees). */
+/* The last lines of the output, redacted, as one string (caller frees):
+ * real newlines and tabs kept (an API message shows the lines as lines;
+ * the daemon's own log escapes them), other control bytes escaped. */
 static char *log_tail(svc *v)
 {
     if (!v->log) return xstrdup("");
     buf b = BUF_INIT;
     logring_tail(v->log, TAIL_LINES, &b);
-    char *clean = log_clean(b.p);
+    size_t n;
+    char *red = redact_text(b.p, b.len, &n);
     buf_release(&b);
-    return clean;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)red[i];
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+            buf_printf(&b, "\\x%02x", c);
+        else
+            buf_addc(&b, (char)c);
+    }
+    free(red);
+    return buf_detach(&b);
 }
 
 /* ------------------------------------------------------------------ */
@@ -501,10 +535,16 @@ static void note_members(svc *v, const pid_t *pids, int n)
     }
 }
 
-static void signal_group(svc *v, int sig)
+/* Signal the group only when a scan just found n > 0 members: the group
+ * exists, so its pgid is still ours (a pgid stays taken while any member
+ * lives). */
+static void signal_group(svc *v, int sig, int n)
 {
-    if (v->pgid <= 0) return;
-    int rc = v->h && !v->exited ? v->s->run->signal_group(v->h, sig) : kill(-v->pgid, sig);
+    if (v->pgid <= 1 || n <= 0) return;
+    int rc = -1;
+    errno = ESRCH;
+    if (v->h && !v->exited) rc = v->s->run->signal_group(v->h, sig);
+    if (rc != 0 && errno == ESRCH) rc = kill(-v->pgid, sig); /* the helper is gone, members are not */
     if (rc != 0 && errno != ESRCH)
         log_warn("supervisor: '%s': cannot signal process group %d: %s", v->id, (int)v->pgid, strerror(errno));
 }
@@ -516,22 +556,89 @@ static void stop_probe(svc *v)
     if (v->timers) uv_timer_stop(&v->t_probe);
 }
 
+static void scan_drop(sup *s)
+{
+    proctree_scan_release(s->scan, s->nscan);
+    free(s->scan);
+    s->scan = NULL;
+    s->nscan = 0;
+    s->scan_valid = false;
+}
+
+/* The live members of v's group (at most max into pids), from one /proc
+ * scan per loop turn covering every group being killed: at shutdown the
+ * polls of all services fire together and share it. */
+static int group_members(svc *v, pid_t *pids, int max)
+{
+    sup *s = v->s;
+    if (v->pgid <= 0) return 0;
+    uint64_t now = uv_now(s->env.loop);
+    bool have = s->scan_valid && s->scan_now == now;
+    size_t k = 0;
+    if (have) {
+        while (k < s->nscan && s->scan[k].pgid != v->pgid) k++;
+        have = k < s->nscan;
+    }
+    if (!have) {
+        scan_drop(s);
+        pid_t *pg = xcalloc(s->nsvcs + 1, sizeof *pg);
+        size_t n = 0;
+        pg[n++] = v->pgid;
+        for (size_t i = 0; i < s->nsvcs; i++)
+            if (s->svcs[i] != v && s->svcs[i]->killing && s->svcs[i]->pgid > 0) pg[n++] = s->svcs[i]->pgid;
+        s->scan = xcalloc(n, sizeof *s->scan);
+        s->nscan = n;
+        char err[256];
+        if (proctree_scan(NULL, pg, n, s->scan, err, sizeof err) != 0) {
+            log_warn("supervisor: '%s': %s", v->id, err);
+            free(pg);
+            scan_drop(s);
+            /* fall back to the one group */
+            int r = proctree_group(NULL, v->pgid, pids, (size_t)max, NULL, 0);
+            return r < 0 ? 0 : r;
+        }
+        free(pg);
+        s->scan_valid = true;
+        s->scan_now = now;
+        k = 0;
+    }
+    const proctree_group_info *g = &s->scan[k];
+    int n = (int)g->n;
+    for (int i = 0; i < n && i < max; i++) pids[i] = g->pids[i];
+    return n;
+}
+
+static int64_t after_sigkill_ms(const svc *v)
+{
+    return v->verify_ms > 0 ? v->verify_ms : KILL_AFTER_SIGKILL_MS;
+}
+
 static void begin_kill(svc *v)
 {
     ensure_timers(v);
+    /* Already on its way: nothing to add, and nothing the kill waits for
+     * may be made stale (its snapshots carry kill_gen). */
+    if (v->killing) return;
     v->gen++; /* answers for the start or health checks are stale now */
+    v->kill_gen++;
     stop_probe(v);
     uv_timer_stop(&v->t_start);
-    if (v->killing) return; /* already on its way */
     v->killing = true;
     v->kill_phase = 0;
     v->kill_t0 = clock_mono_ms();
     v->nseen = 0;
-    if (v->pgid > 0) {
+    if (v->pgid > 1) {
         pid_t pids[1024];
         int n = proctree_group(NULL, v->pgid, pids, 1024, NULL, 0);
+        if (n < 0) n = 0;
         note_members(v, pids, n);
-        signal_group(v, SIGTERM);
+        if (v->s->hurry) {
+            signal_group(v, SIGKILL, n);
+            v->kill_phase = 1;
+            v->kill_deadline = v->kill_t0 + after_sigkill_ms(v);
+        } else {
+            signal_group(v, SIGTERM, n);
+        }
     }
     uv_timer_start(&v->t_kill, kill_poll, v->pgid > 0 ? KILL_POLL_MS : 0, v->pgid > 0 ? KILL_POLL_MS : 0);
 }
@@ -555,7 +662,7 @@ static bool gpu_holds(const snapshot *snap, const svc *v, char *what, size_t len
 static void verified(svc *v, const snapshot *snap)
 {
     char what[160];
-    if (!gpu_holds(snap, v, what, sizeof what)) {
+    if (v->s->hurry || !gpu_holds(snap, v, what, sizeof what)) {
         kill_done(v, NULL);
         return;
     }
@@ -571,40 +678,43 @@ static void verified(svc *v, const snapshot *snap)
 static void kill_poll(uv_timer_t *t)
 {
     svc *v = t->data;
+    sup *s = v->s;
     int64_t now = clock_mono_ms();
     if (v->kill_phase == 2) { /* the retry of a GPU memory check */
-        take(v, verified);
+        if (s->hurry) {
+            kill_done(v, NULL);
+            return;
+        }
+        take_gen(v, true, verified);
         return;
     }
-    int n = 0;
     pid_t pids[1024];
-    if (v->pgid > 0) {
-        n = proctree_group(NULL, v->pgid, pids, 1024, NULL, 0);
-        if (n < 0) n = 0;
-        note_members(v, pids, n);
-    }
+    int n = group_members(v, pids, 1024);
+    if (n > 1024) n = 1024;
+    note_members(v, pids, n);
     bool gone = n == 0 && (!v->h || v->exited);
     if (gone) {
         uv_timer_stop(&v->t_kill);
-        const snapshot *last = hostmon_last(v->s->env.hm, NULL);
-        if (v->nseen > 0 && last && last->nvml == NVML_OK) {
+        const snapshot *last = hostmon_last(s->env.hm, NULL);
+        if (v->nseen > 0 && last && last->nvml == NVML_OK && v->verify_ms > 0 && !s->hurry) {
             v->kill_phase = 2;
             v->kill_deadline = now + v->verify_ms;
-            take(v, verified);
+            take_gen(v, true, verified);
         } else {
             kill_done(v, NULL);
         }
         return;
     }
-    if (v->kill_phase == 0 && now - v->kill_t0 >= v->stop_timeout_ms) {
-        log_info("supervisor: '%s': still running %lld ms after SIGTERM: SIGKILL to process group %d", v->id,
-                 (long long)(now - v->kill_t0), (int)v->pgid);
-        signal_group(v, SIGKILL);
+    if (v->kill_phase == 0 && (s->hurry || now - v->kill_t0 >= v->stop_timeout_ms)) {
+        if (n > 0)
+            log_info("supervisor: '%s': still running %lld ms after SIGTERM: SIGKILL to process group %d", v->id,
+                     (long long)(now - v->kill_t0), (int)v->pgid);
+        signal_group(v, SIGKILL, n);
         v->kill_phase = 1;
-        v->kill_deadline = now + v->verify_ms;
+        v->kill_deadline = now + after_sigkill_ms(v);
     } else if (v->kill_phase == 1 && now >= v->kill_deadline) {
         char *w = n > 0 ? xasprintf("stopped, but %d process(es) of group %d survived SIGKILL for %lld ms (pid %d)",
-                                    n, (int)v->pgid, (long long)v->verify_ms, (int)pids[0])
+                                    n, (int)v->pgid, (long long)after_sigkill_ms(v), (int)pids[0])
                         : xasprintf("stopped, but the exec helper of group %d never reported its exit",
                                     (int)v->pgid);
         uv_timer_stop(&v->t_kill);
@@ -622,6 +732,7 @@ static void kill_done(svc *v, const char *warning)
     int64_t took_ms = clock_mono_ms() - v->kill_t0;
     uv_timer_stop(&v->t_kill);
     v->killing = false;
+    v->kill_gen++; /* a verify still in flight is over */
     v->kill_phase = 0;
     if (warning) {
         char *d = xasprintf("{\"pid\":%d,\"code\":null,\"signal\":null,\"warning\":true}", (int)v->pgid);
@@ -629,6 +740,7 @@ static void kill_done(svc *v, const char *warning)
         free(d);
         log_warn("supervisor: '%s': %s", v->id, warning);
     }
+    /* the runner reaps a helper that has not reported its exit yet */
     if (v->h) s->run->close(v->h);
     v->h = NULL;
     if (v->pgid > 0) run_file_remove(v);
@@ -647,18 +759,14 @@ static void kill_done(svc *v, const char *warning)
         end_start(v, "failed", 422, "start_failed", "health failed right after it became ready", NULL);
     /* what the stop ends */
     if (before == SVC_STOPPING || before == SVC_FAILED) {
-        if (v->starts || v->slot || v->queued)
-            end_start(v, v->pend_status == 503 ? "cancelled" : (before == SVC_FAILED ? "failed" : "cancelled"),
-                      v->pend_status ? v->pend_status : 409, v->pend_code ? v->pend_code : "conflict",
+        if (v->starts || v->slot || v->queued) {
+            const char *outcome = before == SVC_FAILED || v->pend_status == 422 ? "failed" : "cancelled";
+            end_start(v, outcome, v->pend_status ? v->pend_status : 409, v->pend_code ? v->pend_code : "conflict",
                       v->pend_msg ? v->pend_msg : "stopped before it was ready", NULL);
+        }
         waiter *w = v->stops;
         v->stops = NULL;
         call_waiters(w, 200, NULL, NULL, NULL);
-        if (v->restart_pending && !s->shutting) {
-            v->restart_pending = false;
-            do_start(v, v->origin[0] ? v->origin : "cli");
-        }
-        v->restart_pending = false;
     }
     maybe_shutdown_done(s);
 }
@@ -736,47 +844,50 @@ static void became_ready(svc *v)
     take(v, measured);
 }
 
-typedef struct probe_ctx {
-    svc *v;
-    uint64_t gen;
-} probe_ctx;
-
+/* A probe's ud is its svc (nothing to free when it is cancelled); gen
+ * says whether the answer is still wanted. */
 static void load_probed(int status, const char *err, void *ud)
 {
-    probe_ctx *c = ud;
-    svc *v = c->v;
-    bool current = c->gen == v->gen;
-    free(c);
-    if (!current) return;
+    svc *v = ud;
+    if (v->probe_gen != v->gen) return;
     v->probe = NULL;
     if (v->state != SVC_STARTING) return;
     if (status == 200) {
         became_ready(v);
         return;
     }
-    snprintf(v->probe_err, sizeof v->probe_err, "%s", status ? "not 200" : (err ? err : "no answer"));
+    if (status)
+        snprintf(v->probe_err, sizeof v->probe_err, "status %d", status);
+    else
+        snprintf(v->probe_err, sizeof v->probe_err, "%s", err ? err : "no answer");
     v->probe_delay = v->probe_delay * 2 > PROBE_CAP_MS ? PROBE_CAP_MS : v->probe_delay * 2;
     uv_timer_start(&v->t_probe, probe_step, (uint64_t)v->probe_delay, 0);
 }
 
 static void ready_probed(int status, const char *err, void *ud);
 
+static void fail_spawn(svc *v, const char *msg);
+
 static void probe_step(uv_timer_t *t)
 {
     svc *v = t->data;
     if (v->probe) return;
-    probe_ctx *c = xcalloc(1, sizeof *c);
-    c->v = v;
-    c->gen = v->gen;
     char e[256];
     bool loading = v->state == SVC_STARTING;
     int64_t deadline = loading ? PROBE_LOAD_DEADLINE_MS : (v->health_interval_ms < 5000 ? v->health_interval_ms : 5000);
+    v->probe_gen = v->gen;
     v->probe = health_get(v->s->env.loop, v->host, v->port, v->health_path, deadline,
-                          loading ? load_probed : ready_probed, c, e, sizeof e);
-    if (!v->probe) {
-        free(c);
-        log_warn("supervisor: '%s': %s", v->id, e);
-    }
+                          loading ? load_probed : ready_probed, v, e, sizeof e);
+    if (v->probe) return;
+    /* admission checked the host; should it still be unusable, say so now
+     * instead of holding the load slot until startup_timeout */
+    char *m = xasprintf("cannot probe the health of '%s': %s", v->id, e);
+    log_warn("supervisor: %s", m);
+    if (loading)
+        fail_spawn(v, m);
+    else if (v->state == SVC_READY || v->state == SVC_UNHEALTHY)
+        ready_probed(0, m, v);
+    free(m);
 }
 
 static void health_tick(svc *v)
@@ -787,11 +898,8 @@ static void health_tick(svc *v)
 
 static void ready_probed(int status, const char *err, void *ud)
 {
-    probe_ctx *c = ud;
-    svc *v = c->v;
-    bool current = c->gen == v->gen;
-    free(c);
-    if (!current) return;
+    svc *v = ud;
+    if (v->probe_gen != v->gen) return;
     v->probe = NULL;
     if (v->state != SVC_READY && v->state != SVC_UNHEALTHY) return;
     if (status == 200) {
@@ -968,6 +1076,11 @@ static void spawn_it(svc *v, const preset *p)
     strv shown = STRV_INIT;
     strv_copy(&shown, &l.argv);
     redact_argv(&shown);
+    for (size_t i = 0; i < shown.n; i++) { /* "sh -c '... HF_TOKEN=x ...'", "-H 'Authorization: Bearer x'" */
+        char *t = redact_text(shown.v[i], strlen(shown.v[i]), NULL);
+        free(shown.v[i]);
+        shown.v[i] = t;
+    }
     buf d = BUF_INIT;
     buf_printf(&d, "{\"pid\":%d,\"pgid\":%d,\"argv\":[", (int)v->pgid, (int)v->pgid);
     for (size_t i = 0; i < shown.n; i++) {
@@ -1011,13 +1124,19 @@ static void admit_with(svc *v, const snapshot *snap)
     const settings *st = set_of(s);
     copy_running(v, p, st);
     char err[512];
+    if (health_check_host(v->host, err, sizeof err) != 0) {
+        char *m = xasprintf("cannot start '%s': %s", v->id, err);
+        refuse(v, 422, "start_failed", m, NULL, "host not usable");
+        free(m);
+        return;
+    }
     if (config_hash(p, st, v->run_hash, NULL, err, sizeof err) != 0) v->run_hash[0] = 0;
 
     need_detail nd;
     memset(&nd, 0, sizeof nd);
     if (service_need(p, st, snap, s->env.st, &nd, err, sizeof err) != 0) {
         char *m = xasprintf("cannot tell what '%s' needs: %s", v->id, err);
-        refuse(v, 422, "start_failed", m, NULL, "need unknown");
+        refuse(v, 422, "need_unknown", m, NULL, "need unknown");
         free(m);
         return;
     }
@@ -1073,7 +1192,12 @@ static void admit(svc *v)
         v->run_hash[0] = 0;
         v->spawn_mono = clock_mono_ms();
         v->load_ms = 0;
-        feed(v, EV_READY, "remote service: nothing runs here");
+        if (!feed(v, EV_READY, "remote service: nothing runs here") || v->state != SVC_READY) {
+            char *m = xasprintf("'%s' is %s, not ready", v->id, svc_state_names[v->state]);
+            end_start(v, "cancelled", 409, "conflict", m, NULL);
+            free(m);
+            return;
+        }
         end_start(v, "ready", 200, NULL, NULL, NULL);
         return;
     }
@@ -1116,11 +1240,36 @@ static void enqueue(svc *v)
 /* ------------------------------------------------------------------ */
 /* restarts */
 
+/* The restart timer is cancelled (a stop, the watchdog, shutdown): a
+ * start that joined while the service was unhealthy waits on that restart
+ * and is answered here, or never. */
+static void cancel_restart(svc *v, int status, const char *code, const char *msg)
+{
+    if (v->timers) uv_timer_stop(&v->t_restart);
+    v->next_restart_ms = 0;
+    if (v->starts && (v->state == SVC_DOWN || v->state == SVC_FAILED) && !v->killing)
+        end_start(v, "cancelled", status, code, msg, NULL);
+}
+
+static void cancel_restart_for(svc *v, const char *by)
+{
+    if (v->s->shutting) {
+        cancel_restart(v, 503, "shutting_down", "the daemon is shutting down");
+        return;
+    }
+    char *m = xasprintf("the restart of '%s' was cancelled by %s", v->id, by);
+    cancel_restart(v, 409, "conflict", m);
+    free(m);
+}
+
 static void restart_fire(uv_timer_t *t)
 {
     svc *v = t->data;
     v->next_restart_ms = 0;
-    if (v->state != SVC_DOWN || v->s->shutting) return;
+    if (v->state != SVC_DOWN || v->s->shutting) {
+        cancel_restart_for(v, "a state change");
+        return;
+    }
     do_start(v, "restart");
 }
 
@@ -1135,7 +1284,12 @@ static void policy_restart(svc *v)
         if (v->s->shutting) snprintf(words, sizeof words, "daemon shutting down: no restart");
         if (!v->s->shutting) feed(v, EV_GIVE_UP, words);
         /* a start waiting on the restart (joined while unhealthy) ends here */
-        if (v->starts) end_start(v, "failed", 422, "start_failed", words, NULL);
+        if (v->starts) {
+            if (v->s->shutting)
+                end_start(v, "cancelled", 503, "shutting_down", "the daemon is shutting down", NULL);
+            else
+                end_start(v, "failed", 422, "start_failed", words, NULL);
+        }
         return;
     }
     v->attempt++;
@@ -1179,13 +1333,17 @@ static void do_start(svc *v, const char *origin)
     v->gen++;
     uv_timer_stop(&v->t_restart);
     v->next_restart_ms = 0;
-    v->seq = ++s->seq;
-    snprintf(v->origin, sizeof v->origin, "%s", origin);
+    bool joined = !strcmp(origin, "restart") && v->starts && v->outcome && !strcmp(v->outcome, "pending");
+    if (!joined) { /* else: the ticket of a start that joined while unhealthy carries on */
+        v->seq = ++s->seq;
+        snprintf(v->origin, sizeof v->origin, "%s", origin);
+    }
     v->outcome = "pending";
     set_str(&v->res_code, NULL);
     set_str(&v->res_msg, NULL);
     set_pending(v, 0, NULL, NULL);
     v->start_at_ms = wall_ms();
+    v->run_hash[0] = 0; /* set at admission, from the config of that moment */
     if (strcmp(origin, "restart") != 0) { /* a person (or a switch) asked: a fresh policy window */
         memset(&v->hist, 0, sizeof v->hist);
         v->attempt = 0;
@@ -1193,6 +1351,11 @@ static void do_start(svc *v, const char *origin)
     char words[64];
     snprintf(words, sizeof words, "requested by %s", origin);
     feed(v, EV_START, words);
+}
+
+bool sup_origin_is_person(const char *origin)
+{
+    return !origin || !strcmp(origin, "cli") || !strcmp(origin, "api");
 }
 
 uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
@@ -1220,7 +1383,19 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
         return v->seq;
     }
     case SVC_STARTING:
+        push_waiter(&v->starts, cb, ud);
+        return v->seq;
     case SVC_UNHEALTHY:
+        /* joins the restart under way: a ticket of its own (the last one
+         * says "ready" already), which the restart's start keeps */
+        if (!v->outcome || strcmp(v->outcome, "pending") != 0) {
+            v->seq = ++s->seq;
+            snprintf(v->origin, sizeof v->origin, "%s", origin ? origin : "api");
+            v->outcome = "pending";
+            set_str(&v->res_code, NULL);
+            set_str(&v->res_msg, NULL);
+            v->start_at_ms = wall_ms();
+        }
         push_waiter(&v->starts, cb, ud);
         return v->seq;
     case SVC_STOPPING: {
@@ -1234,6 +1409,12 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
     }
     if (v->killing) { /* failed and its group is still being killed */
         char *m = xasprintf("'%s' failed and is still being cleaned up; try again in a moment", id);
+        answer_now(cb, ud, 409, "conflict", m, NULL);
+        free(m);
+        return 0;
+    }
+    if (v->state == SVC_FAILED && !sup_origin_is_person(origin)) {
+        char *m = xasprintf("service '%s' failed; a person must start it", id);
         answer_now(cb, ud, 409, "conflict", m, NULL);
         free(m);
         return 0;
@@ -1256,9 +1437,9 @@ void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
         }
         return;
     }
-    if (v->timers) uv_timer_stop(&v->t_restart);
-    v->next_restart_ms = 0;
-    char words[64];
+    char words[64], by[48];
+    snprintf(by, sizeof by, "a stop (%s)", origin ? origin : "api");
+    cancel_restart_for(v, by);
     snprintf(words, sizeof words, "requested by %s", origin ? origin : "api");
     switch (v->state) {
     case SVC_DOWN:
@@ -1328,12 +1509,19 @@ void sup_watchdog_stop(sup *s, const char *id, const char *reason, const char *d
     svc *v = find(s, id);
     emit(s, id, "watchdog", NULL, NULL, reason, data_json);
     if (!v) return;
-    if (v->state == SVC_STARTING) {
+    if (v->state == SVC_STARTING || (v->state == SVC_READY && v->slot)) {
+        /* during load, or while its footprint is measured: the start ends
+         * 422 with the watchdog's reason */
         char *m = xasprintf("'%s' was stopped by the memory watchdog during load: %s", id, reason);
         set_pending(v, 422, "start_failed", m);
         free(m);
     }
-    if (v->timers) uv_timer_stop(&v->t_restart);
+    {
+        char *m = xasprintf("'%s' was stopped by the memory watchdog: %s", id, reason);
+        cancel_restart(v, s->shutting ? 503 : 422, s->shutting ? "shutting_down" : "start_failed",
+                       s->shutting ? "the daemon is shutting down" : m);
+        free(m);
+    }
     char *w = xasprintf("memory watchdog: %s", reason);
     feed(v, EV_WATCHDOG, w);
     free(w);
@@ -1663,6 +1851,8 @@ typedef struct recon_item {
     int members;
 } recon_item;
 
+static void maybe_shutdown_done(sup *s);
+
 static void recon_finish(sup *s)
 {
     for (size_t i = 0; i < s->nrecon; i++) free(s->recon[i].id);
@@ -1673,6 +1863,21 @@ static void recon_finish(sup *s)
     void (*cb)(void *) = s->recon_cb;
     s->recon_cb = NULL;
     if (cb) cb(s->recon_ud);
+    maybe_shutdown_done(s);
+}
+
+/* SIGKILL every group the reconcile still waits for (shutdown, hurry). */
+static void recon_kill_now(sup *s)
+{
+    int64_t now = clock_mono_ms();
+    for (size_t i = 0; i < s->nrecon; i++) {
+        recon_item *r = &s->recon[i];
+        if (r->pgid <= 1 || r->killed) continue;
+        pid_t pids[8];
+        if (proctree_group(NULL, r->pgid, pids, 8, NULL, 0) > 0) kill(-r->pgid, SIGKILL);
+        r->killed = true;
+        r->t0 = now - r->term_ms; /* the SIGKILL wait counts from now */
+    }
 }
 
 static void recon_poll(uv_timer_t *t)
@@ -1698,7 +1903,7 @@ static void recon_poll(uv_timer_t *t)
             continue;
         }
         if (!r->killed && now - r->t0 >= r->term_ms) {
-            kill(-r->pgid, SIGKILL);
+            kill(-r->pgid, SIGKILL); /* n > 0 just now: still the group we found */
             r->killed = true;
         } else if (r->killed && now - r->t0 >= r->term_ms + 10000) {
             log_warn("supervisor: '%s': process group %d left by a previous daemon survives SIGKILL", r->id,
@@ -1727,7 +1932,7 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
         if (len < 5 || strcmp(de->d_name + len - 4, ".pid") != 0) continue;
         char *path = xasprintf("%s/%s", s->run_dir, de->d_name);
         char *id = xstrndup(de->d_name, len - 4);
-        FILE *f = fopen(path, "r");
+        FILE *f = fopen(path, "re");
         int pgid = 0;
         unsigned long long st = 0;
         if (f) {
@@ -1771,7 +1976,7 @@ static void timer_closed(uv_handle_t *h);
 
 static void maybe_shutdown_done(sup *s)
 {
-    if (!s->shutting || s->shut_closing || s->shut_pending > 0 || s->takes > 0) return;
+    if (!s->shutting || s->shut_closing || s->shut_pending > 0 || s->takes > 0 || s->recon_cb) return;
     for (size_t i = 0; i < s->nsvcs; i++)
         if (s->svcs[i]->killing || s->svcs[i]->h) return;
     s->shut_closing = true;
@@ -1826,13 +2031,11 @@ void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud)
     s->shut_cb = cb;
     s->shut_ud = ud;
     s->shut_pending = 1;
-    if (s->recon_cb) { /* a reconcile in progress: let it finish on its own timer */
-        recon_finish(s);
-    }
+    if (s->recon_cb) /* a reconcile in progress: what it still waits for gets SIGKILL; it ends on its timer */
+        recon_kill_now(s);
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
-        if (v->timers) uv_timer_stop(&v->t_restart);
-        v->next_restart_ms = 0;
+        cancel_restart(v, 503, "shutting_down", "the daemon is shutting down");
         if (v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
             v->state == SVC_STOPPING || v->killing) {
             s->shut_pending++;
@@ -1843,9 +2046,35 @@ void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud)
     maybe_shutdown_done(s);
 }
 
+void sup_hurry(sup *s)
+{
+    if (!s) return;
+    s->hurry = true;
+    if (s->recon_cb) recon_kill_now(s);
+    for (size_t i = 0; i < s->nsvcs; i++) {
+        svc *v = s->svcs[i];
+        if (!v->killing || !v->timers) continue;
+        v->kill_gen++; /* a verify in flight is not waited for */
+        if (v->kill_phase == 0) {
+            pid_t pids[1024];
+            int n = v->pgid > 1 ? proctree_group(NULL, v->pgid, pids, 1024, NULL, 0) : 0;
+            if (n < 0) n = 0;
+            note_members(v, pids, n);
+            if (n > 0)
+                log_info("supervisor: '%s': hurried: SIGKILL to process group %d", v->id, (int)v->pgid);
+            signal_group(v, SIGKILL, n);
+            v->kill_phase = 1;
+            v->kill_deadline = clock_mono_ms() + after_sigkill_ms(v);
+        }
+        /* the poll confirms the group gone (phase 2: done at once) */
+        uv_timer_start(&v->t_kill, kill_poll, 0, KILL_POLL_MS);
+    }
+}
+
 void sup_free(sup *s)
 {
     if (!s) return;
+    scan_drop(s);
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
         waiter *w = v->starts;
@@ -1878,4 +2107,35 @@ void sup_free(sup *s)
     free(s->proc_root);
     free(s->run_dir);
     free(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* for a mode switch's plan (supervisor.h sup_holdings) */
+
+size_t sup_holdings(sup *s, sup_holding *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->nsvcs && n < max; i++) {
+        svc *v = s->svcs[i];
+        if (!(v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY)) continue;
+        sup_holding *h = &out[n++];
+        memset(h, 0, sizeof *h);
+        h->id = v->id;
+        h->state = v->state;
+        snprintf(h->hash, sizeof h->hash, "%s", v->run_hash);
+        h->load_ms = v->state == SVC_STARTING ? -1 : v->load_ms;
+        if (v->has_fp && v->run_hash[0] && !strcmp(v->fp.hash, v->run_hash) && v->state != SVC_STARTING) {
+            snprintf(h->held.source, sizeof h->held.source, "measured");
+            h->held.host_bytes = v->fp.host_bytes;
+            for (size_t g = 0; g < v->fp.ngpu && g < HOST_MAX_GPUS; g++) {
+                h->held.gpu[g].index = v->fp.gpu[g].index;
+                h->held.gpu[g].bytes = v->fp.gpu[g].bytes;
+            }
+            h->held.ngpu = v->fp.ngpu < HOST_MAX_GPUS ? v->fp.ngpu : HOST_MAX_GPUS;
+            h->measured = true;
+        } else if (v->has_admitted) {
+            h->held = v->admitted;
+        }
+    }
+    return n;
 }

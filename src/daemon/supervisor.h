@@ -68,26 +68,39 @@ typedef void (*sup_cb)(const sup_result *r, void *ud);
 sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen);
 
 /* Once, before any request: find what a previous daemon left (run files
- * whose process group still has members, ports of configured services
- * held by them), report each as an event and kill it (SIGTERM, then
- * SIGKILL after the preset's stop_timeout, verified).  cb when done. */
+ * whose process group still has members, the leader's start time
+ * matching the file's), report each as an event and kill it (SIGTERM,
+ * then SIGKILL after the settings' stop_timeout), confirmed gone from
+ * /proc (no port or GPU-memory check).  cb when done.  A shutdown during
+ * the reconcile SIGKILLs what is left and waits for it too. */
 void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud);
 
 /* Start id: queue on the load slot, then admit (need + gate counting
  * every reservation in flight but this one's + port check), spawn, wait
  * for ready, measure.  cb when ready (200), refused (409, nothing
- * spawned), failed (422 with the log tail) or the daemon shuts down
- * (503).  A service already ready answers 200 at once; one already
- * starting joins that start (same seq).  A failed service is reset by
- * this request (a person acted).  origin ("cli", "api", "restart",
- * "switch", "router") goes into the events.  Returns the start's seq
- * (0 when answered at once with an error). */
+ * spawned), failed (422 with the log tail; 422 need_unknown when the need
+ * cannot be found) or the daemon shuts down (503).  A service already
+ * ready answers 200 at once; one already starting joins that start (same
+ * seq); one unhealthy joins the restart under way (answered when it ends,
+ * or 409 conflict when a stop or the watchdog cancels it, 503 at
+ * shutdown).  A host the health probe cannot use fails at once (422).
+ *
+ * origin ("cli", "api", "restart", "switch", "router") goes into the
+ * events and decides who may reset a failed service: only a person
+ * ("cli", "api"; NULL counts as "api", see sup_origin_is_person) starts a
+ * FAILED service, which also clears its restart history; any other
+ * origin gets 409 conflict "service 'X' failed; a person must start it".
+ * A start by a person or a switch/router (not "restart") begins a fresh
+ * restart-policy window.  Returns the start's seq (0 when answered at
+ * once with an error). */
+bool sup_origin_is_person(const char *origin);
 uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 
 /* Stop id: SIGTERM to the group, SIGKILL after stop_timeout, wait until
  * no pid of the group remains and NVML shows none of them holding memory
- * (bounded by verify_freed_timeout; a warning event when memory is still
- * held), then down.  A queued start is cancelled (its cb gets 409
+ * (bounded by verify_freed_timeout, 0: no NVML wait; a warning event when
+ * memory is still held), then down.  A scheduled restart is cancelled
+ * (a start waiting on it gets 409 conflict).  A queued start is cancelled (its cb gets 409
  * conflict "stopped before it started").  Down already: 200 at once. */
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 
@@ -146,7 +159,28 @@ void sup_log_watch_remove(sup *s, sup_log_watch *w);
 /* Refuse new starts (503 shutting_down), cancel queued ones, stop every
  * service (verified, all at once), then cb on the loop. */
 void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud);
+/* Hurry every stop in progress and every later one (a second SIGTERM):
+ * each group being stopped gets SIGKILL now (no stop_timeout wait) and
+ * the NVML verify wait is skipped; groups are still confirmed gone from
+ * /proc before a stop completes.  Sticky for the supervisor's lifetime. */
+void sup_hurry(sup *s);
 /* After sup_shutdown's cb (or when nothing was ever started). */
 void sup_free(sup *s);
+
+/* For a mode switch's plan (src/daemon/switch.c): every service starting,
+ * ready or unhealthy, with the config hash it runs with and what it holds
+ * now: its measured footprint (taken with the hash it runs with), else
+ * the need it was admitted with.  load_ms: spawn to ready as measured
+ * (-1 before ready).  Returns how many (at most max); ids borrowed until
+ * the next loop turn. */
+typedef struct sup_holding {
+    const char *id;
+    svc_state state;
+    char hash[65]; /* "" when unknown (a remote service, a hash that could not be made) */
+    need held;
+    bool measured; /* held is the footprint */
+    int64_t load_ms;
+} sup_holding;
+size_t sup_holdings(sup *s, sup_holding *out, size_t max);
 
 #endif

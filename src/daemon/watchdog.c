@@ -5,8 +5,11 @@
  * What is read where, and why it never blocks the loop:
  *   - MemAvailable and PSI: procmem_read_meminfo / procmem_read_psi under
  *     proc_root, synchronously (two small files, microseconds).
- *   - per live service: host RSS of its process group from the real /proc
- *     (a service's processes are never in a fixture), and the GPU memory
+ *   - per live service: the anonymous + shmem resident bytes of its
+ *     process group (RssAnon + RssShmem: mmapped weights are file pages
+ *     the kernel can drop, never "use" past a need), from ONE pass over
+ *     the real /proc per tick for every group (proctree_scan; a
+ *     service's processes are never in a fixture), and the GPU memory
  *     NVML reports for the group's pids, from hostmon's last snapshot.
  *     NVML itself is never called here: each tick asks hostmon for a fresh
  *     snapshot on the thread pool (at most one take of ours in flight, so
@@ -32,7 +35,6 @@
 
 #define MIB ((uint64_t)1 << 20)
 #define MAX_SERVICES 256
-#define MAX_GROUP 1024 /* pids of one group looked up in the NVML process list */
 
 typedef struct wd_fig {
     char *id;
@@ -131,12 +133,14 @@ static uint64_t group_gpu_bytes(const snapshot *snap, const pid_t *pids, size_t 
     return t;
 }
 
-static void measure(watchdog *w, const sup_usage *u, wd_fig *f, const snapshot *snap)
+/* gi: the service's group from this tick's one /proc pass (NULL when it
+ * has no process yet, or /proc could not be listed). */
+static void measure(watchdog *w, const sup_usage *u, wd_fig *f, const snapshot *snap,
+                    const proctree_group_info *gi)
 {
     memset(f, 0, sizeof *f);
     f->id = xstrdup(u->id);
     f->state = u->state;
-    f->loading = u->loading;
     f->started_ms = u->started_ms;
     f->pgid = u->pgid;
     f->need_known = u->admitted.source[0] != '\0';
@@ -144,20 +148,17 @@ static void measure(watchdog *w, const sup_usage *u, wd_fig *f, const snapshot *
     wd_policy p;
     policy_from(w->set, &p);
     f->limit_bytes = f->need_known ? watchdog_limit(f->need_bytes, &p) : 0;
-    if (u->pgid <= 0) return; /* no process yet: used unknown */
-    size_t n = 0;
-    f->host_bytes = proctree_group_rss("/proc", u->pgid, &n);
-    f->nprocs = n;
+    if (u->pgid <= 0 || !gi) return; /* no process yet: used unknown, not "loading" */
+    f->host_bytes = gi->anon_bytes;
+    f->nprocs = gi->n;
     f->used_known = true;
+    /* loading = holds the load slot AND has a process whose usage is
+     * known: a start still in admission (slot, pgid 0) has nothing to
+     * stop, and choosing it would spare the service that does */
+    f->loading = u->loading;
     if (snap && snap->nvml == NVML_OK && snap->ngpus > 0) {
-        pid_t pids[MAX_GROUP];
-        char err[256];
-        int np = proctree_group("/proc", u->pgid, pids, MAX_GROUP, err, sizeof err);
-        if (np >= 0) {
-            f->gpu_bytes =
-                group_gpu_bytes(snap, pids, (size_t)np < MAX_GROUP ? (size_t)np : MAX_GROUP);
-            f->gpu_known = true;
-        }
+        f->gpu_bytes = group_gpu_bytes(snap, gi->pids, gi->n);
+        f->gpu_known = true;
     }
 }
 
@@ -325,10 +326,27 @@ static void tick(uv_timer_t *t)
     figs_clear(w);
     w->figs = n ? xcalloc(n, sizeof *w->figs) : NULL;
     w->nfigs = n;
+    /* one /proc pass for every live group (never one per service) */
+    pid_t pgids[MAX_SERVICES];
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++)
+        if (us[i].pgid > 0) pgids[ng++] = us[i].pgid;
+    proctree_group_info gis[MAX_SERVICES];
+    bool scanned = proctree_scan("/proc", pgids, ng, gis, err, sizeof err) == 0;
+    if (!scanned && !w->host_err[0]) snprintf(w->host_err, sizeof w->host_err, "%s", err);
     wd_service v[MAX_SERVICES];
     for (size_t i = 0; i < n; i++) {
         wd_fig *f = &w->figs[i];
-        measure(w, &us[i], f, snap);
+        const proctree_group_info *gi = NULL;
+        if (us[i].pgid > 0) {
+            /* a pgid listed twice has its members in the first slot */
+            for (size_t j = 0; j < ng && scanned; j++)
+                if (gis[j].pgid == us[i].pgid) {
+                    gi = &gis[j];
+                    break;
+                }
+        }
+        measure(w, &us[i], f, snap, gi);
         v[i] =
             (wd_service){.id = f->id,
                          .loading = f->loading,
@@ -339,6 +357,7 @@ static void tick(uv_timer_t *t)
                          .used_bytes = f->host_bytes + f->gpu_bytes,
                          .started_ms = f->started_ms};
     }
+    proctree_scan_release(gis, ng);
     acted_prune(w);
 
     wd_host h = {.meminfo_ok = w->host.meminfo_ok,

@@ -1,6 +1,6 @@
 /* watchdog.h - the memory watchdog: every memory.watchdog.interval it
  * reads MemAvailable and PSI (full avg10) and each live service's usage
- * (host RSS of its process group, NVML per-process memory), asks the
+ * (RssAnon + RssShmem of its process group, NVML per-process memory), asks the
  * pure decision (src/core/watchdog.h), and when the host crosses a limit
  * or a service grows well past its admitted need, has the supervisor stop
  * the loading service (else the one furthest over its need) with a

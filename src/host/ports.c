@@ -37,6 +37,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/buf.h"
+#include "util/redact.h"
+#include "util/strv.h"
+
 #define PORTS_MAX_SOCKETS 16     /* SO_REUSEPORT listeners on one port */
 #define PORTS_MAX_PIDS (1 << 20) /* /proc entries looked at */
 #define PORTS_MAX_FDS (1 << 20)  /* fd links read, over all pids */
@@ -443,7 +447,29 @@ static void read_cmdline(const char *root, pid_t pid, char *out, size_t outlen)
         close(fd);
     }
     if (n > 0) {
-        ports_printable_cmdline(raw, (size_t)n, out, outlen);
+        /* secrets out before it is shown (an event, the log, an API
+         * answer): per argument as an argv, then each argument as text
+         * ("-H 'Authorization: Bearer X'") */
+        strv argv = STRV_INIT;
+        for (size_t i = 0; i < (size_t)n;) {
+            size_t e = i;
+            while (e < (size_t)n && raw[e])
+                e++;
+            strv_push_own(&argv, xstrndup(raw + i, e - i));
+            i = e + 1;
+        }
+        redact_argv(&argv);
+        buf joined = BUF_INIT;
+        for (size_t i = 0; i < argv.n; i++) {
+            size_t wl;
+            char *w = redact_text(argv.v[i], strlen(argv.v[i]), &wl);
+            buf_add(&joined, w, wl);
+            buf_addc(&joined, '\0');
+            free(w);
+        }
+        strv_release(&argv);
+        ports_printable_cmdline(joined.p, joined.len, out, outlen);
+        buf_release(&joined);
         return;
     }
     /* empty (a zombie, a kernel thread) or unreadable: the comm name */
@@ -505,18 +531,18 @@ int ports_owner(const char *proc_root, const char *addr, uint16_t port, port_own
     return 1;
 }
 
-void ports_describe(const port_owner *o, char *buf, size_t len)
+void ports_describe(const port_owner *o, char *dst, size_t len)
 {
     if (o->pid > 0) {
         int others = o->nholders - 1;
         if (others > 0)
-            snprintf(buf, len, "port %u is held by pid %d (%s) and %d other process%s", o->port,
+            snprintf(dst, len, "port %u is held by pid %d (%s) and %d other process%s", o->port,
                      (int)o->pid, o->cmdline, others, others == 1 ? "" : "es");
         else
-            snprintf(buf, len, "port %u is held by pid %d (%s)", o->port, (int)o->pid, o->cmdline);
+            snprintf(dst, len, "port %u is held by pid %d (%s)", o->port, (int)o->pid, o->cmdline);
     } else {
         snprintf(
-            buf, len,
+            dst, len,
             "port %u is held by a process of uid %u that gpumod cannot see (socket inode %llu)",
             o->port, o->uid, (unsigned long long)o->inode);
     }

@@ -21,6 +21,30 @@ uint64_t proctree_rss(const char *proc_root, pid_t pid);
 /* Sum of VmRSS over the group; *n set to the number of members. */
 uint64_t proctree_group_rss(const char *proc_root, pid_t pgid, size_t *n);
 
+/* Resident bytes a process owns: RssAnon + RssShmem (/proc/PID/status).
+ * File-backed pages (RssFile: mmapped weights, libraries) are left out:
+ * the kernel can drop them under pressure, and counting them would make
+ * an engine that mmaps a 40 GiB model look 40 GiB over its need.  On a
+ * kernel without RssAnon (< 4.5), VmRSS.  0 when it is gone. */
+uint64_t proctree_anon(const char *proc_root, pid_t pid);
+
+/* One group's members and memory, from proctree_scan. */
+typedef struct proctree_group_info {
+    pid_t pgid;          /* the group asked for */
+    size_t n;            /* live members (zombies left out) */
+    pid_t *pids;         /* the n members; proctree_scan_release frees */
+    uint64_t anon_bytes; /* proctree_anon summed over the members */
+} proctree_group_info;
+
+/* ONE pass over /proc for several groups (the watchdog's tick, a stop's
+ * poll): out[i] (n of them, caller-owned) describes pgids[i].  A pgid
+ * listed twice fills its first slot only.  0, or -1 with err when /proc
+ * cannot be listed (out[] then holds empty groups).  Release out with
+ * proctree_scan_release either way. */
+int proctree_scan(const char *proc_root, const pid_t *pgids, size_t n, proctree_group_info *out, char *err,
+                  size_t errlen);
+void proctree_scan_release(proctree_group_info *out, size_t n);
+
 /* The process's start time in clock ticks since boot (field 22 of
  * /proc/PID/stat), 0 when it is gone.  With the pid it names one process
  * for good: a reused pid has another start time. */

@@ -173,6 +173,31 @@ static void timer_arm(srv_conn *c, enum timer_kind k, int64_t ms)
     if (k != T_NONE) uv_timer_start(&c->timer, on_timer, (uint64_t)(ms > 0 ? ms : 1), 0);
 }
 
+/* SO_PEERGROUPS: the peer's supplementary groups as they were at
+ * connect (Linux 4.13+).  ERANGE tells the size needed. */
+static void peer_groups(int fd, srv_peer *p)
+{
+#ifdef SO_PEERGROUPS
+    socklen_t len = 64 * sizeof(gid_t);
+    for (int tries = 0; tries < 3; tries++) {
+        gid_t *g = xcalloc(1, len ? len : sizeof(gid_t));
+        socklen_t got = len;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &got) == 0) {
+            p->groups = g;
+            p->ngroups = got / sizeof(gid_t);
+            p->groups_known = true;
+            return;
+        }
+        free(g);
+        if (errno != ERANGE || got <= len) return;
+        len = got;
+    }
+#else
+    (void)fd;
+    (void)p;
+#endif
+}
+
 static void conn_free(srv_conn *c)
 {
     srv *s = c->s;
@@ -185,6 +210,7 @@ static void conn_free(srv_conn *c)
     free(c->head);
     free(c->fields);
     buf_release(&c->body);
+    free(c->peer.groups);
     free(c);
     if (s->closing && s->n_conns == 0 && s->n_listeners == 0) {
         void (*cb)(void *) = s->close_cb;
@@ -619,7 +645,8 @@ static void on_connection(uv_stream_t *ls, int status)
         socklen_t cl = sizeof cr;
         if (uv_fileno(&c->h.handle, &fd) == 0 &&
             getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0) {
-            c->peer = (srv_peer){true, cr.uid, cr.gid, cr.pid};
+            c->peer = (srv_peer){.known = true, .uid = cr.uid, .gid = cr.gid, .pid = cr.pid};
+            peer_groups(fd, &c->peer);
         }
     } else {
         uv_tcp_nodelay(&c->h.tcp, 1);

@@ -32,13 +32,18 @@
 typedef struct srv srv;
 typedef struct srv_conn srv_conn;
 
-/* Who is at the other end of a Unix socket (SO_PEERCRED, taken at
- * accept).  known is false for TCP. */
+/* Who is at the other end of a Unix socket (SO_PEERCRED and
+ * SO_PEERGROUPS, both taken at accept, so a pid reused later cannot lie).
+ * known is false for TCP.  groups_known is false where the kernel has no
+ * SO_PEERGROUPS (before 4.13); a reader then falls back to /proc. */
 typedef struct srv_peer {
     bool known;
     uid_t uid;
     gid_t gid;
     pid_t pid;
+    bool groups_known;
+    size_t ngroups;
+    gid_t *groups; /* the supplementary groups; owned by the connection */
 } srv_peer;
 
 /* m and body are borrowed for the duration of the call only (copy what an

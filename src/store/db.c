@@ -46,6 +46,35 @@ static const char *const migrations[] = {
     "  data TEXT"
     ");"
     "CREATE INDEX events_service ON events(service, id);",
+    /* 3: the mode-switch journal and the committed mode (docs/modes.md) */
+    "CREATE TABLE switches ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  mode TEXT NOT NULL,"
+    "  from_mode TEXT,"
+    "  origin TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('planned','running','committed','rolled_back','failed','interrupted')),"
+    "  started_ms INTEGER NOT NULL,"
+    "  ended_ms INTEGER,"
+    "  error TEXT,"
+    "  plan TEXT"
+    ");"
+    "CREATE TABLE switch_phases ("
+    "  switch_id INTEGER NOT NULL REFERENCES switches(id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL,"
+    "  phase TEXT NOT NULL,"
+    "  service TEXT,"
+    "  started_ms INTEGER NOT NULL,"
+    "  ended_ms INTEGER,"
+    "  ok INTEGER,"
+    "  detail TEXT,"
+    "  PRIMARY KEY (switch_id, seq)"
+    ");"
+    "CREATE TABLE committed_mode ("
+    "  k INTEGER PRIMARY KEY CHECK (k = 1),"
+    "  mode TEXT NOT NULL,"
+    "  switch_id INTEGER,"
+    "  at_ms INTEGER NOT NULL"
+    ");",
 };
 
 const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
@@ -388,4 +417,242 @@ int store_footprint_get(store *s, const char *hash, footprint *out, char *err, s
     }
     sqlite3_finalize(st);
     return 1;
+}
+
+/* ---- the switch journal ------------------------------------------------ */
+
+static int prep(store *s, const char *sql, sqlite3_stmt **st, char *err, size_t errlen)
+{
+    if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK) return 0;
+    snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+    return -1;
+}
+
+static int step_done(store *s, sqlite3_stmt *st, const char *what, char *err, size_t errlen)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_DONE) return 0;
+    snprintf(err, errlen, "state database: cannot %s: %s", what, sqlite3_errmsg(s->db));
+    return -1;
+}
+
+int store_switch_begin(store *s, const char *mode, const char *from_mode, const char *origin, int64_t started_ms,
+                       int64_t *id, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s, "INSERT INTO switches(mode, from_mode, origin, state, started_ms) VALUES (?, ?, ?, 'planned', ?)",
+             &st, err, errlen))
+        return -1;
+    sqlite3_bind_text(st, 1, mode, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 2, from_mode);
+    sqlite3_bind_text(st, 3, origin, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, started_ms);
+    if (step_done(s, st, "record a switch", err, errlen)) return -1;
+    if (id) *id = sqlite3_last_insert_rowid(s->db);
+    return 0;
+}
+
+int store_switch_update(store *s, int64_t id, const char *state, int64_t ended_ms, const char *error,
+                        const char *plan_json, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s,
+             "UPDATE switches SET state = ?, ended_ms = COALESCE(?, ended_ms), error = COALESCE(?, error), "
+             "plan = COALESCE(?, plan) WHERE id = ?",
+             &st, err, errlen))
+        return -1;
+    sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+    if (ended_ms > 0)
+        sqlite3_bind_int64(st, 2, ended_ms);
+    else
+        sqlite3_bind_null(st, 2);
+    bind_text_or_null(st, 3, error);
+    bind_text_or_null(st, 4, plan_json);
+    sqlite3_bind_int64(st, 5, id);
+    return step_done(s, st, "update a switch", err, errlen);
+}
+
+int store_phase_begin(store *s, int64_t id, int seq, const char *phase, const char *service, int64_t started_ms,
+                      char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s, "INSERT INTO switch_phases(switch_id, seq, phase, service, started_ms) VALUES (?, ?, ?, ?, ?)", &st,
+             err, errlen))
+        return -1;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int(st, 2, seq);
+    sqlite3_bind_text(st, 3, phase, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 4, service);
+    sqlite3_bind_int64(st, 5, started_ms);
+    return step_done(s, st, "record a switch phase", err, errlen);
+}
+
+int store_phase_end(store *s, int64_t id, int seq, int64_t ended_ms, bool ok, const char *detail_json, char *err,
+                    size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s, "UPDATE switch_phases SET ended_ms = ?, ok = ?, detail = ? WHERE switch_id = ? AND seq = ?", &st,
+             err, errlen))
+        return -1;
+    sqlite3_bind_int64(st, 1, ended_ms);
+    sqlite3_bind_int(st, 2, ok ? 1 : 0);
+    bind_text_or_null(st, 3, detail_json);
+    sqlite3_bind_int64(st, 4, id);
+    sqlite3_bind_int(st, 5, seq);
+    return step_done(s, st, "end a switch phase", err, errlen);
+}
+
+static int load_phases(store *s, store_switch *w, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s,
+             "SELECT seq, phase, service, started_ms, ended_ms, ok, detail FROM switch_phases WHERE switch_id = ? "
+             "ORDER BY seq",
+             &st, err, errlen))
+        return -1;
+    sqlite3_bind_int64(st, 1, w->id);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (w->nphases == cap) {
+            cap = cap ? cap * 2 : 16;
+            w->phases = xrealloc(w->phases, cap * sizeof *w->phases);
+        }
+        store_phase *p = &w->phases[w->nphases++];
+        p->seq = sqlite3_column_int(st, 0);
+        p->phase = col_dup(st, 1);
+        p->service = col_dup(st, 2);
+        p->started_ms = sqlite3_column_int64(st, 3);
+        p->ended_ms = sqlite3_column_type(st, 4) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 4);
+        p->ok = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 5);
+        p->detail = col_dup(st, 6);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        return -1;
+    }
+    return 0;
+}
+
+static int query_switches(store *s, int64_t one_id, size_t limit, bool open_only, store_switch **out, size_t *n,
+                          char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    const char *sql = one_id > 0 ? "SELECT id, mode, from_mode, origin, state, started_ms, ended_ms, error, plan "
+                                   "FROM switches WHERE id = ?"
+                      : open_only ? "SELECT id, mode, from_mode, origin, state, started_ms, ended_ms, error, plan "
+                                    "FROM switches WHERE state IN ('planned','running') ORDER BY id DESC LIMIT ?"
+                                  : "SELECT id, mode, from_mode, origin, state, started_ms, ended_ms, error, plan "
+                                    "FROM switches ORDER BY id DESC LIMIT ?";
+    if (prep(s, sql, &st, err, errlen)) return -1;
+    sqlite3_bind_int64(st, 1, one_id > 0 ? one_id : (sqlite3_int64)(limit ? limit : 100));
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            *out = xrealloc(*out, cap * sizeof **out);
+        }
+        store_switch *w = &(*out)[(*n)++];
+        memset(w, 0, sizeof *w);
+        w->id = sqlite3_column_int64(st, 0);
+        w->mode = col_dup(st, 1);
+        w->from_mode = col_dup(st, 2);
+        w->origin = col_dup(st, 3);
+        w->state = col_dup(st, 4);
+        w->started_ms = sqlite3_column_int64(st, 5);
+        w->ended_ms = sqlite3_column_type(st, 6) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, 6);
+        w->error = col_dup(st, 7);
+        w->plan = col_dup(st, 8);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        store_switches_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return -1;
+    }
+    for (size_t i = 0; i < *n; i++)
+        if (load_phases(s, &(*out)[i], err, errlen)) {
+            store_switches_free(*out, *n);
+            *out = NULL;
+            *n = 0;
+            return -1;
+        }
+    return 0;
+}
+
+int store_switches(store *s, size_t limit, bool open_only, store_switch **out, size_t *n, char *err, size_t errlen)
+{
+    return query_switches(s, 0, limit, open_only, out, n, err, errlen);
+}
+
+int store_switch_get(store *s, int64_t id, store_switch **out, char *err, size_t errlen)
+{
+    size_t n = 0;
+    if (query_switches(s, id > 0 ? id : -1, 1, false, out, &n, err, errlen)) return -1;
+    if (!n) {
+        store_switches_free(*out, 0);
+        *out = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+void store_switches_free(store_switch *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        store_switch *w = &v[i];
+        free(w->mode);
+        free(w->from_mode);
+        free(w->origin);
+        free(w->state);
+        free(w->error);
+        free(w->plan);
+        for (size_t k = 0; k < w->nphases; k++) {
+            free(w->phases[k].phase);
+            free(w->phases[k].service);
+            free(w->phases[k].detail);
+        }
+        free(w->phases);
+    }
+    free(v);
+}
+
+int store_committed_set(store *s, const char *mode, int64_t switch_id, int64_t at_ms, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s, "INSERT OR REPLACE INTO committed_mode(k, mode, switch_id, at_ms) VALUES (1, ?, ?, ?)", &st, err,
+             errlen))
+        return -1;
+    sqlite3_bind_text(st, 1, mode, -1, SQLITE_STATIC);
+    if (switch_id > 0)
+        sqlite3_bind_int64(st, 2, switch_id);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, at_ms);
+    return step_done(s, st, "record the committed mode", err, errlen);
+}
+
+int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s, "SELECT mode FROM committed_mode WHERE k = 1", &st, err, errlen)) return -1;
+    int rc = sqlite3_step(st);
+    int found = 0;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        snprintf(out, outlen, "%s", t ? (const char *)t : "none");
+        found = 1;
+    } else if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        found = -1;
+    }
+    sqlite3_finalize(st);
+    return found;
 }

@@ -1,6 +1,6 @@
 /* db.h - the state database (SQLite, WAL): schema versioning and the
- * tables the daemon fills: measured footprints (v1) and events (v2); the
- * switch journal comes with a later migration. */
+ * tables the daemon fills: measured footprints (v1), events (v2) and the
+ * mode-switch journal with the committed mode (v3). */
 #ifndef GPUMOD_DB_H
 #define GPUMOD_DB_H
 
@@ -70,5 +70,46 @@ typedef struct store_event_query {
 int store_events_query(store *s, const store_event_query *q, store_event **out, size_t *n, char *err,
                        size_t errlen);
 void store_events_free(store_event *v, size_t n);
+
+/* The switch journal (docs/modes.md "Journal"): one row per switch and
+ * one per phase, written as each begins and ends, so a switch a daemon
+ * crash cut short is still open (planned or running) on the next start.
+ * States: planned running committed rolled_back failed interrupted. */
+typedef struct store_phase {
+    int seq;
+    char *phase, *service;         /* service NULL for a phase of the whole switch */
+    int64_t started_ms, ended_ms;  /* Unix ms; ended 0 while it runs */
+    int ok;                        /* 1, 0, -1 while it runs */
+    char *detail;                  /* JSON text or NULL */
+} store_phase;
+typedef struct store_switch {
+    int64_t id;
+    char *mode, *from_mode, *origin, *state; /* from_mode NULL: the running set was no mode */
+    int64_t started_ms, ended_ms;            /* ended 0 while open */
+    char *error, *plan;                      /* error text, plan JSON; NULL when none */
+    store_phase *phases;                     /* in seq order */
+    size_t nphases;
+} store_switch;
+
+/* A new switch in state `planned`; *id set. */
+int store_switch_begin(store *s, const char *mode, const char *from_mode, const char *origin, int64_t started_ms,
+                       int64_t *id, char *err, size_t errlen);
+/* Set the state (and, when given: ended_ms > 0, error, plan JSON). */
+int store_switch_update(store *s, int64_t id, const char *state, int64_t ended_ms, const char *error,
+                        const char *plan_json, char *err, size_t errlen);
+int store_phase_begin(store *s, int64_t id, int seq, const char *phase, const char *service, int64_t started_ms,
+                      char *err, size_t errlen);
+int store_phase_end(store *s, int64_t id, int seq, int64_t ended_ms, bool ok, const char *detail_json, char *err,
+                    size_t errlen);
+/* Newest first, at most limit (0: 100), with their phases.  open_only:
+ * those still planned or running.  One (by id): store_switch_get, 1
+ * found, 0 none.  Free with store_switches_free. */
+int store_switches(store *s, size_t limit, bool open_only, store_switch **out, size_t *n, char *err, size_t errlen);
+int store_switch_get(store *s, int64_t id, store_switch **out, char *err, size_t errlen);
+void store_switches_free(store_switch *v, size_t n);
+/* The committed mode ("none" is the empty mode): 1 found (out filled),
+ * 0 never committed, -1 error. */
+int store_committed_set(store *s, const char *mode, int64_t switch_id, int64_t at_ms, char *err, size_t errlen);
+int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t errlen);
 
 #endif

@@ -112,3 +112,180 @@ void redact_env(strv *env)
             replace_value(&env->v[i], (size_t)(eq - env->v[i]) + 1);
     }
 }
+
+/* ---- free text ---------------------------------------------------------
+ * One pass per line over whitespace-separated words.  A word is either a
+ * whole secret name ("--api-key", "Authorization:", "'api_key':") whose
+ * value is the next word, or NAME<sep>VALUE in one word ("HF_TOKEN=x",
+ * "--api-key=x", "\"api_key\":\"x\"").  Only '=' names are restricted to
+ * shell-variable characters, so llama.cpp's
+ * "tokenizer.ggml.add_bos_token=bool:false" is left alone as redact_argv
+ * leaves it. */
+
+static bool text_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' || c == '\0';
+}
+
+static bool open_punct(char c)
+{
+    return c == '{' || c == '[' || c == '(' || c == '\'' || c == '"';
+}
+
+static bool close_punct(char c)
+{
+    return c == ',' || c == ';' || c == ')' || c == ']' || c == '}';
+}
+
+static bool auth_scheme(const char *w, size_t n)
+{
+    return equals_ci(w, n, "Bearer") || equals_ci(w, n, "Basic") || equals_ci(w, n, "Token") ||
+           equals_ci(w, n, "Digest");
+}
+
+/* Split a value word into kept prefix (opening quotes and brackets), the
+ * secret body, and kept suffix (closing quote and punctuation). */
+static void value_parts(const char *w, size_t n, size_t *pre, size_t *body)
+{
+    size_t a = 0;
+    while (a < n && open_punct(w[a]))
+        a++;
+    size_t b;
+    if (a > 0 && (w[a - 1] == '\'' || w[a - 1] == '"')) {
+        b = a;
+        while (b < n && w[b] != w[a - 1])
+            b++;
+    } else {
+        b = n;
+        while (b > a && (close_punct(w[b - 1]) || w[b - 1] == '\'' || w[b - 1] == '"'))
+            b--;
+    }
+    *pre = a;
+    *body = b - a;
+}
+
+static void emit_value(buf *out, const char *w, size_t n)
+{
+    size_t pre, body;
+    value_parts(w, n, &pre, &body);
+    if (body == 0) {
+        buf_add(out, w, n);
+        return;
+    }
+    buf_add(out, w, pre);
+    buf_adds(out, REDACTED);
+    buf_add(out, w + pre + body, n - pre - body);
+}
+
+static bool secret_span(const char *s, size_t n)
+{
+    return n > 0 && secret_prefix(s, n);
+}
+
+static bool name_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '.';
+}
+
+/* NAME<sep>... inside w, sep '=' or ':' and NAME the run of name
+ * characters just before it (quotes between them allowed): returns the
+ * offset of the first separator whose name is a secret, or 0. */
+static size_t secret_sep(const char *w, size_t n)
+{
+    for (size_t s = 1; s < n; s++) {
+        if (w[s] != '=' && w[s] != ':') continue;
+        size_t e = s;
+        while (e > 0 && (w[e - 1] == '\'' || w[e - 1] == '"'))
+            e--;
+        size_t a = e;
+        while (a > 0 && name_char(w[a - 1]))
+            a--;
+        if (a == e) continue;
+        if (w[s] == '=' && w[a] != '-') {
+            /* shell-variable names only, see above */
+            if (isdigit((unsigned char)w[a])) continue;
+            bool ok = true;
+            for (size_t i = a; i < e; i++)
+                if (w[i] == '.' || w[i] == '-') ok = false;
+            if (!ok) continue;
+        }
+        if (secret_span(w + a, e - a)) return s;
+    }
+    return 0;
+}
+
+static void redact_line(buf *out, const char *line, size_t n)
+{
+    bool want_value = false; /* the previous word was a secret name */
+    size_t i = 0;
+    while (i < n) {
+        if (text_space(line[i])) {
+            buf_addc(out, line[i++]);
+            continue;
+        }
+        size_t e = i;
+        while (e < n && !text_space(line[e]))
+            e++;
+        const char *w = line + i;
+        size_t wn = e - i;
+        i = e;
+
+        if (want_value) {
+            want_value = false;
+            if (!(wn >= 2 && w[0] == '-' && w[1] == '-')) {
+                size_t pre, body;
+                value_parts(w, wn, &pre, &body);
+                if (auth_scheme(w + pre, body) && pre + body == wn) {
+                    buf_add(out, w, wn); /* "Bearer" is kept, the token after it is not */
+                    want_value = true;
+                } else {
+                    emit_value(out, w, wn);
+                }
+                continue;
+            }
+        }
+
+        size_t sep = secret_sep(w, wn);
+        if (sep) {
+            size_t pre, body;
+            value_parts(w + sep + 1, wn - sep - 1, &pre, &body);
+            if (body == 0 && pre + body == wn - sep - 1) {
+                /* "Authorization:", "'api_key':", "--api-key=" then a space */
+                buf_add(out, w, wn);
+                want_value = true;
+            } else {
+                buf_add(out, w, sep + 1);
+                emit_value(out, w + sep + 1, wn - sep - 1);
+            }
+            continue;
+        }
+        buf_add(out, w, wn);
+        if (w[0] == '-' && wn > 1 && secret_span(w, wn)) {
+            want_value = true;
+        } else {
+            size_t pre, body;
+            value_parts(w, wn, &pre, &body);
+            if (equals_ci(w + pre, body, "Bearer")) want_value = true;
+        }
+    }
+}
+
+char *redact_text(const char *text, size_t len, size_t *out_len)
+{
+    buf out = BUF_INIT;
+    buf_grow(&out, len + 16);
+    size_t i = 0;
+    while (i < len) {
+        size_t eol = i;
+        while (eol < len && text[eol] != '\n')
+            eol++;
+        redact_line(&out, text + i, eol - i);
+        if (eol < len) {
+            buf_addc(&out, '\n');
+            eol++;
+        }
+        i = eol;
+    }
+    if (out_len) *out_len = out.len;
+    return buf_detach(&out);
+}

@@ -37,7 +37,16 @@ t_run 1 as_nobody "$GPUMOD_BIN" --socket "$SOCK" status
 t_has err "peer not allowed"
 t_run 1 as_nobody "$GPUMOD_BIN" --socket "$SOCK" service start x
 t_has "$T/daemon.log" "refused a client with uid $NOBODY"
+# a client refused in a loop is logged once per 10 s, not once per try
+for i in 1 2 3 4 5; do as_nobody "$GPUMOD_BIN" --socket "$SOCK" status >/dev/null 2>&1; done
+t_eq "$(grep -c "refused a client with uid $NOBODY" "$T/daemon.log")" 1 "refused-client lines in the log"
 t_run 0 gpumod status
+t_end
+
+t_begin "a socket in a directory the user cannot enter: 'permission denied on socket', exit 3"
+t_run 3 as_nobody "$GPUMOD_BIN" --socket "$T/x/gpumod.sock" status
+t_has err "gpumod: permission denied on socket $T/x/gpumod.sock"
+t_lacks err "no daemon is running"
 t_end
 
 t_begin "root (and the daemon's own uid) are admitted"
@@ -63,8 +72,27 @@ t_run 1 setpriv --reuid=$NOBODY --regid=1 --clear-groups "$GPUMOD_BIN" --socket 
 t_has err "peer not allowed"
 t_end
 
-t_begin "socket_group naming no group: serve exits 2 and says so"
+t_begin "socket_group: the socket's own directory, when gpumod creates it, is 0750 in that group"
 kill -TERM "$DPID"; reap "$DPID" 10
+SOCK2=$D/run/sub/gpumod.sock
+GPUMOD_SOCKET=$SOCK2 t_spawn daemon3 "$GPUMOD_BIN" serve --foreground
+DPID=$_t_last_pid
+t_wait 10 gpumod --socket "$SOCK2" status || t_fail "the daemon never answered"
+t_eq "$(stat -c '%a %g' "$D/run/sub")" "750 $NOBODY" "socket directory mode and group"
+t_run 0 as_nobody "$GPUMOD_BIN" --socket "$SOCK2" status --json
+t_jq out .daemon.pid "$DPID"
+kill -TERM "$DPID"; reap "$DPID" 10; t_eq "$rc" 0 "daemon exit"
+t_end
+
+t_begin "socket_group with a socket its members cannot reach: a warning at start-up names the directory"
+GPUMOD_SOCKET=$T/gpumod.sock t_spawn daemon4 "$GPUMOD_BIN" serve --foreground
+DPID=$_t_last_pid
+t_wait 10 gpumod --socket "$T/gpumod.sock" status || t_fail "the daemon never answered"
+t_has "$T/daemon4.log" "members of socket_group '$GROUP' cannot reach it: directory '$T'"
+kill -TERM "$DPID"; reap "$DPID" 10; t_eq "$rc" 0 "daemon exit"
+t_end
+
+t_begin "socket_group naming no group: serve exits 2 and says so"
 printf 'router:\n  enabled: false\nsocket_group: no-such-group-gpumod\n' >"$C/gpumod.yaml"
 t_run 2 gpumod serve --foreground
 t_has err "socket_group 'no-such-group-gpumod' is not a group on this host"

@@ -144,7 +144,14 @@ static void not_an_address(void **state)
     fixture *f = *state;
     char err[256];
     assert_null(health_get(&f->loop, "example.com", 80, "/health", 100, probed, f, err, sizeof err));
-    assert_non_null(strstr(err, "'example.com' is not a numeric address"));
+    assert_non_null(strstr(err, "'example.com' is not a numeric IP address or localhost"));
+    /* what admission and config checks ask before any probe */
+    assert_int_equal(health_check_host("myhost.lan", err, sizeof err), -1);
+    assert_non_null(strstr(err, "'myhost.lan'"));
+    const char *ok[] = {"127.0.0.1", "localhost", "0.0.0.0", "::", "::1", "10.1.2.3", "", NULL};
+    for (size_t i = 0; ok[i]; i++)
+        if (health_check_host(ok[i], err, sizeof err) != 0) fail_msg("'%s' refused: %s", ok[i], err);
+    assert_int_equal(health_check_host(NULL, err, sizeof err), 0);
 }
 
 int main(void)

@@ -156,7 +156,49 @@ static void huge_backoff_does_not_overflow(void **state)
         assert_true(d.restart);
         assert_true(d.delay_ms > 0 && d.delay_ms <= INT64_MAX / 2);
     }
-    assert_int_equal(h.n, 64); /* bounded history */
+    assert_int_equal(h.n, 70);
+}
+
+/* max_restarts above the old 64-entry history never gave up: the history
+ * dropped its oldest entry, so the count stayed below the maximum. */
+static void large_max_restarts_gives_up(void **state)
+{
+    const int64_t maxes[] = {100, 1000};
+    for (size_t m = 0; m < 2; m++) {
+        restart_policy_v p = {.max_restarts = maxes[m], .window_ms = 600000000, .backoff_initial_ms = 1,
+                              .backoff_max_ms = 2};
+        restart_history h;
+        memset(&h, 0, sizeof h);
+        restart_decision d;
+        int64_t now = 0, restarts = 0;
+        for (int i = 0; i < 2000; i++) {
+            restart_decide(&p, &h, now, &d);
+            if (!d.restart) break;
+            restarts++;
+            now += d.delay_ms + 1;
+        }
+        assert_false(d.restart);
+        assert_int_equal(restarts, maxes[m]);
+        assert_int_equal(d.in_window, maxes[m]);
+    }
+}
+
+/* A history that fills up counts as exhausted, whatever max_restarts says. */
+static void full_history_is_exhausted(void **state)
+{
+    restart_policy_v p = {.max_restarts = INT64_MAX, .window_ms = INT64_MAX / 4, .backoff_initial_ms = 1,
+                          .backoff_max_ms = 1};
+    restart_history h;
+    memset(&h, 0, sizeof h);
+    restart_decision d;
+    int64_t n = 0;
+    for (int i = 0; i < RESTART_HISTORY_MAX + 10; i++) {
+        restart_decide(&p, &h, i * 2, &d);
+        if (!d.restart) break;
+        n++;
+    }
+    assert_false(d.restart);
+    assert_int_equal(n, RESTART_HISTORY_MAX);
 }
 
 int main(void)
@@ -174,6 +216,8 @@ int main(void)
         cmocka_unit_test(the_window_forgets),
         cmocka_unit_test(zero_restarts_never_restarts),
         cmocka_unit_test(huge_backoff_does_not_overflow),
+        cmocka_unit_test(large_max_restarts_gives_up),
+        cmocka_unit_test(full_history_is_exhausted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -130,6 +130,22 @@ static void fixture_ugly_cmdline(void **state)
         assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
 }
 
+/* pid 600 holds 7080 with secrets on its command line: the owner's
+ * cmdline (what the port_held message, event and detail show) has them
+ * redacted, the rest intact. */
+static void fixture_secret_cmdline(void **state)
+{
+    (void)state;
+    port_owner o;
+    char err[256], msg[512];
+    assert_int_equal(ports_owner(fixture("ports/secret"), NULL, 7080, &o, err, sizeof err), 1);
+    assert_int_equal(o.pid, 600);
+    assert_string_equal(o.cmdline, "llama-server --api-key <redacted> --hf-token=<redacted> -H "
+                                   "Authorization: Bearer <redacted> -e HF_TOKEN=<redacted> --port 7080");
+    ports_describe(&o, msg, sizeof msg);
+    if (strstr(msg, "SECRET")) fail_msg("secret in '%s'", msg);
+}
+
 static void printable_cmdline_cuts(void **state)
 {
     (void)state;
@@ -326,6 +342,7 @@ int main(void)
         cmocka_unit_test(fixture_ports),
         cmocka_unit_test(fixture_details),
         cmocka_unit_test(fixture_ugly_cmdline),
+        cmocka_unit_test(fixture_secret_cmdline),
         cmocka_unit_test(printable_cmdline_cuts),
         cmocka_unit_test(errors),
         cmocka_unit_test(hostile_lines),

@@ -110,7 +110,14 @@ static void on_request(srv_conn *c, const http_msg *m, const view *body, void *u
         char out[128];
         int n = snprintf(out, sizeof out, "%d %u %u %d", p->known, (unsigned)p->uid,
                          (unsigned)p->gid, (int)p->pid);
-        srv_respond(c, 200, "text/plain", out, (size_t)n);
+        buf b = BUF_INIT;
+        buf_add(&b, out, (size_t)n);
+        if (p->groups_known) {
+            buf_adds(&b, " groups");
+            for (size_t i = 0; i < p->ngroups; i++) buf_printf(&b, " %u", (unsigned)p->groups[i]);
+        }
+        srv_respond(c, 200, "text/plain", b.p, b.len);
+        buf_release(&b);
     } else if (target_is(m, "/later")) {
         later *l = calloc(1, sizeof *l);
         l->c = c;
@@ -513,8 +520,17 @@ static void peer_and_allow(void **state)
     http_reply r;
     char err[256], want[128];
     assert_int_equal(http_request(f.sock, "GET", "/peer", NULL, NULL, 0, 5000, &r, err, sizeof err), 0);
-    snprintf(want, sizeof want, "1 %u %u %d", (unsigned)getuid(), (unsigned)getgid(), (int)getpid());
-    assert_string_equal(r.body.p, want);
+    snprintf(want, sizeof want, "1 %u %u %d groups", (unsigned)getuid(), (unsigned)getgid(), (int)getpid());
+    assert_true(!strncmp(r.body.p, want, strlen(want)));
+    /* SO_PEERGROUPS: exactly our supplementary groups, taken at accept */
+    gid_t mine[256];
+    int nm = getgroups(256, mine);
+    assert_true(nm >= 0);
+    buf wg = BUF_INIT;
+    buf_adds(&wg, want);
+    for (int i = 0; i < nm; i++) buf_printf(&wg, " %u", (unsigned)mine[i]);
+    assert_string_equal(r.body.p, wg.p);
+    buf_release(&wg);
     http_reply_release(&r);
 
     struct stat st;

@@ -181,6 +181,97 @@ static void v1_database_is_migrated(void **state)
     store_close(s);
 }
 
+static void v2_database_is_migrated_keeping_events_and_footprints(void **state)
+{
+    char sub[128], path[160];
+    snprintf(sub, sizeof sub, "%s/v2", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(path, sizeof path, "%s/%s", sub, STORE_FILE);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "CREATE TABLE footprints (hash TEXT PRIMARY KEY, service TEXT NOT NULL, "
+                                  "measured_at_ms INTEGER NOT NULL, host_bytes INTEGER NOT NULL);"
+                                  "CREATE TABLE footprint_gpus (hash TEXT NOT NULL, device INTEGER NOT NULL, "
+                                  "bytes INTEGER NOT NULL, PRIMARY KEY (hash, device));"
+                                  "INSERT INTO footprints VALUES ('h', 's', 1, 2);"
+                                  "INSERT INTO footprint_gpus VALUES ('h', 0, 77);"
+                                  "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL,"
+                                  " service TEXT, kind TEXT NOT NULL, from_state TEXT, to_state TEXT, reason TEXT,"
+                                  " data TEXT);"
+                                  "CREATE INDEX events_service ON events(service, id);"
+                                  "INSERT INTO events(ts_ms, service, kind, reason) VALUES (9, 's', 'state', 'kept');"
+                                  "PRAGMA user_version = 2;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    store *s;
+    char err[256];
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    assert_int_equal(store_schema_version(s), 3);
+    assert_int_equal(store_schema_latest, 3);
+    footprint f;
+    assert_int_equal(store_footprint_get(s, "h", &f, err, sizeof err), 1);
+    assert_int_equal(f.ngpu, 1);
+    assert_int_equal(f.gpu[0].bytes, 77);
+    store_event *v;
+    size_t n;
+    assert_int_equal(store_events(s, 0, NULL, 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].reason, "kept");
+    store_events_free(v, n);
+
+    /* the journal: nothing committed yet; a switch with phases, newest first */
+    char mode[64];
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 0);
+    int64_t id1, id2;
+    assert_int_equal(store_switch_begin(s, "a", NULL, "cli", 100, &id1, err, sizeof err), 0);
+    assert_int_equal(store_phase_begin(s, id1, 1, "plan", NULL, 100, err, sizeof err), 0);
+    assert_int_equal(store_phase_end(s, id1, 1, 103, true, "{\"x\":1}", err, sizeof err), 0);
+    assert_int_equal(store_phase_begin(s, id1, 2, "start", "q", 103, err, sizeof err), 0);
+    assert_int_equal(store_switch_update(s, id1, "running", 0, NULL, "{\"ok\":true}", err, sizeof err), 0);
+    assert_int_equal(store_switch_begin(s, "b", "a", "api", 200, &id2, err, sizeof err), 0);
+    assert_int_equal(store_switch_update(s, id2, "committed", 250, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(store_committed_set(s, "b", id2, 250, err, sizeof err), 0);
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 1);
+    assert_string_equal(mode, "b");
+
+    store_switch *w;
+    assert_int_equal(store_switches(s, 10, false, &w, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(w[0].id, id2);
+    assert_string_equal(w[0].state, "committed");
+    assert_string_equal(w[0].from_mode, "a");
+    assert_int_equal(w[0].ended_ms, 250);
+    assert_int_equal(w[1].nphases, 2);
+    assert_string_equal(w[1].phases[0].phase, "plan");
+    assert_int_equal(w[1].phases[0].ok, 1);
+    assert_int_equal(w[1].phases[0].ended_ms, 103);
+    assert_string_equal(w[1].phases[0].detail, "{\"x\":1}");
+    assert_string_equal(w[1].phases[1].service, "q");
+    assert_int_equal(w[1].phases[1].ok, -1);
+    assert_int_equal(w[1].phases[1].ended_ms, 0);
+    assert_null(w[1].from_mode);
+    assert_string_equal(w[1].plan, "{\"ok\":true}");
+    store_switches_free(w, n);
+
+    /* the open one (left running) is what a restarted daemon finds */
+    assert_int_equal(store_switches(s, 10, true, &w, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(w[0].id, id1);
+    store_switches_free(w, n);
+    assert_int_equal(store_switch_update(s, id1, "interrupted", 300, "daemon died", NULL, err, sizeof err), 0);
+    assert_int_equal(store_switch_get(s, id1, &w, err, sizeof err), 1);
+    assert_string_equal(w[0].state, "interrupted");
+    assert_string_equal(w[0].error, "daemon died");
+    assert_string_equal(w[0].plan, "{\"ok\":true}"); /* kept */
+    store_switches_free(w, 1);
+    assert_int_equal(store_switch_get(s, 999, &w, err, sizeof err), 0);
+    /* a state outside the list is refused by the schema */
+    assert_int_equal(store_switch_update(s, id1, "bogus", 0, NULL, NULL, err, sizeof err), -1);
+    store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,6 +281,7 @@ int main(void)
         cmocka_unit_test(unwritable_dir),
         cmocka_unit_test(events_round_trip_and_filter),
         cmocka_unit_test(v1_database_is_migrated),
+        cmocka_unit_test(v2_database_is_migrated_keeping_events_and_footprints),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

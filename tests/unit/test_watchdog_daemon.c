@@ -202,6 +202,10 @@ static bool stopped_once(void)
 {
     return g_stops > 0;
 }
+static bool one_take(void)
+{
+    return g_takes >= 1;
+}
 static bool two_takes(void)
 {
     return g_takes >= 2;
@@ -354,7 +358,7 @@ static void unreadable_meminfo_and_hung_nvml_reported(void **state)
     free(p);
     g_snap.nvml = NVML_HUNG;
     watchdog *w = watchdog_new(&loop, NULL, NULL, &g_set, g_dir);
-    assert_true(run_until(&loop, two_takes, 10) || g_takes == 1); /* the first take, unanswered */
+    assert_true(run_until(&loop, one_take, 2000)); /* the first take, unanswered */
     finish_take();
     int64_t until = mono_ms() + 50;
     while (mono_ms() < until)
@@ -427,6 +431,114 @@ static void close_before_first_tick(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Run ticks until the watchdog has measured at least `ticks` times (an
+ * upper bound on the wait, never a timing assertion). */
+static int g_tick_target;
+static bool enough_takes(void)
+{
+    finish_take();
+    return g_takes >= g_tick_target;
+}
+
+/* A start still in admission holds the load slot with no process yet
+ * (pgid 0): it is not "loading" — the host trigger must stop the service
+ * that does hold memory, not a start with nothing to free. */
+static void admission_start_is_not_loading(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    g_nuse = 2;
+    g_use[1] = g_use[0];
+    g_use[1].id = "queued";
+    g_use[1].state = SVC_STARTING;
+    g_use[1].loading = true;
+    g_use[1].pgid = 0;
+    g_use[1].started_ms = 5000; /* newer: it would win a tie too */
+    write_host(1000000, 0);     /* below the floor from the first tick */
+    watchdog *w = watchdog_new(&loop, NULL, NULL, &g_set, g_dir);
+    assert_true(run_until(&loop, stopped_once, 2000));
+    assert_string_equal(g_stop_id, "chat");
+    assert_non_null(strstr(g_stop_reason, "stopping 'chat' ("));
+    buf b = BUF_INIT;
+    watchdog_json(w, &b);
+    cJSON *j = cJSON_Parse(b.p);
+    cJSON *q = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "services"), 1);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(q, "id")), "queued");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(q, "loading")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(q, "used_bytes")));
+    cJSON_Delete(j);
+    buf_release(&b);
+    close_and_wait(&loop, w);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* A group of one that has mapped and read a 96 MiB file (as llama.cpp
+ * mmaps its weights) and holds almost no anonymous memory. */
+static pid_t spawn_mapper(void)
+{
+    char path[] = "/tmp/gpumod-wd-map.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = 96 << 20;
+    char blk[65536];
+    memset(blk, 3, sizeof blk);
+    for (size_t off = 0; off < len; off += sizeof blk)
+        assert_int_equal(write(fd, blk, sizeof blk), (ssize_t)sizeof blk);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        setpgid(0, 0);
+        volatile char *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) _exit(1);
+        unsigned sum = 0;
+        for (size_t i = 0; i < len; i += 4096)
+            sum += m[i];
+        if (write(p[1], &sum, 1) != 1) _exit(1);
+        for (;;)
+            pause();
+    }
+    setpgid(pid, pid);
+    close(p[1]);
+    char c;
+    assert_int_equal(read(p[0], &c, 1), 1);
+    close(p[0]);
+    close(fd);
+    unlink(path);
+    return pid;
+}
+
+/* File-backed pages are not "used": a healthy load that mmaps its
+ * weights is never stopped as over its need. */
+static void mapped_weights_are_not_over_need(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    pid_t mapper = spawn_mapper();
+    g_use[0].pgid = mapper;
+    g_use[0].admitted.host_bytes = 30 * TMIB; /* limit 30 x 1.25 + 0 = 37.5 MiB */
+    g_use[0].admitted.ngpu = 0;
+    g_set.memory.watchdog_over_need_margin_mb = 0;
+    g_procs[0].pid = 1; /* no GPU memory of its own */
+    watchdog *w = watchdog_new(&loop, NULL, NULL, &g_set, g_dir);
+    g_tick_target = 4;
+    assert_true(run_until(&loop, enough_takes, 2000));
+    assert_int_equal(g_stops, 0);
+    buf b = BUF_INIT;
+    watchdog_json(w, &b);
+    cJSON *j = cJSON_Parse(b.p);
+    cJSON *sv = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "services"), 0);
+    double host = cJSON_GetNumberValue(cJSON_GetObjectItem(sv, "host_used_bytes"));
+    assert_true(host > 0 && host < 30.0 * TMIB);
+    cJSON_Delete(j);
+    buf_release(&b);
+    close_and_wait(&loop, w);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    kill(-mapper, SIGKILL);
+    waitpid(mapper, NULL, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -435,6 +547,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(unreadable_meminfo_and_hung_nvml_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(takes_never_pile_up, setup, teardown),
         cmocka_unit_test_setup_teardown(close_before_first_tick, setup, teardown),
+        cmocka_unit_test_setup_teardown(admission_start_is_not_loading, setup, teardown),
+        cmocka_unit_test_setup_teardown(mapped_weights_are_not_over_need, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,378 @@
+/* mode.c - `gpumod mode list | show MODE | current | switch MODE
+ * [--dry-run] [--timeout S]` (docs/modes.md, docs/api.md).
+ *
+ * A switch is one blocking request: the daemon answers when the switch
+ * has committed, rolled back or settled in `none`, and the phases with
+ * their timings are printed then.  `list` and `show` fall back to the
+ * configuration when no daemon runs (without the current mode);
+ * `current` and `switch` need the daemon. */
+#include "cli/ctl.h"
+#include "cli/hostview.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MARGIN_MS 60000 /* the client waits this much past the switch's own timeout */
+
+/* ---- list, show ---------------------------------------------------------- */
+
+/* {"modes": [...], "current": ...} from the daemon, or built from the
+ * configuration (current null) when no daemon answers.  NULL with *rc. */
+static cJSON *modes_doc(cli *c, bool *standalone, int *rc)
+{
+    http_reply r;
+    *standalone = false;
+    *rc = ctl_call(c, "GET", "/modes", NULL, CTL_QUICK_MS, true, &r);
+    if (*rc == 0) {
+        cJSON *j = NULL;
+        if (r.status != 200)
+            *rc = ctl_fail(&r, "mode");
+        else if (!(j = ctl_json(&r, "mode")))
+            *rc = EXIT_REFUSED;
+        http_reply_release(&r);
+        return j;
+    }
+    if (*rc != EXIT_DAEMON) return NULL;
+    config cfg;
+    config_opts o = {.check_files = false};
+    if (config_load(&cfg, &c->paths, &o)) {
+        cli_print_diags(&cfg, NULL);
+        fprintf(stderr, "gpumod: mode: the configuration in %s has errors\n", cfg.config_dir);
+        config_release(&cfg);
+        *rc = EXIT_USAGE;
+        return NULL;
+    }
+    cJSON *j = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(j, "modes");
+    for (size_t i = 0; i < cfg.n_modes; i++) {
+        const mode *m = &cfg.modes[i];
+        cJSON *o1 = cJSON_CreateObject();
+        cJSON_AddStringToObject(o1, "id", m->id);
+        if (m->name) cJSON_AddStringToObject(o1, "name", m->name); else cJSON_AddNullToObject(o1, "name");
+        if (m->description) cJSON_AddStringToObject(o1, "description", m->description);
+        else cJSON_AddNullToObject(o1, "description");
+        cJSON *s = cJSON_AddArrayToObject(o1, "services");
+        for (size_t k = 0; k < m->services.n; k++) cJSON_AddItemToArray(s, cJSON_CreateString(m->services.v[k]));
+        cJSON_AddNullToObject(o1, "current");
+        cJSON_AddItemToArray(arr, o1);
+    }
+    cJSON_AddNullToObject(j, "current");
+    cJSON_AddStringToObject(j, "via", "config");
+    config_release(&cfg);
+    *standalone = true;
+    *rc = 0;
+    return j;
+}
+
+static void services_list(buf *b, const cJSON *m)
+{
+    const cJSON *s;
+    int k = 0;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(m, "services"))
+        buf_printf(b, "%s%s", k++ ? ", " : "", cJSON_IsString(s) ? s->valuestring : "?");
+    if (!k) buf_adds(b, "(no services)");
+}
+
+static int do_list(cli *c)
+{
+    bool standalone;
+    int rc;
+    cJSON *j = modes_doc(c, &standalone, &rc);
+    if (!j) return rc;
+    if (c->json) {
+        char *t = cJSON_PrintUnformatted(j);
+        puts(t);
+        free(t);
+        cJSON_Delete(j);
+        return 0;
+    }
+    buf b = BUF_INIT;
+    const cJSON *m;
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(j, "modes");
+    if (!cJSON_GetArraySize(modes)) buf_adds(&b, "no modes configured\n");
+    cJSON_ArrayForEach(m, modes)
+    {
+        bool cur = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "current"));
+        buf_printf(&b, "%s %-20s ", cur ? "*" : " ", jstr(m, "id") ? jstr(m, "id") : "?");
+        services_list(&b, m);
+        if (jstr(m, "name")) buf_printf(&b, "  (%s)", jstr(m, "name"));
+        buf_addc(&b, '\n');
+    }
+    if (standalone) buf_adds(&b, "(no daemon is running: from the configuration; the current mode is unknown)\n");
+    fputs(b.p, stdout);
+    buf_release(&b);
+    cJSON_Delete(j);
+    return 0;
+}
+
+static int do_show(cli *c, const char *id)
+{
+    bool standalone;
+    int rc;
+    cJSON *j = modes_doc(c, &standalone, &rc);
+    if (!j) return rc;
+    const cJSON *m, *hit = NULL;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(j, "modes"))
+        if (jstr(m, "id") && !strcmp(jstr(m, "id"), id)) hit = m;
+    if (!hit) {
+        fprintf(stderr, "gpumod: mode show: no mode '%s' is configured\n", id);
+        cJSON_Delete(j);
+        return EXIT_USAGE;
+    }
+    if (c->json) {
+        char *t = cJSON_PrintUnformatted(hit);
+        puts(t);
+        free(t);
+        cJSON_Delete(j);
+        return 0;
+    }
+    buf b = BUF_INIT;
+    buf_printf(&b, "%s", id);
+    if (jstr(hit, "name")) buf_printf(&b, " (%s)", jstr(hit, "name"));
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hit, "current"))) buf_adds(&b, ": current");
+    buf_addc(&b, '\n');
+    if (jstr(hit, "description")) buf_printf(&b, "  %s\n", jstr(hit, "description"));
+    buf_adds(&b, "  services: ");
+    services_list(&b, hit);
+    buf_addc(&b, '\n');
+    if (standalone) buf_adds(&b, "(no daemon is running: from the configuration)\n");
+    fputs(b.p, stdout);
+    buf_release(&b);
+    cJSON_Delete(j);
+    return 0;
+}
+
+/* ---- current -------------------------------------------------------------- */
+
+static void ids_line(buf *b, const cJSON *arr)
+{
+    const cJSON *s;
+    int k = 0;
+    cJSON_ArrayForEach(s, arr) buf_printf(b, "%s%s", k++ ? ", " : "", cJSON_IsString(s) ? s->valuestring : "?");
+    if (!k) buf_adds(b, "nothing");
+}
+
+static int do_current(cli *c)
+{
+    http_reply r;
+    int rc = ctl_call(c, "GET", "/modes/current", NULL, CTL_QUICK_MS, false, &r);
+    if (rc) return rc;
+    if (r.status != 200) {
+        rc = ctl_fail(&r, "mode current");
+    } else if (c->json) {
+        ctl_print_body(&r);
+    } else {
+        cJSON *j = ctl_json(&r, "mode current");
+        if (!j) {
+            rc = EXIT_REFUSED;
+        } else {
+            buf b = BUF_INIT;
+            const char *m = jstr(j, "mode"), *base = jstr(j, "base_mode");
+            if (m)
+                buf_printf(&b, "%s\n", m);
+            else {
+                buf_adds(&b, "no mode: running ");
+                ids_line(&b, cJSON_GetObjectItemCaseSensitive(j, "running"));
+                buf_printf(&b, " (last committed mode: %s)\n", base ? base : "none ever");
+            }
+            const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "switching");
+            if (sw && cJSON_IsObject(sw))
+                buf_printf(&b, "switching to '%s' (switch %.0f, phase %s)\n", jstr(sw, "mode") ? jstr(sw, "mode") : "?",
+                           jnum(sw, "switch_id", 0), jstr(sw, "phase") ? jstr(sw, "phase") : "?");
+            fputs(b.p, stdout);
+            buf_release(&b);
+            cJSON_Delete(j);
+        }
+    }
+    http_reply_release(&r);
+    return rc;
+}
+
+/* ---- switch --------------------------------------------------------------- */
+
+/* Predicted room after a step: MemAvailable and each device's free
+ * memory, less what planned starts and others have reserved. */
+static void mem_cells(buf *b, const cJSON *mem)
+{
+    double host = jnum(mem, "host_available_bytes", 0) - jnum(mem, "reserved_host_bytes", 0);
+    buf_adds(b, "  host ");
+    fmt_bytes(b, host > 0 ? (uint64_t)host : 0);
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(mem, "gpus"))
+    {
+        double f = jnum(g, "free_bytes", 0) - jnum(g, "reserved_bytes", 0);
+        buf_printf(b, "  gpu%.0f ", jnum(g, "index", 0));
+        fmt_bytes(b, f > 0 ? (uint64_t)f : 0);
+    }
+}
+
+static void print_plan(buf *b, const cJSON *p)
+{
+    const char *from = jstr(p, "from"), *to = jstr(p, "mode");
+    bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "ok"));
+    buf_printf(b, "plan: %s%s%s -> '%s': %s\n", from ? "'" : "", from ? from : "no mode", from ? "'" : "",
+               to ? to : "?", ok ? "fits" : "refused");
+    if (!ok)
+        buf_printf(b, "  '%s' would be refused (%s): %s\n", jstr(p, "refused") ? jstr(p, "refused") : "?",
+                   jstr(p, "binding") ? jstr(p, "binding") : "?", jstr(p, "reason") ? jstr(p, "reason") : "?");
+    buf_printf(b, "  %-6s %-20s %-10s %s\n", "STEP", "SERVICE", "VERDICT", "PREDICTED FREE AFTER (less reservations)");
+    buf_printf(b, "  %-6s %-20s %-10s", "now", "", "");
+    mem_cells(b, cJSON_GetObjectItemCaseSensitive(p, "before"));
+    buf_addc(b, '\n');
+    const cJSON *s;
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "steps"))
+    {
+        const char *kind = jstr(s, "kind");
+        bool start = kind && !strcmp(kind, "start");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "verdict");
+        const char *verd = !start ? "-" : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")) ? "ok" : "REFUSED";
+        buf_printf(b, "  %-6s %-20s %-10s", kind ? kind : "?", jstr(s, "service") ? jstr(s, "service") : "?", verd);
+        mem_cells(b, cJSON_GetObjectItemCaseSensitive(s, "after"));
+        buf_addc(b, '\n');
+        if (start && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
+            buf_printf(b, "         %s: %s\n", jstr(v, "binding") ? jstr(v, "binding") : "?",
+                       jstr(v, "reason") ? jstr(v, "reason") : "?");
+    }
+    const cJSON *keeps = cJSON_GetObjectItemCaseSensitive(p, "keeps");
+    if (cJSON_GetArraySize(keeps)) {
+        buf_adds(b, "  kept (untouched): ");
+        ids_line(b, keeps);
+        buf_addc(b, '\n');
+    }
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "warnings"))
+        if (cJSON_IsString(s)) buf_printf(b, "  warning: %s\n", s->valuestring);
+}
+
+static void print_phases(buf *b, const cJSON *sw)
+{
+    const cJSON *p;
+    cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(sw, "phases"))
+    {
+        char name[160];
+        snprintf(name, sizeof name, "%s%s%s", jstr(p, "phase") ? jstr(p, "phase") : "?", jstr(p, "service") ? " " : "",
+                 jstr(p, "service") ? jstr(p, "service") : "");
+        const cJSON *ok = cJSON_GetObjectItemCaseSensitive(p, "ok");
+        buf_printf(b, "  %-32s ", name);
+        if (jnull(p, "duration_ms"))
+            buf_adds(b, "     -");
+        else
+            buf_printf(b, "%6.0f ms", jnum(p, "duration_ms", 0));
+        buf_adds(b, cJSON_IsFalse(ok) ? "  FAILED" : "");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "detail");
+        if (!jnull(d, "load_ms") && jnum(d, "load_ms", -1) >= 0) buf_printf(b, "  (load %.0f ms)", jnum(d, "load_ms", 0));
+        if (jnum(d, "polls", 0) > 1) buf_printf(b, "  (waited %.0f ms for the memory)", jnum(d, "waited_ms", 0));
+        buf_addc(b, '\n');
+    }
+}
+
+static int do_switch(cli *c, const cmd *k, int argc, char **argv)
+{
+    const char *id = NULL;
+    bool dry = false;
+    int64_t timeout_s = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--dry-run"))
+            dry = true;
+        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+            if (cli_int_arg(c, k, "--timeout", argv[i + 1], 1, 86400, &timeout_s)) return EXIT_USAGE;
+            i++;
+        } else if (!strncmp(argv[i], "--timeout=", 10)) {
+            if (cli_int_arg(c, k, "--timeout", argv[i] + 10, 1, 86400, &timeout_s)) return EXIT_USAGE;
+        } else if (argv[i][0] == '-')
+            return cli_usage_error(c, k, "mode switch: unknown option '%s'", argv[i]);
+        else if (!id)
+            id = argv[i];
+        else
+            return cli_usage_error(c, k, "mode switch: unexpected argument '%s'", argv[i]);
+    }
+    if (!id) return cli_usage_error(c, k, "mode switch: which mode? (a mode id, or none)");
+    int64_t wait_ms = timeout_s * 1000;
+    if (!wait_ms) {
+        config cfg;
+        config_load_settings(&cfg, &c->paths);
+        wait_ms = cfg.set.sw.timeout_ms;
+        config_release(&cfg);
+    }
+    buf body = BUF_INIT;
+    buf_adds(&body, "{\"mode\":");
+    buf_json_str(&body, id);
+    buf_printf(&body, ",\"dry_run\":%s", dry ? "true" : "false");
+    if (timeout_s) buf_printf(&body, ",\"timeout\":%lld", (long long)timeout_s);
+    buf_addc(&body, '}');
+    http_reply r;
+    int rc = ctl_call(c, "POST", "/modes/switch?origin=cli", body.p, dry ? CTL_QUICK_MS * 4 : wait_ms + MARGIN_MS,
+                      false, &r);
+    buf_release(&body);
+    if (rc) return rc;
+    if (c->json) {
+        ctl_print_body(&r);
+        rc = ctl_exit_code(&r);
+        http_reply_release(&r);
+        return rc;
+    }
+    cJSON *j = ctl_json(&r, "mode switch");
+    if (!j) {
+        http_reply_release(&r);
+        return EXIT_REFUSED;
+    }
+    buf b = BUF_INIT;
+    if (r.status == 200 && dry) {
+        print_plan(&b, j);
+        buf_adds(&b, "(dry run: nothing was changed)\n");
+        fputs(b.p, stdout);
+    } else if (r.status == 200) {
+        const char *from = jstr(j, "from");
+        buf_printf(&b, "switched %s%s%s -> '%s' in %.0f ms (switch %.0f)\n", from ? "'" : "", from ? from : "no mode",
+                   from ? "'" : "", jstr(j, "to") ? jstr(j, "to") : id, jnum(j, "duration_ms", 0), jnum(j, "id", 0));
+        print_phases(&b, j);
+        fputs(b.p, stdout);
+    } else {
+        rc = ctl_fail(&r, "mode switch");
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "error");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "detail");
+        const cJSON *sw = cJSON_GetObjectItemCaseSensitive(d, "switch");
+        const cJSON *plan = cJSON_GetObjectItemCaseSensitive(d, "plan");
+        if (sw && cJSON_IsObject(sw)) {
+            buf_printf(&b, "switch %.0f: %s\n", jnum(sw, "id", 0), jstr(sw, "outcome") ? jstr(sw, "outcome") : "?");
+            print_phases(&b, sw);
+            buf_adds(&b, "now: ");
+            if (jstr(d, "now"))
+                buf_printf(&b, "mode '%s'\n", jstr(d, "now"));
+            else {
+                buf_adds(&b, "no mode, running ");
+                ids_line(&b, cJSON_GetObjectItemCaseSensitive(d, "running"));
+                buf_addc(&b, '\n');
+            }
+        } else if (plan && cJSON_IsObject(plan)) {
+            print_plan(&b, plan);
+            buf_adds(&b, "nothing was stopped\n");
+        }
+        fputs(b.p, stderr);
+    }
+    buf_release(&b);
+    cJSON_Delete(j);
+    http_reply_release(&r);
+    return rc;
+}
+
+int cmd_mode(cli *c, int argc, char **argv)
+{
+    const cmd *k = cli_find("mode");
+    if (argc < 2) return cli_usage_error(c, k, "mode: which subcommand? (list, show, current, switch)");
+    const char *sub = argv[1];
+    if (!strcmp(sub, "list")) {
+        if (argc > 2) return cli_usage_error(c, k, "mode list: unexpected argument '%s'", argv[2]);
+        return do_list(c);
+    }
+    if (!strcmp(sub, "show")) {
+        if (argc != 3) return cli_usage_error(c, k, "mode show: give one mode id");
+        return do_show(c, argv[2]);
+    }
+    if (!strcmp(sub, "current")) {
+        if (argc > 2) return cli_usage_error(c, k, "mode current: unexpected argument '%s'", argv[2]);
+        return do_current(c);
+    }
+    if (!strcmp(sub, "switch")) return do_switch(c, k, argc, argv);
+    return cli_usage_error(c, k, "mode: unknown subcommand '%s' (list, show, current, switch)", sub);
+}

@@ -1,0 +1,1545 @@
+/* switch.c - the mode-switch executor (switch.h, docs/modes.md).
+ *
+ * One switch at a time: a run is a small state machine driven by the
+ * callbacks of the host monitor (snapshots) and the supervisor (stops and
+ * starts), each of which comes exactly once, so the run counts what it
+ * waits for and is freed only when nothing is outstanding.  Every phase
+ * is written to the journal when it begins and when it ends, so a daemon
+ * that dies mid-switch leaves an open entry the next daemon closes.
+ *
+ * Verify-freed: the supervisor's stop already waits until NVML lists none
+ * of the stopped pids; that is not the same as the memory being back (a
+ * driver that hides per-process figures, memory freed lazily, unified
+ * memory returning to MemAvailable late).  So before the first start the
+ * gate itself is asked on freshly measured figures, polled until it says
+ * yes, bounded by memory.verify_freed_timeout; past the bound the start
+ * goes ahead and the supervisor's own gate decides.
+ *
+ * Failure: stop what this switch started, bring back what it stopped
+ * (each start through the gate, after its own verify-freed), and if that
+ * fails too, stop everything and commit `none`: the host is never left
+ * half in one mode and half in the other while a mode is reported. */
+#include "daemon/switch.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/hostview.h"
+#include "core/plan.h"
+#include "daemon/log.h"
+#include "model/need.h"
+#include "util/clock.h"
+#include "util/strv.h"
+
+#define VF_POLL_MS 50
+#define MAX_SVC 64
+#define TAIL_LINES 10
+
+typedef enum {
+    ST_PLAN,
+    ST_DRAIN,
+    ST_STOP,
+    ST_FREED,
+    ST_START,
+    ST_HEALTHY,
+    ST_RB_STOP,
+    ST_RB_FREED,
+    ST_RB_START,
+    ST_SETTLE,
+    ST_DONE
+} stage;
+
+typedef struct run run;
+
+typedef struct queued {
+    switch_req rq; /* strings owned */
+    switch_cb cb;
+    void *ud;
+    struct queued *next;
+} queued;
+
+struct swx {
+    switch_env env;
+    run *cur;
+    queued *q_head;
+    bool closing;
+    uv_timer_t t_deadline, t_poll, t_drain;
+    bool timers;
+    switch_drain_fn drain_fn;
+    void *drain_ud;
+    uint64_t drain_ticket;
+};
+
+struct run {
+    swx *x;
+    char *mode, *origin, *from;
+    const char *sup_origin; /* what the supervisor's events say */
+    bool dry;
+    int64_t timeout_ms;
+    switch_cb cb;
+    void *ud;
+    bool answered, abandoned;
+    int refs; /* callbacks outstanding */
+
+    int64_t id;
+    int64_t t0_mono;
+    store_switch rec; /* the journal entry, mirrored in memory */
+    int seq;
+    stage st;
+
+    /* the plan and what it borrows */
+    plan pl;
+    strv ids; /* owns every id the plan points to */
+    int gpu_index[HOST_MAX_GPUS];
+    size_t ngpus;
+    need tneed[MAX_SVC];
+    const char *tid[MAX_SVC];
+    size_t ntarget;
+    char *plan_json;
+
+    strv stops, starts;  /* from the plan, in order */
+    strv stopped;        /* stopped by this switch (stop order) */
+    strv started;        /* starts asked by this switch (the failing one too) */
+    strv rb_starts;      /* rollback: what to bring back, in start order */
+    size_t idx;
+    int pending;         /* stops in flight in the current stage */
+    bool stage_failed;
+    char *cur_start;     /* the start in flight */
+
+    /* verify-freed */
+    const char *vf_id;
+    int vf_seq, vf_polls;
+    int64_t vf_t0;
+    bool vf_first_done;
+    verdict vf_first;
+    stage vf_next;
+
+    /* the failure */
+    bool failed, timed_out;
+    char *fail_service, *fail_reason, *fail_tail;
+    int fail_status;
+    char *rb_note;
+    int drain_seq;
+    uint64_t drain_ticket;
+};
+
+/* ------------------------------------------------------------------ */
+/* small things */
+
+static const config *cfg_of(swx *x)
+{
+    return *x->env.cfg;
+}
+
+static const char *sup_origin_for(const char *origin)
+{
+    if (!strcmp(origin, "cli") || !strcmp(origin, "api")) return origin; /* a person acted */
+    if (!strcmp(origin, "router")) return "router";
+    return "switch";
+}
+
+static void json_str_or_null(buf *b, const char *s)
+{
+    if (s)
+        buf_json_str(b, s);
+    else
+        buf_adds(b, "null");
+}
+
+static void ts_json(buf *b, int64_t unix_ms)
+{
+    char ts[40];
+    clock_rfc3339(unix_ms, ts, sizeof ts);
+    buf_json_str(b, ts);
+}
+
+static void need_json(buf *b, const need *n)
+{
+    buf_adds(b, "{\"source\":");
+    buf_json_str(b, n->source);
+    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)n->host_bytes);
+    for (size_t g = 0; g < n->ngpu; g++)
+        buf_printf(b, "%s\"%d\":%llu", g ? "," : "", n->gpu[g].index, (unsigned long long)n->gpu[g].bytes);
+    buf_adds(b, "}}");
+}
+
+/* The running set: services starting, ready or unhealthy. */
+static size_t running_ids(swx *x, const char **ids, size_t max)
+{
+    sup_holding h[MAX_SVC];
+    size_t n = sup_holdings(x->env.sup, h, MAX_SVC), k = 0;
+    for (size_t i = 0; i < n && k < max; i++) ids[k++] = h[i].id;
+    return k;
+}
+
+/* The mode whose set equals the running set; "none" when nothing runs;
+ * NULL when the running set is no mode. */
+static const char *mode_of_running(swx *x)
+{
+    const char *ids[MAX_SVC];
+    size_t n = running_ids(x, ids, MAX_SVC);
+    if (!n) return "none";
+    const config *cfg = cfg_of(x);
+    for (size_t i = 0; i < cfg->n_modes; i++) {
+        const mode *m = &cfg->modes[i];
+        if (m->services.n != n) continue;
+        bool all = true;
+        for (size_t k = 0; k < n && all; k++) all = strv_find(&m->services, ids[k]) >= 0;
+        if (all) return m->id;
+    }
+    return NULL;
+}
+
+static void running_json(swx *x, buf *b)
+{
+    const char *ids[MAX_SVC];
+    size_t n = running_ids(x, ids, MAX_SVC);
+    buf_addc(b, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (i) buf_addc(b, ',');
+        buf_json_str(b, ids[i]);
+    }
+    buf_addc(b, ']');
+}
+
+/* ------------------------------------------------------------------ */
+/* the journal */
+
+static void emit_event(run *r, const char *service, const char *reason, const char *data)
+{
+    swx *x = r->x;
+    store_event e = {.ts_ms = clock_unix_ms(),
+                     .service = service,
+                     .kind = "switch.phase",
+                     .from = r->from ? r->from : "-",
+                     .to = r->mode,
+                     .reason = reason,
+                     .data = data};
+    char err[256];
+    if (store_event_add(x->env.st, &e, &e.id, err, sizeof err)) {
+        log_warn("switch: %s", err);
+        return;
+    }
+    if (x->env.on_event) x->env.on_event(&e, x->env.ud);
+}
+
+static store_phase *phase_of(run *r, int seq)
+{
+    for (size_t i = 0; i < r->rec.nphases; i++)
+        if (r->rec.phases[i].seq == seq) return &r->rec.phases[i];
+    return NULL;
+}
+
+static int phase_begin(run *r, const char *phase, const char *service)
+{
+    int seq = ++r->seq;
+    int64_t now = clock_unix_ms();
+    r->rec.phases = xrealloc(r->rec.phases, (r->rec.nphases + 1) * sizeof *r->rec.phases);
+    store_phase *p = &r->rec.phases[r->rec.nphases++];
+    memset(p, 0, sizeof *p);
+    p->seq = seq;
+    p->phase = xstrdup(phase);
+    p->service = service ? xstrdup(service) : NULL;
+    p->started_ms = now;
+    p->ok = -1;
+    char err[256];
+    if (r->id > 0 && store_phase_begin(r->x->env.st, r->id, seq, phase, service, now, err, sizeof err))
+        log_warn("switch %" PRId64 ": %s", r->id, err);
+    return seq;
+}
+
+/* detail: a JSON object's members without braces ("" for none); the
+ * phase's duration goes in front. */
+static void phase_end(run *r, int seq, bool ok, const char *detail_members)
+{
+    store_phase *p = phase_of(r, seq);
+    if (!p) return;
+    int64_t now = clock_unix_ms();
+    p->ended_ms = now;
+    p->ok = ok;
+    int64_t dur = now - p->started_ms;
+    buf d = BUF_INIT;
+    buf_printf(&d, "{\"duration_ms\":%lld%s%s}", (long long)dur, detail_members && *detail_members ? "," : "",
+               detail_members ? detail_members : "");
+    free(p->detail);
+    p->detail = xstrdup(d.p);
+    char err[256];
+    if (r->id > 0 && store_phase_end(r->x->env.st, r->id, seq, now, ok, d.p, err, sizeof err))
+        log_warn("switch %" PRId64 ": %s", r->id, err);
+    buf data = BUF_INIT, reason = BUF_INIT;
+    buf_printf(&data, "{\"switch_id\":%" PRId64 ",\"seq\":%d,\"phase\":", r->id, seq);
+    buf_json_str(&data, p->phase);
+    buf_adds(&data, ",\"service\":");
+    json_str_or_null(&data, p->service);
+    buf_printf(&data, ",\"duration_ms\":%lld,\"ok\":%s,\"detail\":%s}", (long long)dur, ok ? "true" : "false", d.p);
+    buf_printf(&reason, "switch %" PRId64 " to '%s': %s%s%s%s %s in %lld ms", r->id, r->mode, p->phase,
+               p->service ? " '" : "", p->service ? p->service : "", p->service ? "'" : "", ok ? "done" : "failed",
+               (long long)dur);
+    emit_event(r, p->service, reason.p, data.p);
+    buf_release(&data);
+    buf_release(&reason);
+    buf_release(&d);
+}
+
+static void journal_state(run *r, const char *state, bool end, const char *error)
+{
+    free(r->rec.state);
+    r->rec.state = xstrdup(state);
+    if (end) r->rec.ended_ms = clock_unix_ms();
+    if (error) {
+        free(r->rec.error);
+        r->rec.error = xstrdup(error);
+    }
+    if (r->plan_json && !r->rec.plan) r->rec.plan = xstrdup(r->plan_json);
+    char err[256];
+    if (r->id > 0 &&
+        store_switch_update(r->x->env.st, r->id, state, end ? r->rec.ended_ms : 0, error, r->plan_json, err,
+                            sizeof err))
+        log_warn("switch %" PRId64 ": %s", r->id, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON */
+
+static void mem_json(buf *b, const run *r, const plan_mem *m)
+{
+    buf_printf(b, "{\"host_available_bytes\":%llu,\"reserved_host_bytes\":%llu,\"gpus\":[",
+               (unsigned long long)m->host_available_bytes, (unsigned long long)m->reserved_host_bytes);
+    for (size_t g = 0; g < r->ngpus; g++)
+        buf_printf(b, "%s{\"index\":%d,\"free_bytes\":%llu,\"reserved_bytes\":%llu}", g ? "," : "", r->gpu_index[g],
+                   (unsigned long long)m->gpu_free_bytes[g], (unsigned long long)m->reserved_bytes[g]);
+    buf_adds(b, "]}");
+}
+
+static const need *target_need(const run *r, const char *id)
+{
+    for (size_t i = 0; i < r->ntarget; i++)
+        if (!strcmp(r->tid[i], id)) return &r->tneed[i];
+    return NULL;
+}
+
+static void plan_to_json(buf *b, const run *r)
+{
+    const plan *p = &r->pl;
+    buf_adds(b, "{\"mode\":");
+    buf_json_str(b, r->mode);
+    buf_adds(b, ",\"from\":");
+    json_str_or_null(b, r->from);
+    buf_printf(b, ",\"ok\":%s,\"refused\":", p->ok ? "true" : "false");
+    json_str_or_null(b, p->refused);
+    buf_adds(b, ",\"reason\":");
+    json_str_or_null(b, p->ok ? NULL : p->reason);
+    buf_adds(b, ",\"binding\":");
+    const char *binding = NULL;
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == PLAN_START && !p->steps[i].v.ok) {
+            binding = p->steps[i].v.binding;
+            break;
+        }
+    json_str_or_null(b, binding);
+    buf_adds(b, ",\"stops\":[");
+    int k = 0;
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == PLAN_STOP) {
+            buf_adds(b, k++ ? "," : "");
+            buf_json_str(b, p->steps[i].id);
+        }
+    buf_adds(b, "],\"keeps\":[");
+    for (size_t i = 0; i < p->nkeep; i++) {
+        buf_adds(b, i ? "," : "");
+        buf_json_str(b, p->keep[i]);
+    }
+    buf_adds(b, "],\"starts\":[");
+    k = 0;
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == PLAN_START) {
+            buf_adds(b, k++ ? "," : "");
+            buf_json_str(b, p->steps[i].id);
+        }
+    buf_adds(b, "],\"before\":");
+    mem_json(b, r, &p->before);
+    buf_adds(b, ",\"steps\":[");
+    for (size_t i = 0; i < p->nsteps; i++) {
+        const plan_step *s = &p->steps[i];
+        buf_adds(b, i ? ",{\"kind\":" : "{\"kind\":");
+        buf_json_str(b, s->kind == PLAN_STOP ? "stop" : "start");
+        buf_adds(b, ",\"service\":");
+        buf_json_str(b, s->id);
+        if (s->kind == PLAN_START) {
+            buf_printf(b, ",\"verdict\":{\"ok\":%s,\"reason\":", s->v.ok ? "true" : "false");
+            json_str_or_null(b, s->v.ok ? NULL : s->v.reason);
+            buf_adds(b, ",\"binding\":");
+            json_str_or_null(b, s->v.ok ? NULL : s->v.binding);
+            buf_adds(b, "},\"need\":");
+            const need *n = target_need(r, s->id);
+            if (n)
+                need_json(b, n);
+            else
+                buf_adds(b, "null");
+        }
+        buf_adds(b, ",\"after\":");
+        mem_json(b, r, &s->after);
+        buf_addc(b, '}');
+    }
+    buf_adds(b, "],\"warnings\":[");
+    for (size_t i = 0; i < p->nwarnings; i++) {
+        buf_adds(b, i ? "," : "");
+        buf_json_str(b, p->warnings[i]);
+    }
+    buf_adds(b, "]}");
+}
+
+static void switch_to_json(buf *b, const store_switch *w)
+{
+    buf_printf(b, "{\"id\":%" PRId64 ",\"from\":", w->id);
+    json_str_or_null(b, w->from_mode);
+    buf_adds(b, ",\"to\":");
+    buf_json_str(b, w->mode);
+    buf_adds(b, ",\"origin\":");
+    buf_json_str(b, w->origin);
+    buf_adds(b, ",\"outcome\":");
+    buf_json_str(b, w->state);
+    buf_adds(b, ",\"started\":");
+    ts_json(b, w->started_ms);
+    buf_adds(b, ",\"ended\":");
+    if (w->ended_ms)
+        ts_json(b, w->ended_ms);
+    else
+        buf_adds(b, "null");
+    if (w->ended_ms)
+        buf_printf(b, ",\"duration_ms\":%lld", (long long)(w->ended_ms - w->started_ms));
+    else
+        buf_adds(b, ",\"duration_ms\":null");
+    buf_adds(b, ",\"error\":");
+    json_str_or_null(b, w->error);
+    buf_adds(b, ",\"phases\":[");
+    for (size_t i = 0; i < w->nphases; i++) {
+        const store_phase *p = &w->phases[i];
+        buf_printf(b, "%s{\"seq\":%d,\"phase\":", i ? "," : "", p->seq);
+        buf_json_str(b, p->phase);
+        buf_adds(b, ",\"service\":");
+        json_str_or_null(b, p->service);
+        buf_adds(b, ",\"started\":");
+        ts_json(b, p->started_ms);
+        if (p->ended_ms)
+            buf_printf(b, ",\"duration_ms\":%lld", (long long)(p->ended_ms - p->started_ms));
+        else
+            buf_adds(b, ",\"duration_ms\":null");
+        buf_printf(b, ",\"ok\":%s,\"detail\":%s}", p->ok < 0 ? "null" : p->ok ? "true" : "false",
+                   p->detail && *p->detail ? p->detail : "null");
+    }
+    buf_adds(b, "],\"plan\":");
+    buf_adds(b, w->plan && *w->plan ? w->plan : "null");
+    buf_addc(b, '}');
+}
+
+/* ------------------------------------------------------------------ */
+/* runs */
+
+static void run_begin(swx *x, run *r);
+static void next_stage(run *r);
+static void fail(run *r, const char *service, const char *reason, const char *tail);
+
+static void ensure_timers(swx *x)
+{
+    if (x->timers) return;
+    uv_timer_init(x->env.loop, &x->t_deadline);
+    uv_timer_init(x->env.loop, &x->t_poll);
+    uv_timer_init(x->env.loop, &x->t_drain);
+    x->t_deadline.data = x->t_poll.data = x->t_drain.data = x;
+    x->timers = true;
+}
+
+static run *run_new(swx *x, const switch_req *rq, switch_cb cb, void *ud)
+{
+    run *r = xcalloc(1, sizeof *r);
+    r->x = x;
+    r->mode = xstrdup(rq->mode);
+    r->origin = xstrdup(rq->origin ? rq->origin : "api");
+    r->sup_origin = sup_origin_for(r->origin);
+    r->dry = rq->dry_run;
+    r->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : cfg_of(x)->set.sw.timeout_ms;
+    r->cb = cb;
+    r->ud = ud;
+    return r;
+}
+
+static void run_free(run *r)
+{
+    free(r->mode);
+    free(r->origin);
+    free(r->from);
+    strv_release(&r->ids);
+    free(r->plan_json);
+    strv_release(&r->stops);
+    strv_release(&r->starts);
+    strv_release(&r->stopped);
+    strv_release(&r->started);
+    strv_release(&r->rb_starts);
+    free(r->cur_start);
+    free(r->fail_service);
+    free(r->fail_reason);
+    free(r->fail_tail);
+    free(r->rb_note);
+    /* rec's strings: the journal mirror */
+    free(r->rec.mode);
+    free(r->rec.from_mode);
+    free(r->rec.origin);
+    free(r->rec.state);
+    free(r->rec.error);
+    free(r->rec.plan);
+    for (size_t i = 0; i < r->rec.nphases; i++) {
+        free(r->rec.phases[i].phase);
+        free(r->rec.phases[i].service);
+        free(r->rec.phases[i].detail);
+    }
+    free(r->rec.phases);
+    free(r);
+}
+
+static void answer(run *r, int status, const char *code, const char *message, const char *json)
+{
+    if (r->answered) return;
+    r->answered = true;
+    switch_result res = {.status = status, .code = code, .message = message, .json = json};
+    if (r->cb) r->cb(&res, r->ud);
+}
+
+static void queue_next(swx *x);
+
+/* The run is over (answered): let the next one in, free it when nothing
+ * it waits for is left. */
+static void run_done(run *r)
+{
+    swx *x = r->x;
+    r->st = ST_DONE;
+    if (x->cur == r) {
+        x->cur = NULL;
+        if (x->timers) {
+            uv_timer_stop(&x->t_deadline);
+            uv_timer_stop(&x->t_poll);
+            uv_timer_stop(&x->t_drain);
+        }
+    }
+    if (!r->refs) run_free(r);
+    if (!x->closing) queue_next(x);
+}
+
+/* A callback came back: false when the run was abandoned meanwhile (the
+ * daemon shuts down) and the callback must do nothing more. */
+static bool unref_live(run *r)
+{
+    r->refs--;
+    if (r->abandoned || r->st == ST_DONE) {
+        if (!r->refs && r->x->cur != r) run_free(r);
+        return false;
+    }
+    return true;
+}
+
+/* ---- plan ----------------------------------------------------------- */
+
+typedef struct gather_err {
+    int status;
+    const char *code;
+    char msg[512];
+} gather_err;
+
+/* Build the plan's inputs from a snapshot and make it.  -1 with e. */
+static int make_plan(run *r, const snapshot *snap, gather_err *e)
+{
+    swx *x = r->x;
+    const config *cfg = cfg_of(x);
+    const mode *m = strcmp(r->mode, "none") ? config_mode(cfg, r->mode) : NULL;
+    if (!m && strcmp(r->mode, "none")) {
+        e->status = 404;
+        e->code = "not_found";
+        snprintf(e->msg, sizeof e->msg, "no mode '%s' in %s", r->mode, cfg->config_dir);
+        return -1;
+    }
+    r->ngpus = snap->ngpus;
+    for (size_t g = 0; g < snap->ngpus; g++) r->gpu_index[g] = snap->gpus[g].index;
+
+    sup_holding h[MAX_SVC];
+    size_t nh = sup_holdings(x->env.sup, h, MAX_SVC);
+    plan_running run_in[MAX_SVC];
+    for (size_t i = 0; i < nh; i++) {
+        strv_push(&r->ids, h[i].id);
+        strv_push(&r->ids, h[i].hash);
+    }
+    for (size_t i = 0; i < nh; i++) {
+        run_in[i].id = r->ids.v[2 * i];
+        run_in[i].hash = r->ids.v[2 * i + 1][0] ? r->ids.v[2 * i + 1] : NULL;
+        run_in[i].held = h[i].held;
+    }
+    plan_target tg[MAX_SVC];
+    size_t nt = m ? m->services.n : 0;
+    if (nt > MAX_SVC) nt = MAX_SVC;
+    need_detail *nd = xcalloc(1, sizeof *nd);
+    size_t base = r->ids.n;
+    for (size_t i = 0; i < nt; i++) {
+        const char *id = m->services.v[i];
+        const preset *p = config_preset(cfg, id);
+        if (!p) {
+            e->status = 422;
+            e->code = "config_invalid";
+            snprintf(e->msg, sizeof e->msg, "mode '%s' lists '%s', which is no configured preset", r->mode, id);
+            free(nd);
+            return -1;
+        }
+        char err[400];
+        memset(nd, 0, sizeof *nd);
+        if (service_need(p, &cfg->set, snap, x->env.st, nd, err, sizeof err)) {
+            e->status = 422;
+            e->code = "need_unknown";
+            snprintf(e->msg, sizeof e->msg, "mode '%s': cannot tell what '%s' needs: %s", r->mode, id, err);
+            free(nd);
+            return -1;
+        }
+        strv_push(&r->ids, id);
+        strv_push(&r->ids, nd->hash);
+        r->tneed[i] = nd->n;
+        memset(&tg[i], 0, sizeof tg[i]);
+        tg[i].need = nd->n;
+        tg[i].start_first = p->start_first;
+        tg[i].vllm = p->driver == DRV_VLLM;
+        tg[i].remote = p->driver == DRV_REMOTE;
+    }
+    free(nd);
+    for (size_t i = 0; i < nt; i++) {
+        tg[i].id = r->ids.v[base + 2 * i];
+        tg[i].hash = r->ids.v[base + 2 * i + 1][0] ? r->ids.v[base + 2 * i + 1] : NULL;
+        r->tid[i] = tg[i].id;
+    }
+    r->ntarget = nt;
+    reservation res[PLAN_MAX];
+    size_t nres = sup_reservations(x->env.sup, res, PLAN_MAX);
+    gate_policy pol;
+    policy_from_settings(&cfg->set, &pol);
+    plan_input in = {.snap = snap,
+                     .running = run_in,
+                     .nrunning = nh,
+                     .target = tg,
+                     .ntarget = nt,
+                     .res = res,
+                     .nres = nres,
+                     .policy = &pol};
+    char err[256];
+    if (plan_make(&in, &r->pl, err, sizeof err)) {
+        e->status = 422;
+        e->code = "start_failed";
+        snprintf(e->msg, sizeof e->msg, "mode '%s': cannot plan the switch: %s", r->mode, err);
+        return -1;
+    }
+    for (size_t i = 0; i < r->pl.nsteps; i++)
+        strv_push(r->pl.steps[i].kind == PLAN_STOP ? &r->stops : &r->starts, r->pl.steps[i].id);
+    buf b = BUF_INIT;
+    plan_to_json(&b, r);
+    r->plan_json = buf_detach(&b);
+    return 0;
+}
+
+static void dry_planned(const snapshot *snap, void *ud)
+{
+    run *r = ud;
+    if (!unref_live(r)) return;
+    const char *fm = mode_of_running(r->x);
+    r->from = fm ? xstrdup(fm) : NULL;
+    gather_err e = {0};
+    if (make_plan(r, snap, &e))
+        answer(r, e.status, e.code, e.msg, NULL);
+    else
+        answer(r, 200, NULL, NULL, r->plan_json);
+    r->st = ST_DONE;
+    if (!r->refs) run_free(r);
+}
+
+static void finish_plan_error(run *r, int status, const char *code, const char *msg, const char *detail)
+{
+    journal_state(r, "failed", true, msg);
+    buf b = BUF_INIT;
+    buf_printf(&b, "{\"switch_id\":%" PRId64 "%s%s}", r->id, detail ? "," : "", detail ? detail : "");
+    answer(r, status, code, msg, b.p);
+    buf_release(&b);
+    run_done(r);
+}
+
+static void planned(const snapshot *snap, void *ud)
+{
+    run *r = ud;
+    if (!unref_live(r)) return;
+    int seq = 1; /* the plan phase began with the run */
+    gather_err e = {0};
+    if (make_plan(r, snap, &e)) {
+        buf d = BUF_INIT;
+        buf_adds(&d, "\"error\":");
+        buf_json_str(&d, e.msg);
+        phase_end(r, seq, false, d.p);
+        buf_release(&d);
+        finish_plan_error(r, e.status, e.code, e.msg, NULL);
+        return;
+    }
+    const plan *p = &r->pl;
+    buf d = BUF_INIT;
+    buf_printf(&d, "\"ok\":%s,\"stops\":%zu,\"keeps\":%zu,\"starts\":%zu", p->ok ? "true" : "false", r->stops.n,
+               p->nkeep, r->starts.n);
+    if (!p->ok) {
+        buf_adds(&d, ",\"refused\":");
+        buf_json_str(&d, p->refused);
+        buf_adds(&d, ",\"reason\":");
+        buf_json_str(&d, p->reason);
+    }
+    phase_end(r, seq, p->ok, d.p);
+    buf_release(&d);
+    if (!p->ok) {
+        const char *binding = "";
+        for (size_t i = 0; i < p->nsteps; i++)
+            if (p->steps[i].kind == PLAN_START && !p->steps[i].v.ok) {
+                binding = p->steps[i].v.binding;
+                break;
+            }
+        char *msg = xasprintf("mode '%s' does not fit: '%s' would be refused (%s): %s; nothing was stopped", r->mode,
+                              p->refused ? p->refused : "?", binding, p->reason);
+        buf det = BUF_INIT;
+        buf_adds(&det, "\"service\":");
+        json_str_or_null(&det, p->refused);
+        buf_adds(&det, ",\"binding\":");
+        buf_json_str(&det, binding);
+        buf_adds(&det, ",\"reason\":");
+        buf_json_str(&det, p->reason);
+        buf_adds(&det, ",\"plan\":");
+        buf_adds(&det, r->plan_json);
+        finish_plan_error(r, 409, "gate_refused", msg, det.p);
+        buf_release(&det);
+        free(msg);
+        return;
+    }
+    if (r->timed_out) {
+        char *msg = xasprintf("switch to '%s' timed out after %lld ms while planning; nothing was changed", r->mode,
+                              (long long)r->timeout_ms);
+        finish_plan_error(r, 504, "timeout", msg, NULL);
+        free(msg);
+        return;
+    }
+    journal_state(r, "running", false, NULL);
+    r->st = ST_DRAIN;
+    next_stage(r);
+}
+
+/* ---- drain ---------------------------------------------------------- */
+
+static void drain_end(run *r, bool ok, const char *why)
+{
+    swx *x = r->x;
+    uv_timer_stop(&x->t_drain);
+    r->drain_ticket = 0;
+    buf d = BUF_INIT;
+    buf_printf(&d, "\"hook\":%s,\"leaving\":%zu", x->drain_fn ? "true" : "false", r->stops.n);
+    if (why) {
+        buf_adds(&d, ",\"note\":");
+        buf_json_str(&d, why);
+    }
+    phase_end(r, r->drain_seq, ok, d.p);
+    buf_release(&d);
+    r->st = ST_STOP;
+    next_stage(r);
+}
+
+static void drain_timeout(uv_timer_t *t)
+{
+    swx *x = t->data;
+    run *r = x->cur;
+    if (!r || r->st != ST_DRAIN || !r->drain_ticket) return;
+    drain_end(r, true, "drain_timeout passed: in-flight requests were cut off");
+}
+
+void switch_drained(swx *x, uint64_t ticket)
+{
+    run *r = x->cur;
+    if (!r || r->st != ST_DRAIN || !ticket || r->drain_ticket != ticket) return; /* late: the switch went on */
+    drain_end(r, true, NULL);
+}
+
+void switch_set_drain(swx *x, switch_drain_fn fn, void *ud)
+{
+    x->drain_fn = fn;
+    x->drain_ud = ud;
+}
+
+/* ---- stops ---------------------------------------------------------- */
+
+typedef struct op_ctx {
+    run *r;
+    int seq;
+    char *id;
+} op_ctx;
+
+static op_ctx *op_new(run *r, int seq, const char *id)
+{
+    op_ctx *c = xcalloc(1, sizeof *c);
+    c->r = r;
+    c->seq = seq;
+    c->id = xstrdup(id);
+    r->refs++;
+    return c;
+}
+
+static void op_free(op_ctx *c)
+{
+    free(c->id);
+    free(c);
+}
+
+static void stops_over(run *r);
+
+static void stopped_cb(const sup_result *res, void *ud)
+{
+    op_ctx *c = ud;
+    run *r = c->r;
+    if (!unref_live(r)) {
+        op_free(c);
+        return;
+    }
+    bool ok = res->status == 200;
+    buf d = BUF_INIT;
+    if (!ok) {
+        buf_printf(&d, "\"status\":%d,\"message\":", res->status);
+        json_str_or_null(&d, res->message);
+        r->stage_failed = true;
+        if (!r->fail_service) {
+            r->fail_service = xstrdup(c->id);
+            r->fail_reason = xstrdup(res->message ? res->message : "stop failed");
+        }
+    }
+    phase_end(r, c->seq, ok, d.p);
+    buf_release(&d);
+    if (ok && r->st == ST_STOP) strv_push(&r->stopped, c->id);
+    op_free(c);
+    if (--r->pending > 0) return;
+    stops_over(r);
+}
+
+/* The stage after a stop stage has all its stops back. */
+static void stops_over(run *r)
+{
+    if (r->st == ST_STOP) {
+        if (r->stage_failed) {
+            fail(r, r->fail_service, r->fail_reason, NULL);
+            return;
+        }
+        if (r->timed_out) {
+            fail(r, NULL, NULL, NULL);
+            return;
+        }
+        r->st = ST_FREED;
+    } else if (r->st == ST_RB_STOP) {
+        r->st = ST_RB_FREED;
+    } else if (r->st == ST_SETTLE) {
+        r->st = ST_DONE;
+    }
+    next_stage(r);
+}
+
+/* Stop every id of list together, each a phase named `phase`. */
+static void stop_all(run *r, const char *phase, const strv *list)
+{
+    r->stage_failed = false;
+    if (!list->n) {
+        stops_over(r);
+        return;
+    }
+    r->pending = (int)list->n;
+    strv copy = STRV_INIT;
+    for (size_t i = 0; i < list->n; i++) strv_push(&copy, list->v[i]);
+    for (size_t i = 0; i < copy.n; i++) {
+        int seq = phase_begin(r, phase, copy.v[i]);
+        sup_stop(r->x->env.sup, copy.v[i], r->sup_origin, stopped_cb, op_new(r, seq, copy.v[i]));
+    }
+    strv_release(&copy);
+}
+
+/* ---- verify-freed --------------------------------------------------- */
+
+static void vf_snap(const snapshot *snap, void *ud);
+
+static void vf_poll(uv_timer_t *t)
+{
+    swx *x = t->data;
+    run *r = x->cur;
+    if (!r || (r->st != ST_FREED && r->st != ST_RB_FREED)) return;
+    r->refs++;
+    hostmon_take(x->env.hm, vf_snap, r);
+}
+
+static void vf_end(run *r, bool ok, const verdict *last)
+{
+    buf d = BUF_INIT;
+    buf_printf(&d, "\"waited_ms\":%lld,\"polls\":%d,\"first\":{\"ok\":%s,\"binding\":",
+               (long long)(clock_mono_ms() - r->vf_t0), r->vf_polls, r->vf_first.ok ? "true" : "false");
+    json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.binding);
+    buf_adds(&d, ",\"reason\":");
+    json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.reason);
+    buf_addc(&d, '}');
+    if (!ok && last) {
+        buf_adds(&d, ",\"last\":{\"binding\":");
+        buf_json_str(&d, last->binding);
+        buf_adds(&d, ",\"reason\":");
+        buf_json_str(&d, last->reason);
+        buf_addc(&d, '}');
+    }
+    phase_end(r, r->vf_seq, ok, d.p);
+    buf_release(&d);
+    r->st = r->vf_next;
+    r->idx = 0;
+    next_stage(r);
+}
+
+static void vf_snap(const snapshot *snap, void *ud)
+{
+    run *r = ud;
+    if (!unref_live(r)) return;
+    swx *x = r->x;
+    const config *cfg = cfg_of(x);
+    const preset *p = config_preset(cfg, r->vf_id);
+    verdict v;
+    memset(&v, 0, sizeof v);
+    need_detail *nd = xcalloc(1, sizeof *nd);
+    char err[400];
+    if (!p || service_need(p, &cfg->set, snap, x->env.st, nd, err, sizeof err)) {
+        v.ok = true; /* nothing to judge here: the start itself will say why */
+    } else {
+        reservation res[PLAN_MAX];
+        size_t nres = sup_reservations(x->env.sup, res, PLAN_MAX);
+        gate_policy pol;
+        policy_from_settings(&cfg->set, &pol);
+        gate_check(snap, &nd->n, res, nres, r->vf_id, &pol, &v);
+    }
+    free(nd);
+    r->vf_polls++;
+    if (!r->vf_first_done) {
+        r->vf_first = v;
+        r->vf_first_done = true;
+    }
+    if (v.ok) {
+        vf_end(r, true, NULL);
+        return;
+    }
+    if (r->timed_out && r->st == ST_FREED) {
+        vf_end(r, false, &v);
+        return;
+    }
+    if (clock_mono_ms() - r->vf_t0 >= cfg->set.memory.verify_freed_timeout_ms) {
+        /* go on: the supervisor's gate at the start decides, and its refusal is the failure */
+        vf_end(r, false, &v);
+        return;
+    }
+    uv_timer_start(&x->t_poll, vf_poll, VF_POLL_MS, 0);
+}
+
+/* Wait for the memory the stops gave back, judged for the first start of
+ * list that is not remote; skipped when nothing was stopped. */
+static void verify_freed(run *r, const strv *list, bool anything_stopped, stage next)
+{
+    r->vf_next = next;
+    r->vf_id = NULL;
+    const config *cfg = cfg_of(r->x);
+    for (size_t i = 0; i < list->n && !r->vf_id; i++) {
+        const preset *p = config_preset(cfg, list->v[i]);
+        if (p && p->driver != DRV_REMOTE) r->vf_id = list->v[i];
+    }
+    if (!r->vf_id || !anything_stopped) {
+        r->st = next;
+        r->idx = 0;
+        next_stage(r);
+        return;
+    }
+    r->vf_seq = phase_begin(r, "verify-freed", r->vf_id);
+    r->vf_t0 = clock_mono_ms();
+    r->vf_polls = 0;
+    r->vf_first_done = false;
+    r->refs++;
+    hostmon_take(r->x->env.hm, vf_snap, r);
+}
+
+/* ---- starts --------------------------------------------------------- */
+
+/* "... ; log tail:\n<lines>" -> reason and tail (both allocated). */
+static void split_tail(const char *msg, char **reason, char **tail)
+{
+    const char *mark = msg ? strstr(msg, "; log tail:\n") : NULL;
+    if (!mark) {
+        *reason = xstrdup(msg ? msg : "start failed");
+        *tail = NULL;
+        return;
+    }
+    *reason = xstrndup(msg, (size_t)(mark - msg));
+    *tail = xstrdup(mark + strlen("; log tail:\n"));
+}
+
+static void started_cb(const sup_result *res, void *ud)
+{
+    op_ctx *c = ud;
+    run *r = c->r;
+    if (!unref_live(r)) {
+        op_free(c);
+        return;
+    }
+    free(r->cur_start);
+    r->cur_start = NULL;
+    bool ok = res->status == 200;
+    buf d = BUF_INIT;
+    if (ok) {
+        sup_holding h[MAX_SVC];
+        size_t n = sup_holdings(r->x->env.sup, h, MAX_SVC);
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(h[i].id, c->id)) {
+                buf_printf(&d, "\"load_ms\":%lld,\"held\":", (long long)h[i].load_ms);
+                need_json(&d, &h[i].held);
+            }
+    } else {
+        buf_printf(&d, "\"status\":%d,\"code\":", res->status);
+        json_str_or_null(&d, res->code);
+        buf_adds(&d, ",\"message\":");
+        json_str_or_null(&d, res->message);
+    }
+    phase_end(r, c->seq, ok, d.p);
+    buf_release(&d);
+    char *id = c->id;
+    c->id = NULL;
+    op_free(c);
+    if (ok) {
+        r->idx++;
+        next_stage(r);
+        free(id);
+        return;
+    }
+    char *reason, *tail;
+    split_tail(res->message, &reason, &tail);
+    if (!tail) {
+        buf lb = BUF_INIT;
+        uint64_t next = 0;
+        if (sup_log_read(r->x->env.sup, id, UINT64_MAX, TAIL_LINES, &lb, &next) == 0 && lb.len)
+            tail = buf_detach(&lb);
+        buf_release(&lb);
+    }
+    if (r->st == ST_START) {
+        if (r->timed_out) {
+            char *m = xasprintf("the switch timed out (%lld ms) while '%s' was starting", (long long)r->timeout_ms, id);
+            free(reason);
+            reason = m;
+        }
+        fail(r, id, reason, tail);
+    } else { /* ST_RB_START: the previous mode cannot come back either */
+        if (!r->fail_service) r->fail_service = xstrdup(id);
+        char *note = xasprintf("rollback: '%s' could not be started again: %s", id, reason);
+        free(r->rb_note);
+        r->rb_note = note;
+        r->st = ST_SETTLE;
+        next_stage(r);
+    }
+    free(reason);
+    free(tail);
+    free(id);
+}
+
+static void start_one(run *r, const char *phase, const char *id)
+{
+    int seq = phase_begin(r, phase, id);
+    if (r->st == ST_START) strv_push(&r->started, id);
+    free(r->cur_start);
+    r->cur_start = xstrdup(id);
+    sup_start(r->x->env.sup, id, r->st == ST_START ? r->sup_origin : "switch", started_cb, op_new(r, seq, id));
+}
+
+/* ---- verify-healthy, commit, the end ------------------------------- */
+
+static void verify_healthy(run *r)
+{
+    int seq = phase_begin(r, "verify-healthy", NULL);
+    sup_holding h[MAX_SVC];
+    size_t n = sup_holdings(r->x->env.sup, h, MAX_SVC);
+    const char *bad = NULL, *bad_state = "down";
+    for (size_t t = 0; t < r->ntarget && !bad; t++) {
+        bool ready = false;
+        const char *st = "down";
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(h[i].id, r->tid[t])) {
+                ready = h[i].state == SVC_READY;
+                st = svc_state_names[h[i].state];
+            }
+        if (!ready) {
+            bad = r->tid[t];
+            bad_state = st;
+        }
+    }
+    buf d = BUF_INIT;
+    buf_printf(&d, "\"services\":%zu", r->ntarget);
+    if (bad) {
+        buf_adds(&d, ",\"not_ready\":");
+        buf_json_str(&d, bad);
+        buf_adds(&d, ",\"state\":");
+        buf_json_str(&d, bad_state);
+    }
+    phase_end(r, seq, !bad, d.p);
+    buf_release(&d);
+    if (bad) {
+        char *why = xasprintf("'%s' is %s, not ready, after the switch's starts", bad, bad_state);
+        fail(r, bad, why, NULL);
+        free(why);
+        return;
+    }
+    int cseq = phase_begin(r, "commit", NULL);
+    char err[256];
+    bool ok = store_committed_set(r->x->env.st, r->mode, r->id, clock_unix_ms(), err, sizeof err) == 0;
+    if (!ok) log_warn("switch %" PRId64 ": %s", r->id, err);
+    phase_end(r, cseq, ok, NULL);
+    journal_state(r, "committed", true, NULL);
+    buf b = BUF_INIT;
+    switch_to_json(&b, &r->rec);
+    log_info("switch %" PRId64 ": '%s' -> '%s' committed in %lld ms", r->id, r->from ? r->from : "-", r->mode,
+             (long long)(clock_mono_ms() - r->t0_mono));
+    answer(r, 200, NULL, NULL, b.p);
+    buf_release(&b);
+    run_done(r);
+}
+
+/* The failure's answer, after the rollback (or the settle in none). */
+static void finish_failed(run *r, bool settled_none)
+{
+    const char *now = mode_of_running(r->x);
+    char err[256];
+    if (settled_none && store_committed_set(r->x->env.st, "none", r->id, clock_unix_ms(), err, sizeof err))
+        log_warn("switch %" PRId64 ": %s", r->id, err);
+    buf msg = BUF_INIT;
+    if (r->fail_service)
+        buf_printf(&msg, "switch %" PRId64 " to '%s' failed at '%s': %s", r->id, r->mode, r->fail_service,
+                   r->fail_reason ? r->fail_reason : "failed");
+    else if (r->timed_out)
+        buf_printf(&msg, "switch %" PRId64 " to '%s' timed out after %lld ms", r->id, r->mode,
+                   (long long)r->timeout_ms);
+    else
+        buf_printf(&msg, "switch %" PRId64 " to '%s' failed: %s", r->id, r->mode,
+                   r->fail_reason ? r->fail_reason : "failed");
+    if (settled_none)
+        buf_printf(&msg, "; rollback failed too (%s): every service was stopped and the host is in mode 'none'",
+                   r->rb_note ? r->rb_note : "?");
+    else
+        buf_printf(&msg, "; rolled back: the host is in %s%s%s", now ? "mode '" : "no mode (", now ? now : "running set",
+                   now ? "'" : ")");
+    journal_state(r, settled_none ? "failed" : "rolled_back", true, msg.p);
+    if (r->fail_tail && *r->fail_tail) buf_printf(&msg, "; log tail:\n%s", r->fail_tail);
+    buf d = BUF_INIT;
+    buf_adds(&d, "{\"service\":");
+    json_str_or_null(&d, r->fail_service);
+    buf_adds(&d, ",\"reason\":");
+    json_str_or_null(&d, r->fail_reason);
+    buf_adds(&d, ",\"log_tail\":");
+    json_str_or_null(&d, r->fail_tail);
+    buf_adds(&d, ",\"outcome\":");
+    buf_json_str(&d, settled_none ? "failed" : "rolled_back");
+    buf_adds(&d, ",\"now\":");
+    json_str_or_null(&d, now);
+    buf_adds(&d, ",\"running\":");
+    running_json(r->x, &d);
+    buf_adds(&d, ",\"switch\":");
+    switch_to_json(&d, &r->rec);
+    buf_addc(&d, '}');
+    log_warn("%s", msg.p);
+    if (r->timed_out)
+        answer(r, 504, "timeout", msg.p, d.p);
+    else
+        answer(r, 422, "start_failed", msg.p, d.p);
+    buf_release(&d);
+    buf_release(&msg);
+    run_done(r);
+}
+
+static void fail(run *r, const char *service, const char *reason, const char *tail)
+{
+    if (!r->failed) {
+        r->failed = true;
+        if (service && !r->fail_service) r->fail_service = xstrdup(service);
+        if (reason && !r->fail_reason) r->fail_reason = xstrdup(reason);
+        if (tail && !r->fail_tail) r->fail_tail = xstrdup(tail);
+    }
+    /* bring back what was stopped, in the order it ran (stops went in reverse) */
+    strv_release(&r->rb_starts);
+    for (size_t i = r->stopped.n; i > 0; i--) strv_push(&r->rb_starts, r->stopped.v[i - 1]);
+    r->st = ST_RB_STOP;
+    strv rev = STRV_INIT;
+    for (size_t i = r->started.n; i > 0; i--) strv_push(&rev, r->started.v[i - 1]);
+    stop_all(r, "rollback-stop", &rev);
+    strv_release(&rev);
+}
+
+static void next_stage(run *r)
+{
+    swx *x = r->x;
+    if (r->abandoned) return;
+    switch (r->st) {
+    case ST_DRAIN:
+        if (!r->stops.n) {
+            r->st = ST_STOP;
+            next_stage(r);
+            return;
+        }
+        r->drain_seq = phase_begin(r, "drain", NULL);
+        if (!x->drain_fn) {
+            drain_end(r, true, NULL);
+            return;
+        }
+        r->drain_ticket = ++x->drain_ticket;
+        uv_timer_start(&x->t_drain, drain_timeout, (uint64_t)cfg_of(x)->set.sw.drain_timeout_ms, 0);
+        x->drain_fn(x, r->drain_ticket, (const char *const *)r->stops.v, r->stops.n,
+                    cfg_of(x)->set.sw.drain_timeout_ms, x->drain_ud);
+        return;
+    case ST_STOP:
+        if (r->timed_out) {
+            fail(r, NULL, NULL, NULL);
+            return;
+        }
+        stop_all(r, "stop", &r->stops);
+        return;
+    case ST_FREED:
+        verify_freed(r, &r->starts, r->stopped.n > 0, ST_START);
+        return;
+    case ST_START:
+        if (r->idx < r->starts.n) {
+            if (r->timed_out) {
+                fail(r, NULL, NULL, NULL);
+                return;
+            }
+            start_one(r, "start", r->starts.v[r->idx]);
+            return;
+        }
+        r->st = ST_HEALTHY;
+        verify_healthy(r);
+        return;
+    case ST_RB_FREED:
+        verify_freed(r, &r->rb_starts, true, ST_RB_START);
+        return;
+    case ST_RB_START:
+        if (r->idx < r->rb_starts.n) {
+            start_one(r, "rollback-start", r->rb_starts.v[r->idx]);
+            return;
+        }
+        finish_failed(r, false);
+        return;
+    case ST_SETTLE: {
+        /* stop everything: the host settles in none */
+        const char *ids[MAX_SVC];
+        size_t n = running_ids(x, ids, MAX_SVC);
+        strv all = STRV_INIT;
+        for (size_t i = 0; i < n; i++) strv_push(&all, ids[i]);
+        stop_all(r, "settle-stop", &all);
+        strv_release(&all);
+        return;
+    }
+    case ST_DONE:
+        if (r->failed) finish_failed(r, true);
+        return;
+    default:
+        return;
+    }
+}
+
+static void ignore_result(const sup_result *res, void *ud)
+{
+}
+
+static void deadline_fired(uv_timer_t *t)
+{
+    swx *x = t->data;
+    run *r = x->cur;
+    if (!r || r->failed || r->timed_out) return;
+    r->timed_out = true;
+    log_warn("switch %" PRId64 " to '%s': switch timeout (%lld ms) passed; rolling back", r->id, r->mode,
+             (long long)r->timeout_ms);
+    if (r->st == ST_START && r->cur_start) {
+        /* cancel the load: its start ends, and the failure path takes over */
+        sup_stop(x->env.sup, r->cur_start, "switch", ignore_result, NULL);
+    } else if (r->st == ST_DRAIN && r->drain_ticket) {
+        drain_end(r, false, "the switch timed out while draining");
+    }
+}
+
+static void run_begin(swx *x, run *r)
+{
+    x->cur = r;
+    ensure_timers(x);
+    r->t0_mono = clock_mono_ms();
+    const char *fm = mode_of_running(x);
+    r->from = fm ? xstrdup(fm) : NULL;
+    int64_t now = clock_unix_ms();
+    char err[256];
+    if (store_switch_begin(x->env.st, r->mode, r->from, r->origin, now, &r->id, err, sizeof err)) {
+        log_warn("switch: %s", err);
+        r->id = 0;
+    }
+    r->rec.id = r->id;
+    r->rec.mode = xstrdup(r->mode);
+    r->rec.from_mode = r->from ? xstrdup(r->from) : NULL;
+    r->rec.origin = xstrdup(r->origin);
+    r->rec.state = xstrdup("planned");
+    r->rec.started_ms = now;
+    log_info("switch %" PRId64 ": '%s' -> '%s' requested by %s", r->id, r->from ? r->from : "-", r->mode, r->origin);
+    uv_timer_start(&x->t_deadline, deadline_fired, (uint64_t)(r->timeout_ms > 0 ? r->timeout_ms : 1), 0);
+    r->st = ST_PLAN;
+    phase_begin(r, "plan", NULL); /* seq 1 */
+    r->refs++;
+    hostmon_take(x->env.hm, planned, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* requests */
+
+static void queue_next(swx *x)
+{
+    while (!x->cur && x->q_head && !x->closing) {
+        queued *q = x->q_head;
+        x->q_head = q->next;
+        run *r = run_new(x, &q->rq, q->cb, q->ud);
+        free((char *)q->rq.mode);
+        free((char *)q->rq.origin);
+        free(q);
+        run_begin(x, r);
+    }
+}
+
+void switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
+{
+    const config *cfg = cfg_of(x);
+    switch_result res = {0};
+    if (x->closing) {
+        res = (switch_result){503, "shutting_down", "the daemon is shutting down", NULL};
+        cb(&res, ud);
+        return;
+    }
+    if (!rq->mode || (strcmp(rq->mode, "none") && !config_mode(cfg, rq->mode))) {
+        buf m = BUF_INIT;
+        buf_printf(&m, "no mode '%s' in %s (modes:", rq->mode ? rq->mode : "", cfg->config_dir);
+        for (size_t i = 0; i < cfg->n_modes; i++) buf_printf(&m, " %s", cfg->modes[i].id);
+        buf_adds(&m, cfg->n_modes ? ", none)" : " none)");
+        res = (switch_result){404, "not_found", m.p, NULL};
+        cb(&res, ud);
+        buf_release(&m);
+        return;
+    }
+    if (rq->dry_run) {
+        run *r = run_new(x, rq, cb, ud);
+        r->refs++;
+        hostmon_take(x->env.hm, dry_planned, r);
+        return;
+    }
+    if (x->cur && !rq->queue) {
+        run *c = x->cur;
+        buf m = BUF_INIT, d = BUF_INIT;
+        buf_printf(&m, "a switch is in progress: switch %" PRId64 " from %s%s%s to '%s', requested by %s; try again when it ends",
+                   c->id, c->from ? "'" : "", c->from ? c->from : "no mode", c->from ? "'" : "", c->mode, c->origin);
+        switch_current_json(x, &d);
+        res = (switch_result){409, "switch_in_progress", m.p, d.p};
+        cb(&res, ud);
+        buf_release(&m);
+        buf_release(&d);
+        return;
+    }
+    if (x->cur) {
+        queued *q = xcalloc(1, sizeof *q);
+        q->rq = *rq;
+        q->rq.mode = xstrdup(rq->mode);
+        q->rq.origin = xstrdup(rq->origin ? rq->origin : "router");
+        q->cb = cb;
+        q->ud = ud;
+        queued **pp = &x->q_head;
+        while (*pp) pp = &(*pp)->next;
+        *pp = q;
+        return;
+    }
+    run_begin(x, run_new(x, rq, cb, ud));
+}
+
+void switch_current_json(swx *x, buf *out)
+{
+    run *r = x->cur;
+    if (!r) {
+        buf_adds(out, "null");
+        return;
+    }
+    buf_printf(out, "{\"switch_id\":%" PRId64 ",\"mode\":", r->id);
+    buf_json_str(out, r->mode);
+    buf_adds(out, ",\"from\":");
+    json_str_or_null(out, r->from);
+    buf_adds(out, ",\"origin\":");
+    buf_json_str(out, r->origin);
+    buf_adds(out, ",\"started\":");
+    ts_json(out, r->rec.started_ms);
+    const store_phase *p = r->rec.nphases ? &r->rec.phases[r->rec.nphases - 1] : NULL;
+    buf_adds(out, ",\"phase\":");
+    json_str_or_null(out, p ? p->phase : NULL);
+    buf_adds(out, ",\"service\":");
+    json_str_or_null(out, p ? p->service : NULL);
+    buf_addc(out, '}');
+}
+
+int switch_committed(swx *x, char *out, size_t outlen)
+{
+    char err[256];
+    int r = store_committed_get(x->env.st, out, outlen, err, sizeof err);
+    if (r < 0) log_warn("switch: %s", err);
+    return r > 0;
+}
+
+int switch_journal_json(swx *x, size_t limit, buf *out, char *err, size_t errlen)
+{
+    store_switch *w = NULL;
+    size_t n = 0;
+    if (store_switches(x->env.st, limit, false, &w, &n, err, errlen)) return -1;
+    buf_adds(out, "{\"switches\":[");
+    for (size_t i = 0; i < n; i++) {
+        if (i) buf_addc(out, ',');
+        switch_to_json(out, &w[i]);
+    }
+    buf_adds(out, "]}");
+    store_switches_free(w, n);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* start-up, shutdown */
+
+static void startup_done(const switch_result *res, void *ud)
+{
+    if (res->status == 200)
+        log_info("start-up mode: brought up");
+    else
+        log_warn("start-up mode: %s", res->message ? res->message : "failed");
+}
+
+/* Close the entries a crash left open; each becomes `interrupted`. */
+static void recover(swx *x, const char *bringing)
+{
+    store_switch *w = NULL;
+    size_t n = 0;
+    char err[256];
+    if (store_switches(x->env.st, 100, true, &w, &n, err, sizeof err)) {
+        log_warn("switch: cannot read the journal: %s", err);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const store_phase *last = w[i].nphases ? &w[i].phases[w[i].nphases - 1] : NULL;
+        buf why = BUF_INIT;
+        buf_printf(&why, "the daemon stopped during this switch (at phase '%s%s%s%s'); the previous daemon's services "
+                         "were stopped at start-up, and the host is brought to %s",
+                   last ? last->phase : "plan", last && last->service ? " " : "",
+                   last && last->service ? last->service : "", "", bringing);
+        if (store_switch_update(x->env.st, w[i].id, "interrupted", clock_unix_ms(), why.p, NULL, err, sizeof err))
+            log_warn("switch: %s", err);
+        run tmp;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.x = x;
+        tmp.id = w[i].id;
+        tmp.mode = w[i].mode;
+        tmp.from = w[i].from_mode;
+        buf reason = BUF_INIT, data = BUF_INIT;
+        buf_printf(&reason, "switch %" PRId64 " to '%s' was interrupted: %s", w[i].id, w[i].mode, why.p);
+        buf_printf(&data, "{\"switch_id\":%" PRId64 ",\"phase\":\"recover\",\"state\":\"interrupted\",\"last_phase\":",
+                   w[i].id);
+        json_str_or_null(&data, last ? last->phase : NULL);
+        buf_adds(&data, ",\"last_service\":");
+        json_str_or_null(&data, last ? last->service : NULL);
+        buf_adds(&data, ",\"bringing\":");
+        buf_json_str(&data, bringing);
+        buf_addc(&data, '}');
+        emit_event(&tmp, NULL, reason.p, data.p);
+        log_warn("%s", reason.p);
+        buf_release(&reason);
+        buf_release(&data);
+        buf_release(&why);
+    }
+    store_switches_free(w, n);
+}
+
+void switch_startup(swx *x)
+{
+    const config *cfg = cfg_of(x);
+    const char *sm = cfg->set.sw.startup_mode ? cfg->set.sw.startup_mode : "last";
+    char last[128] = "";
+    const char *target = NULL;
+    if (!strcmp(sm, "none")) {
+        target = "none";
+    } else if (!strcmp(sm, "last")) {
+        target = switch_committed(x, last, sizeof last) ? last : "none";
+    } else {
+        target = sm;
+    }
+    buf bringing = BUF_INIT;
+    buf_printf(&bringing, "mode '%s' (startup_mode %s)", target, sm);
+    recover(x, bringing.p);
+    buf_release(&bringing);
+    if (!strcmp(target, "none")) return; /* reconcile left nothing running: already none */
+    if (!config_mode(cfg, target)) {
+        log_warn("start-up mode: no mode '%s' in %s; nothing is started", target, cfg->config_dir);
+        store_event e = {.ts_ms = clock_unix_ms(), .kind = "switch.phase", .to = target,
+                         .reason = "start-up mode: no such mode is configured; nothing is started"};
+        char err[256];
+        if (store_event_add(x->env.st, &e, &e.id, err, sizeof err) == 0 && x->env.on_event)
+            x->env.on_event(&e, x->env.ud);
+        return;
+    }
+    switch_req rq = {.mode = target, .origin = "startup", .queue = true};
+    switch_request(x, &rq, startup_done, NULL);
+}
+
+swx *switch_new(const switch_env *env)
+{
+    swx *x = xcalloc(1, sizeof *x);
+    x->env = *env;
+    return x;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+}
+
+void switch_shutdown(swx *x)
+{
+    if (x->closing) return;
+    x->closing = true;
+    run *r = x->cur;
+    if (r) {
+        r->abandoned = true;
+        journal_state(r, "interrupted", true,
+                      "the daemon shut down during the switch; no rollback was tried (every service is stopped)");
+        answer(r, 503, "shutting_down", "the daemon is shutting down; the switch was abandoned", NULL);
+        r->st = ST_DONE;
+        x->cur = NULL;
+        if (!r->refs) run_free(r);
+        else x->cur = r; /* freed by switch_free or its last callback */
+    }
+    while (x->q_head) {
+        queued *q = x->q_head;
+        x->q_head = q->next;
+        switch_result res = {503, "shutting_down", "the daemon is shutting down", NULL};
+        q->cb(&res, q->ud);
+        free((char *)q->rq.mode);
+        free((char *)q->rq.origin);
+        free(q);
+    }
+    if (x->timers) {
+        uv_timer_stop(&x->t_deadline);
+        uv_timer_stop(&x->t_poll);
+        uv_timer_stop(&x->t_drain);
+        uv_close((uv_handle_t *)&x->t_deadline, timer_closed);
+        uv_close((uv_handle_t *)&x->t_poll, timer_closed);
+        uv_close((uv_handle_t *)&x->t_drain, timer_closed);
+    }
+}
+
+void switch_free(swx *x)
+{
+    if (!x) return;
+    if (x->cur) run_free(x->cur); /* a snapshot it waited for never came back */
+    free(x);
+}

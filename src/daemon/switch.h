@@ -1,0 +1,100 @@
+/* switch.h - a mode switch as a transaction (docs/modes.md): one at a
+ * time, every phase journaled in the store (plan, drain, stop,
+ * verify-freed, start, verify-healthy, commit), a failed start rolled
+ * back to the previous mode (else everything stopped: `none`), a journal
+ * a crash left open closed on the next start, and the start-up mode
+ * brought up through the same transaction.
+ *
+ * Everything runs on the daemon's loop.  The plan is src/core/plan.c's
+ * (pure); this file gathers its inputs (a fresh snapshot, what each
+ * running service holds, each target's need and hash, the reservations
+ * in flight) and carries it out through the supervisor: stops together,
+ * starts one at a time through its load slot, each start passing the
+ * gate again on figures measured at that moment. */
+#ifndef GPUMOD_SWITCH_H
+#define GPUMOD_SWITCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "daemon/hostmon.h"
+#include "daemon/supervisor.h"
+#include "store/db.h"
+#include "util/buf.h"
+
+typedef struct swx swx;
+
+typedef struct switch_env {
+    uv_loop_t *loop;
+    sup *sup;               /* borrowed */
+    hostmon *hm;            /* borrowed */
+    store *st;              /* the journal; borrowed; required */
+    config *const *cfg;     /* the daemon's config pointer (reload swaps what it points to) */
+    /* Called on the loop after each switch.phase event is stored (the daemon's log).  May be NULL. */
+    void (*on_event)(const store_event *e, void *ud);
+    void *ud;
+} switch_env;
+
+swx *switch_new(const switch_env *env);
+
+typedef struct switch_req {
+    const char *mode;   /* a mode id, or "none" (the empty mode) */
+    const char *origin; /* "cli", "api" (a person asked), "startup", "router" */
+    bool dry_run;       /* the plan only: nothing is changed, no journal row */
+    int64_t timeout_ms; /* 0: switch.timeout */
+    bool queue;         /* wait for a switch in progress, then plan (the router); else 409 */
+} switch_req;
+
+/* A result, borrowed for the callback only.  status 200: json is the
+ * switch (docs/api.md) or, for a dry run, the plan.  Else code and
+ * message, and json the error's detail (or NULL): 404 not_found (no such
+ * mode), 409 switch_in_progress | gate_refused (the plan does not fit;
+ * nothing was stopped), 422 start_failed (rolled back, or settled in
+ * none) | need_unknown, 503 shutting_down, 504 timeout (rolled back). */
+typedef struct switch_result {
+    int status;
+    const char *code;
+    const char *message;
+    const char *json;
+} switch_result;
+typedef void (*switch_cb)(const switch_result *r, void *ud);
+
+/* Strings of rq are copied.  cb exactly once (possibly before this
+ * returns, for an error found at once). */
+void switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud);
+
+/* The drain hook (the router registers it): leaving services must get no
+ * new requests, and in-flight ones finish within timeout_ms; call
+ * switch_drained(x, ticket) when done.  The switch goes on after
+ * timeout_ms regardless.  Default (fn NULL): nothing to drain. */
+typedef void (*switch_drain_fn)(swx *x, uint64_t ticket, const char *const *leaving, size_t n, int64_t timeout_ms,
+                                void *ud);
+void switch_set_drain(swx *x, switch_drain_fn fn, void *ud);
+void switch_drained(swx *x, uint64_t ticket);
+
+/* Once, after reconcile: close every journal entry a crash left open
+ * (state interrupted, a switch.phase event saying so), then bring up
+ * switch.startup_mode (none | last | a mode id) through a switch with
+ * origin "startup".  Returns at once; the switch runs on the loop. */
+void switch_startup(swx *x);
+
+/* The last committed mode into out: 1, or 0 when none was ever committed. */
+int switch_committed(swx *x, char *out, size_t outlen);
+/* The journal, newest first, as {"switches": [...]} into out. */
+int switch_journal_json(swx *x, size_t limit, buf *out, char *err, size_t errlen);
+/* The switch in progress as JSON ({"id","mode","from","origin",...}) or "null". */
+void switch_current_json(swx *x, buf *out);
+
+/* A switch in progress is abandoned: its journal entry is marked
+ * interrupted ("the daemon shut down"), no rollback is tried (the
+ * supervisor stops every service anyway), its client and every queued
+ * one get 503.  Call before sup_shutdown. */
+void switch_shutdown(swx *x);
+/* After the loop has ended. */
+void switch_free(swx *x);
+
+#endif
