@@ -53,6 +53,9 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # $(CACHE) (apt-get download + dpkg -x), never installed system-wide.
 LLHTTP_DIR := $(CACHE)/node-llhttp/usr/share
 LLHTTP_SRC := $(LLHTTP_DIR)/llhttp/llhttp.c $(LLHTTP_DIR)/llhttp/api.c $(LLHTTP_DIR)/llhttp/http.c
+# promtool (Debian's prometheus package, only this binary kept) checks the
+# router's /metrics; tests/e2e/lib.sh runs it as $PROMTOOL
+PROMTOOL   := $(CACHE)/prometheus/usr/bin/promtool
 FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
@@ -92,7 +95,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpumod.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS) -lcmocka
 
-$(LLHTTP_SRC) $(LLHTTP_DIR)/include/llhttp/llhttp.h:
+$(LLHTTP_SRC) $(LLHTTP_DIR)/include/llhttp/llhttp.h $(PROMTOOL):
 	@scripts/install-deps --test-cache $(CACHE)
 
 $(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/llhttp/%.c
@@ -138,22 +141,22 @@ bench-startup: $(GPUMOD) $(BUILD)/bench-startup
 	@$(BUILD)/bench-startup $${N:-2000} -- /bin/true -- $(GPUMOD) --version
 
 test: deps
-	@$(MAKE) --no-print-directory all unit
-	@BUILD=$(BUILD) tests/run
+	@$(MAKE) --no-print-directory all unit $(PROMTOOL)
+	@PROMTOOL=$(abspath $(PROMTOOL)) BUILD=$(BUILD) tests/run
 
 demo: deps
 	@$(MAKE) --no-print-directory $(GPUMOD) $(FAKELLM)
 	@BUILD=$(BUILD) scripts/demo
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined CFLAGS='-O1 -g' all unit
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined CFLAGS='-O1 -g' all unit $(PROMTOOL)
+	@PROMTOOL=$(abspath $(PROMTOOL)) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
 	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-3} BUILD=build-asan tests/run
 
 valgrind: deps
-	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit
-	@GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
+	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit $(PROMTOOL)
+	@PROMTOOL=$(abspath $(PROMTOOL)) GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
 
 install: $(GPUMOD) $(HELPERS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR)

@@ -1,9 +1,10 @@
-# mk/fuzz.mk - the fuzzers (GGUF parser, HTTP parser) and the replay of
+# mk/fuzz.mk - the fuzzers (GGUF parser, HTTP parser, request body
+# scanner) and the replay of
 # their corpora.  Included from the Makefile after its rules (it uses BUILD,
 # CC, ALL_CFLAGS, WARN, PKG_LIBS and the `unit` and `deps` targets defined
 # there).
 #
-#   make fuzz            every target in FUZZ_TARGETS (gguf http), one after
+#   make fuzz            every target in FUZZ_TARGETS (gguf http modelscan), one after
 #                        the other, FUZZ_SECONDS (600) each
 #   make fuzz-gguf       build build-fuzz/fuzz_gguf (clang + libFuzzer + ASan
 #                        + UBSan) and run it FUZZ_SECONDS over the seed
@@ -12,8 +13,11 @@
 #   make fuzz-http       the same for build-fuzz/fuzz_http (corpus in
 #                        build-fuzz/corpus-http, crashes in
 #                        build-fuzz/artifacts-http/)
+#   make fuzz-modelscan  the same for build-fuzz/fuzz_modelscan (corpus in
+#                        build-fuzz/corpus-modelscan, crashes in
+#                        build-fuzz/artifacts-modelscan/)
 #   make fuzz-replay     every corpus file through the parsers, normal compiler
-#                        ($(BUILD)/tests/test_fuzz_replay{,_http}; `make test`
+#                        ($(BUILD)/tests/test_fuzz_replay{,_http,_modelscan}; `make test`
 #                        runs them)
 #   make fuzz-corpus     regenerate the synthetic seeds and the real-model
 #                        header seed (tests/fuzz/gen_corpus.c)
@@ -39,9 +43,9 @@ FUZZ_CFLAGS  := -std=c17 -D_GNU_SOURCE -g -O1 -Isrc \
 FUZZ_ARGS    ?= -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
                 -dict=tests/fuzz/gguf.dict
 
-FUZZ_TARGETS ?= gguf http
+FUZZ_TARGETS ?= gguf http modelscan
 
-.PHONY: fuzz fuzz-gguf fuzz-http fuzz-replay fuzz-corpus fuzz-http-corpus
+.PHONY: fuzz fuzz-gguf fuzz-http fuzz-modelscan fuzz-replay fuzz-corpus fuzz-http-corpus
 
 # buf.c (xmalloc) is not ours to hold to clang's -Wformat=2: built apart
 $(FUZZ_BUILD)/buf.o: src/util/buf.c src/util/buf.h
@@ -67,7 +71,8 @@ $(BUILD)/tests/test_fuzz_replay: tests/fuzz/replay.c tests/fuzz/fuzz_gguf.c $(BU
 
 unit: $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_fuzz_replay_http
 
-fuzz-replay: $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_fuzz_replay_http
+fuzz-replay: $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_fuzz_replay_http \
+             $(BUILD)/tests/test_fuzz_replay_modelscan
 	@BUILD=$(BUILD) tests/run unit/test_fuzz_replay
 
 $(BUILD)/gen_corpus: tests/fuzz/gen_corpus.c tests/unit/gguf_synth.h $(BUILD)/libgpumod.a
@@ -104,3 +109,27 @@ fuzz-http-corpus:
 	    b=$$(basename $$f .http); \
 	    case $$b in res-head-*) fl='\003';; res-*) fl='\001';; *) fl='\000';; esac; \
 	    { printf "$$fl"; cat $$f; } >$(FUZZ_HTTP_CORPUS)/$$d-$$b; done; done
+
+# The request body scanner (the router's "model" finder): fuzz_modelscan.c
+# scans each input in one piece, a byte at a time and in random pieces and
+# checks that the three agree, against cJSON where it accepts the body.
+FUZZ_MS_SRC    := tests/fuzz/fuzz_modelscan.c src/core/modelscan.c
+FUZZ_MS_CORPUS := tests/fuzz/corpus/modelscan
+FUZZ_MS_ARGS   ?= -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                  -dict=tests/fuzz/modelscan.dict
+
+$(FUZZ_BUILD)/fuzz_modelscan: $(FUZZ_MS_SRC) $(FUZZ_BUILD)/buf.o src/core/modelscan.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags libcjson) $(WARN) -Wno-unknown-warning-option \
+	    -o $@ $(FUZZ_MS_SRC) $(FUZZ_BUILD)/buf.o $(shell pkg-config --libs libcjson)
+
+fuzz-modelscan:
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/fuzz_modelscan
+	@mkdir -p $(FUZZ_BUILD)/corpus-modelscan $(FUZZ_BUILD)/artifacts-modelscan
+	$(if $(FUZZ_SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(FUZZ_SYMBOLIZER)) $(FUZZ_BUILD)/fuzz_modelscan $(FUZZ_MS_ARGS) -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts-modelscan/ $(FUZZ_BUILD)/corpus-modelscan $(FUZZ_MS_CORPUS)
+
+unit: $(BUILD)/tests/test_fuzz_replay_modelscan
+
+$(BUILD)/tests/test_fuzz_replay_modelscan: tests/fuzz/replay_modelscan.c tests/fuzz/fuzz_modelscan.c $(BUILD)/libgpumod.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS)

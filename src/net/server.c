@@ -111,6 +111,16 @@ struct srv_conn {
     bool reading;
     bool peer_eof;
     bool in_process;
+    /* streaming requests (on_head answered SRV_STREAM) */
+    bool stream_req;  /* the current request's body goes to on_body */
+    bool body_paused; /* srv_pause_body: not reading */
+    bool discard;     /* the response has ended before the body: drop the rest */
+    bool req_dead;    /* the request failed (server's error sent, or killed) */
+    bool aborted;     /* on_abort was called for the current request */
+    bool congested;   /* queued output passed write_high */
+    bool nobody;      /* the streamed response has no body (HEAD, 204, 304) */
+    int64_t body_left; /* srv_respond_head with a length: bytes still owed; else -1 */
+    void *ud;         /* srv_conn_set_ud */
 };
 
 static void conn_process(srv_conn *c);
@@ -226,13 +236,21 @@ static void on_handle_closed(uv_handle_t *h)
     if (--c->handles_open == 0 && !c->owed) conn_free(c);
 }
 
+/* The handler learns that the request it owes is dead (once). */
+static void fire_abort(srv_conn *c)
+{
+    if (!c->owed || c->aborted) return;
+    c->aborted = true;
+    if (c->s->o.on_abort) c->s->o.on_abort(c, c->s->o.ud);
+}
+
 static void conn_kill(srv_conn *c)
 {
     if (c->closed) return;
     c->closed = true;
     uv_close(&c->h.handle, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
-    if (c->owed && c->s->o.on_abort) c->s->o.on_abort(c, c->s->o.ud);
+    fire_abort(c);
 }
 
 typedef struct wreq {
@@ -246,26 +264,75 @@ static void on_written(uv_write_t *req, int status)
     srv_conn *c = req->data;
     buf_release(&w->b);
     free(w);
-    if (status < 0) conn_kill(c);
+    if (status < 0) {
+        conn_kill(c);
+        return;
+    }
+    if (c->congested && !c->closed &&
+        uv_stream_get_write_queue_size(&c->h.stream) <= c->s->o.write_low) {
+        c->congested = false;
+        if (c->s->o.on_drain && c->owed) c->s->o.on_drain(c, c->s->o.ud);
+    }
 }
 
-/* Queue b's bytes; takes them (b is reset). */
-static void conn_write(srv_conn *c, buf *b)
+/* Write bufs: straight to the socket when nothing is queued (the common
+ * case: no copy, one writev), the rest copied and queued.  keep, when not
+ * NULL, is a buf holding exactly the bytes of bufs that may be taken
+ * instead of copied (it is reset). */
+static void conn_writev(srv_conn *c, uv_buf_t *bufs, unsigned n, buf *keep)
 {
-    if (c->closed || b->len == 0) {
-        buf_release(b);
+    size_t total = 0, done = 0;
+    for (unsigned i = 0; i < n; i++) total += bufs[i].len;
+    if (c->closed || total == 0) {
+        if (keep) buf_release(keep);
+        return;
+    }
+    if (uv_stream_get_write_queue_size(&c->h.stream) == 0) {
+        /* an error here (EPIPE) is left to uv_write below, which reports
+         * it from its callback: on_abort must never run from inside a
+         * srv_write the handler is making */
+        int r = uv_try_write(&c->h.stream, bufs, n);
+        if (r >= 0) done = (size_t)r;
+    }
+    if (done == total) {
+        if (keep) buf_release(keep);
         return;
     }
     wreq *w = xmalloc(sizeof *w);
-    w->b = *b;
-    buf_init(b);
+    if (keep && done == 0) {
+        w->b = *keep;
+        buf_init(keep);
+    } else {
+        if (keep) buf_release(keep);
+        buf_init(&w->b);
+        buf_grow(&w->b, total - done);
+        size_t skip = done;
+        for (unsigned i = 0; i < n; i++) {
+            if (skip >= bufs[i].len) {
+                skip -= bufs[i].len;
+                continue;
+            }
+            buf_add(&w->b, bufs[i].base + skip, bufs[i].len - skip);
+            skip = 0;
+        }
+    }
     w->req.data = c;
     uv_buf_t ub = uv_buf_init(w->b.p, (unsigned)w->b.len);
     if (uv_write(&w->req, &c->h.stream, &ub, 1, on_written) < 0) {
         buf_release(&w->b);
         free(w);
         conn_kill(c);
+        return;
     }
+    if (!c->congested && uv_stream_get_write_queue_size(&c->h.stream) > c->s->o.write_high)
+        c->congested = true;
+}
+
+/* Queue b's bytes; takes them (b is reset). */
+static void conn_write(srv_conn *c, buf *b)
+{
+    uv_buf_t ub = uv_buf_init(b->p, (unsigned)b->len);
+    conn_writev(c, &ub, 1, b);
 }
 
 static void read_start(srv_conn *c);
@@ -312,6 +379,23 @@ static void send_error(srv_conn *c, int status, const char *msg)
     conn_final(c);
 }
 
+/* The current request fails on the server's side (a parse error or the
+ * body deadline in the middle of a streamed body).  Without a handler
+ * involved it is an ordinary error answer; a handler that owes the
+ * response gets on_abort, and the client the error when no response has
+ * started (else just a close).  The handler's srv_end then only frees. */
+static void req_fail(srv_conn *c, int status, const char *msg)
+{
+    if (!c->owed) {
+        send_error(c, status, msg);
+        return;
+    }
+    c->req_dead = true;
+    if (c->streaming) conn_kill(c);
+    else send_error(c, status, msg);
+    fire_abort(c);
+}
+
 /* ---- reading ---- */
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out)
@@ -350,6 +434,7 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         uv_read_stop(st);
         c->reading = false;
         if (c->phase == PH_HEAD || c->phase == PH_BODY) conn_process(c);
+        else if (c->phase == PH_HANDLING && c->stream_req && c->owed) conn_kill(c); /* gone */
         return;
     }
     if (c->phase == PH_FINAL || c->phase == PH_LINGER) {
@@ -409,25 +494,49 @@ static bool view_ieq(const view *v, const char *s)
     return v->len == n && strncasecmp(v->p, s, n) == 0;
 }
 
+/* The handler owes a response from now on. */
+static void req_begin(srv_conn *c)
+{
+    c->owed = true;
+    c->streaming = c->chunked = c->nobody = false;
+    c->body_left = -1;
+    c->req_dead = c->aborted = false;
+    c->keep_alive = c->msg.keep_alive && !c->s->closing;
+    c->is_head = view_ieq(&c->msg.method, "HEAD");
+    c->n_requests++;
+}
+
 static void conn_dispatch(srv_conn *c)
 {
     srv *s = c->s;
     c->phase = PH_HANDLING;
     timer_arm(c, T_NONE, 0);
-    c->owed = true;
-    c->streaming = c->chunked = false;
-    c->keep_alive = c->msg.keep_alive && !s->closing;
-    c->is_head = view_ieq(&c->msg.method, "HEAD");
-    c->n_requests++;
+    req_begin(c);
     view body = {c->body.p, c->body.len};
     s->o.on_request(c, &c->msg, &body, s->o.ud);
+}
+
+/* A head is in: ask on_head whether its body streams. */
+static void head_mode(srv_conn *c)
+{
+    srv *s = c->s;
+    c->stream_req = c->discard = c->body_paused = false;
+    if (!s->o.on_head) return;
+    req_begin(c);
+    c->stream_req = true;
+    if (s->o.on_head(c, &c->msg, s->o.ud) == SRV_STREAM) return;
+    if (c->owed && !c->streaming) { /* buffered after all: undo */
+        c->owed = false;
+        c->stream_req = false;
+        c->n_requests--;
+    }
 }
 
 static void conn_process(srv_conn *c)
 {
     if (c->in_process) return;
     c->in_process = true;
-    while (!c->closed && (c->phase == PH_HEAD || c->phase == PH_BODY)) {
+    while (!c->closed && (c->phase == PH_HEAD || (c->phase == PH_BODY && !c->body_paused))) {
         size_t used = 0;
         view body = {0};
         const char *data = c->rb + c->roff;
@@ -454,7 +563,7 @@ static void conn_process(srv_conn *c)
             break;
         }
         if (ev == HTTP_EV_ERROR) {
-            send_error(c, http_error_status(c->p.err.code), c->p.err.msg);
+            req_fail(c, http_error_status(c->p.err.code), c->p.err.msg);
             break;
         }
         if (ev == HTTP_EV_HEAD) {
@@ -470,10 +579,25 @@ static void conn_process(srv_conn *c)
                     conn_write(c, &b);
                 }
             }
+            head_mode(c); /* may answer at once */
         } else if (ev == HTTP_EV_BODY) {
-            buf_add(&c->body, body.p, body.len);
+            if (!c->stream_req) buf_add(&c->body, body.p, body.len);
+            else if (!c->discard && c->owed && !c->req_dead)
+                c->s->o.on_body(c, &body, false, c->s->o.ud);
         } else if (ev == HTTP_EV_DONE) {
-            conn_dispatch(c); /* may answer at once: the loop goes on */
+            if (!c->stream_req) {
+                conn_dispatch(c); /* may answer at once: the loop goes on */
+            } else if (c->discard || !c->owed) {
+                /* answered before the body ended: the next request */
+                c->stream_req = c->discard = false;
+                c->phase = PH_HEAD;
+                timer_arm(c, T_NONE, 0);
+            } else {
+                c->phase = PH_HANDLING;
+                timer_arm(c, T_NONE, 0);
+                view none = {c->rb + c->roff, 0};
+                c->s->o.on_body(c, &none, true, c->s->o.ud); /* may answer at once */
+            }
         }
     }
     c->in_process = false;
@@ -499,10 +623,19 @@ static void response_done(srv_conn *c)
         if (c->handles_open == 0) conn_free(c);
         return;
     }
+    if (c->req_dead) return; /* the server's error answer is on its way out */
     if (!c->keep_alive) {
         conn_final(c);
         return;
     }
+    if (c->phase == PH_BODY) { /* a streamed body still arriving: drop the rest */
+        c->discard = true;
+        c->body_paused = false;
+        if (c->tk == T_NONE) timer_arm(c, T_BODY, c->s->o.body_timeout_ms);
+        if (!c->in_process) conn_process(c);
+        return;
+    }
+    c->stream_req = false;
     c->phase = PH_HEAD;
     c->tk = T_NONE;
     if (c->in_process) return; /* conn_process's loop picks up the buffered rest */
@@ -512,7 +645,7 @@ static void response_done(srv_conn *c)
 int srv_respond(srv_conn *c, int status, const char *ctype, const void *body, size_t len)
 {
     if (!c->owed || c->streaming) return -1;
-    if (c->closed) {
+    if (c->closed || c->req_dead) {
         response_done(c);
         return -1;
     }
@@ -531,7 +664,7 @@ int srv_respond_start(srv_conn *c, int status, const char *ctype)
 {
     if (!c->owed || c->streaming) return -1;
     c->streaming = true;
-    if (c->closed) return -1;
+    if (c->closed || c->req_dead) return -1;
     /* HTTP/1.0 has no chunked coding: the body ends when we close */
     if (c->msg.minor == 0) c->keep_alive = false;
     c->chunked = c->msg.minor == 1;
@@ -543,22 +676,81 @@ int srv_respond_start(srv_conn *c, int status, const char *ctype)
     return 0;
 }
 
-int srv_write(srv_conn *c, const void *data, size_t len)
+static bool is_own_field(view name, const view *tokens, size_t nt)
 {
-    if (!c->owed || !c->streaming || c->closed) return -1;
-    if (len == 0 || c->is_head) return 0;
+    static const char *const own[] = {"connection", "keep-alive", "transfer-encoding",
+                                      "content-length", "trailer", "te", "upgrade"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (view_ieq(&name, own[i])) return true;
+    if (name.len >= 6 && strncasecmp(name.p, "proxy-", 6) == 0) return true;
+    for (size_t i = 0; i < nt; i++)
+        if (name.len == tokens[i].len && strncasecmp(name.p, tokens[i].p, name.len) == 0) return true;
+    return false;
+}
+
+int srv_respond_head(srv_conn *c, int status, const http_field *fields, size_t n_fields,
+                     int64_t content_length)
+{
+    if (!c->owed || c->streaming) return -1;
+    c->streaming = true;
+    if (c->closed || c->req_dead) return -1;
+    c->nobody = c->is_head || status == 204 || status == 304 || status < 200;
+    bool length = content_length >= 0;
+    if (c->msg.minor == 0 && !length) c->keep_alive = false;
+    c->chunked = !length && c->msg.minor == 1 && !c->nobody;
+    c->body_left = length && !c->nobody ? content_length : -1;
+    /* the names a Connection field lists are hop-by-hop too */
+    view tokens[16];
+    size_t nt = 0;
+    for (size_t i = 0; i < n_fields; i++) {
+        if (!view_ieq(&fields[i].name, "connection")) continue;
+        const char *p = fields[i].value.p, *e = p + fields[i].value.len;
+        while (p < e && nt < 16) {
+            while (p < e && (*p == ' ' || *p == '\t' || *p == ',')) p++;
+            const char *t = p;
+            while (p < e && *p != ',' && *p != ' ' && *p != '\t') p++;
+            if (p > t) tokens[nt++] = (view){t, (size_t)(p - t)};
+            while (p < e && *p != ',') p++;
+        }
+    }
     buf b = BUF_INIT;
-    if (c->chunked) buf_printf(&b, "%zx\r\n", len);
-    buf_add(&b, data, len);
-    if (c->chunked) buf_adds(&b, "\r\n");
+    head_begin(c, &b, status, NULL);
+    for (size_t i = 0; i < n_fields; i++) {
+        if (is_own_field(fields[i].name, tokens, nt)) continue;
+        buf_add(&b, fields[i].name.p, fields[i].name.len);
+        buf_adds(&b, ": ");
+        buf_add(&b, fields[i].value.p, fields[i].value.len);
+        buf_adds(&b, "\r\n");
+    }
+    if (length && status >= 200 && status != 204) buf_printf(&b, "Content-Length: %lld\r\n", (long long)content_length);
+    else if (c->chunked) buf_adds(&b, "Transfer-Encoding: chunked\r\n");
+    buf_adds(&b, "\r\n");
     conn_write(c, &b);
     return 0;
+}
+
+int srv_write(srv_conn *c, const void *data, size_t len)
+{
+    if (!c->owed || !c->streaming || c->closed || c->req_dead) return -1;
+    if (len == 0 || c->is_head || c->nobody) return 0;
+    if (c->body_left >= 0) {
+        if ((uint64_t)len > (uint64_t)c->body_left) return -1;
+        c->body_left -= (int64_t)len;
+    }
+    char size[24];
+    uv_buf_t v[3];
+    unsigned n = 0;
+    if (c->chunked) v[n++] = uv_buf_init(size, (unsigned)snprintf(size, sizeof size, "%zx\r\n", len));
+    v[n++] = uv_buf_init((char *)data, (unsigned)len);
+    if (c->chunked) v[n++] = uv_buf_init((char *)"\r\n", 2);
+    conn_writev(c, v, n, NULL);
+    return c->closed ? -1 : 0;
 }
 
 int srv_end(srv_conn *c)
 {
     if (!c->owed) return -1;
-    if (c->closed) {
+    if (c->closed || c->req_dead) {
         response_done(c);
         return -1;
     }
@@ -570,6 +762,7 @@ int srv_end(srv_conn *c)
         buf_adds(&b, "0\r\n\r\n");
         conn_write(c, &b);
     }
+    if (c->body_left > 0) c->keep_alive = false; /* short: the close tells the client */
     response_done(c);
     return 0;
 }
@@ -589,6 +782,41 @@ bool srv_conn_alive(const srv_conn *c)
     return !c->closed;
 }
 
+bool srv_conn_congested(const srv_conn *c)
+{
+    return c->congested && !c->closed;
+}
+
+void srv_pause_body(srv_conn *c)
+{
+    if (c->closed || !c->stream_req || c->phase != PH_BODY || c->discard || c->body_paused) return;
+    c->body_paused = true;
+    if (c->reading) {
+        uv_read_stop(&c->h.stream);
+        c->reading = false;
+    }
+    timer_arm(c, T_NONE, 0); /* the client is not the slow one now */
+}
+
+void srv_resume_body(srv_conn *c)
+{
+    if (c->closed || !c->body_paused) return;
+    c->body_paused = false;
+    if (c->phase != PH_BODY) return;
+    timer_arm(c, T_BODY, c->s->o.body_timeout_ms);
+    if (!c->in_process) conn_process(c); /* buffered bytes first; reads again at NEED_MORE */
+}
+
+void srv_conn_set_ud(srv_conn *c, void *ud)
+{
+    c->ud = ud;
+}
+
+void *srv_conn_ud(const srv_conn *c)
+{
+    return c->ud;
+}
+
 /* ---- timers ---- */
 
 static void on_timer(uv_timer_t *t)
@@ -603,7 +831,10 @@ static void on_timer(uv_timer_t *t)
         if (c->rlen - c->roff == 0) conn_kill(c);
         else send_error(c, 408, "request head not received in time");
         break;
-    case T_BODY: send_error(c, 408, "request body not received in time"); break;
+    case T_BODY:
+        if (c->discard) conn_kill(c);
+        else req_fail(c, 408, "request body not received in time");
+        break;
     case T_IDLE:
     case T_LINGER: conn_kill(c); break;
     case T_NONE: break;
@@ -678,6 +909,8 @@ srv *srv_new(uv_loop_t *loop, const srv_opts *o)
     if (s->o.body_timeout_ms <= 0) s->o.body_timeout_ms = 30000;
     if (s->o.idle_timeout_ms <= 0) s->o.idle_timeout_ms = 60000;
     if (!s->o.max_conns) s->o.max_conns = 256;
+    if (!s->o.write_high) s->o.write_high = 256 * 1024;
+    if (!s->o.write_low || s->o.write_low > s->o.write_high) s->o.write_low = s->o.write_high / 4;
     return s;
 }
 
@@ -856,7 +1089,7 @@ void srv_close(srv *s, void (*cb)(void *ud), void *ud)
         next = c->next;
         bool idle = c->phase == PH_HEAD && c->rlen - c->roff == 0;
         if (idle || c->phase == PH_LINGER || c->streaming) conn_kill(c);
-        else if (c->phase == PH_HANDLING) c->keep_alive = false;
+        else if (c->phase == PH_HANDLING || c->owed) c->keep_alive = false;
     }
     if (none && s->n_conns == 0) {
         free(s);

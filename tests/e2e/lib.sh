@@ -188,6 +188,20 @@ http() {
     return 0
 }
 
+# promtool_check FILE: `promtool check metrics` on a Prometheus text
+# exposition (exit 0 and no output when it is clean; lint problems exit 3,
+# parse errors 1, both printed on stderr).  promtool comes from Debian's prometheus
+# package, unpacked by `scripts/install-deps --test-cache build/cache`
+# (make test does it); $PROMTOOL names another copy.
+PROMTOOL=${PROMTOOL:-$GPUMOD_SRC/build/cache/prometheus/usr/bin/promtool}
+promtool_check() {
+    if [ ! -x "$PROMTOOL" ]; then
+        echo "promtool not found at $PROMTOOL: run scripts/install-deps --test-cache build/cache (make test does)" >&2
+        return 127
+    fi
+    "$PROMTOOL" check metrics <"$1"
+}
+
 # --- helpers for scripts that run processes such as fakellm ---------------
 
 # fakellm_spawn NAME [VAR=VALUE...] -- ARGS...: t_spawn fakellm with that

@@ -70,6 +70,15 @@ typedef struct fx {
     bool deny;
     int aborts;
     int closed;
+    /* streaming requests (on_head / on_body) */
+    buf sink;
+    int sink_calls;
+    int calls_at_resume;
+    int drains;
+    bool flood_congested;
+    uv_timer_t resume_timer;
+    srv_conn *paused;
+    enum { SM_NONE, SM_SINK, SM_PAUSE, SM_STARTED, SM_FLOOD, SM_HANG } smode;
 } fx;
 
 typedef struct later {
@@ -131,6 +140,18 @@ static void on_request(srv_conn *c, const http_msg *m, const view *body, void *u
         srv_write(c, "defg", 4);
         srv_write(c, "hi", 2);
         srv_end(c);
+    } else if (m->target.len >= 6 && memcmp(m->target.p, "/relay", 6) == 0) {
+#define F(n, v) {{n, sizeof n - 1}, {v, sizeof v - 1}}
+        http_field fs[] = {F("X-A", "1"), F("Connection", "X-Drop"), F("X-Drop", "x"),
+                           F("Content-Length", "999"), F("Transfer-Encoding", "chunked"),
+                           F("Content-Type", "text/plain")};
+#undef F
+        bool chunked = target_is(m, "/relay-chunked"), shrt = target_is(m, "/relay-short");
+        srv_respond_head(c, 200, fs, 6, chunked ? -1 : 5);
+        srv_write(c, "hel", 3);
+        if (!shrt) assert_int_equal(srv_write(c, "lo", 2), 0);
+        if (!chunked && !shrt) assert_int_equal(srv_write(c, "!", 1), -1); /* past the length */
+        srv_end(c);
     } else if (target_is(m, "/forever")) {
         srv_respond_start(c, 200, "text/plain"); /* never ends: srv_close aborts it */
         srv_write(c, "tick", 4);
@@ -172,6 +193,131 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
+/* ---- streaming requests ---- */
+
+static bool target_starts(const http_msg *m, const char *t)
+{
+    return m->target.len >= strlen(t) && memcmp(m->target.p, t, strlen(t)) == 0;
+}
+
+static void sink_reply(fx *f, srv_conn *c)
+{
+    intptr_t n = (intptr_t)srv_conn_ud(c);
+    buf b = BUF_INIT;
+    buf_printf(&b, "calls=%d bytes=%zu ud=%d resume=%d body=", f->sink_calls, f->sink.len, (int)n,
+               f->calls_at_resume);
+    buf_add(&b, f->sink.p, f->sink.len);
+    srv_respond(c, 200, "text/plain", b.p, b.len);
+    buf_release(&b);
+}
+
+static void resume_fire(uv_timer_t *t)
+{
+    fx *f = t->data;
+    f->calls_at_resume = f->sink_calls;
+    srv_resume_body(f->paused);
+    uv_close((uv_handle_t *)t, NULL);
+}
+
+static srv_mode on_head(srv_conn *c, const http_msg *m, void *ud)
+{
+    fx *f = ud;
+    f->smode = SM_NONE;
+    buf_clear(&f->sink);
+    f->sink_calls = 0;
+    f->calls_at_resume = -1;
+    if (target_starts(m, "/sink") || target_starts(m, "/pause")) {
+        f->smode = target_starts(m, "/sink") ? SM_SINK : SM_PAUSE;
+        srv_conn_set_ud(c, (void *)((intptr_t)srv_conn_ud(c) + 1)); /* requests on c */
+        return SRV_STREAM;
+    }
+    if (target_starts(m, "/early")) { /* refused before the body is read */
+        srv_respond(c, 403, "text/plain", "no", 2);
+        return SRV_STREAM;
+    }
+    if (target_starts(m, "/started")) { /* the response begins before the body */
+        f->smode = SM_STARTED;
+        srv_respond_start(c, 200, "text/plain");
+        srv_write(c, "hi ", 3);
+        return SRV_STREAM;
+    }
+    if (target_starts(m, "/flood")) {
+        f->smode = SM_FLOOD;
+        return SRV_STREAM;
+    }
+    if (target_starts(m, "/hang")) {
+        f->smode = SM_HANG;
+        return SRV_STREAM;
+    }
+    return SRV_BUFFER;
+}
+
+static void flood_write(fx *f, srv_conn *c)
+{
+    static char block[64 * 1024];
+    memset(block, 'f', sizeof block);
+    /* produce until the peer lags, then wait for on_drain */
+    for (int i = 0; i < 1000 && !srv_conn_congested(c); i++) srv_write(c, block, sizeof block);
+    f->flood_congested = srv_conn_congested(c);
+}
+
+static void on_body(srv_conn *c, const view *chunk, bool last, void *ud)
+{
+    fx *f = ud;
+    if (chunk->len) {
+        buf_add(&f->sink, chunk->p, chunk->len);
+        f->sink_calls++;
+    }
+    switch (f->smode) {
+    case SM_SINK:
+        if (last) sink_reply(f, c);
+        break;
+    case SM_PAUSE:
+        if (!last && f->sink_calls == 1) { /* hold the rest for 100 ms */
+            srv_pause_body(c);
+            f->paused = c;
+            uv_timer_init(&f->loop, &f->resume_timer);
+            f->resume_timer.data = f;
+            uv_timer_start(&f->resume_timer, resume_fire, 100, 0);
+        }
+        if (last) sink_reply(f, c);
+        break;
+    case SM_STARTED:
+        if (last) {
+            buf b = BUF_INIT;
+            buf_printf(&b, "got %zu bytes", f->sink.len);
+            srv_write(c, b.p, b.len);
+            srv_end(c);
+            buf_release(&b);
+        }
+        break;
+    case SM_FLOOD:
+        if (last) {
+            srv_respond_start(c, 200, "application/octet-stream");
+            flood_write(f, c);
+            if (!f->flood_congested) srv_end(c);
+        }
+        break;
+    case SM_HANG: /* a response that never ends: the client must go */
+        if (last) {
+            srv_respond_start(c, 200, "text/event-stream");
+            srv_write(c, "tick", 4);
+        }
+        break;
+    default: break;
+    }
+}
+
+static void on_drain(srv_conn *c, void *ud)
+{
+    fx *f = ud;
+    f->drains++;
+    if (f->smode == SM_FLOOD) {
+        srv_write(c, "END", 3);
+        srv_end(c);
+    }
+}
+
 static void fx_start_opts(fx *f, srv_opts o)
 {
     memset(f, 0, sizeof *f);
@@ -179,6 +325,7 @@ static void fx_start_opts(fx *f, srv_opts o)
     assert_non_null(mkdtemp(f->dir));
     snprintf(f->sock, sizeof f->sock, "%s/ctl.sock", f->dir);
     assert_int_equal(uv_loop_init(&f->loop), 0);
+    buf_init(&f->sink);
     o.on_request = on_request;
     o.allow = allow;
     o.on_abort = on_abort;
@@ -205,6 +352,7 @@ static void fx_stop(fx *f)
     pthread_join(f->th, NULL);
     assert_int_equal(f->closed, 1);
     assert_int_equal(uv_loop_close(&f->loop), 0);
+    buf_release(&f->sink);
     struct stat st;
     assert_int_equal(stat(f->sock, &st), -1); /* srv_close unlinks its socket */
     rmdir(f->dir);
@@ -646,6 +794,233 @@ static void chunked_reply(void **state)
     fx_stop(&f);
 }
 
+
+/* ---- streaming requests (the router's mode) ---- */
+
+static srv_opts stream_opts(void)
+{
+    return (srv_opts){.limits = {.max_body = 4096},
+                      .on_head = on_head,
+                      .on_body = on_body,
+                      .on_drain = on_drain,
+                      .write_high = 64 * 1024};
+}
+
+static int aborts_now(fx *f)
+{
+    return __atomic_load_n(&f->aborts, __ATOMIC_SEQ_CST);
+}
+
+/* wait (scaled) until the server has counted n aborts */
+static bool wait_aborts(fx *f, int n)
+{
+    int64_t deadline = now_ms() + 5000 * scale();
+    while (aborts_now(f) < n && now_ms() < deadline) poll(NULL, 0, 5);
+    return aborts_now(f) == n;
+}
+
+static void stream_body(void **state)
+{
+    (void)state;
+    fx f;
+    fx_start_opts(&f, stream_opts());
+    int fd = raw_connect(f.sock);
+    buf b = BUF_INIT;
+    /* chunked, in two pieces: two spans, decoded */
+    raw_send(fd, "POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+    poll(NULL, 0, 50);
+    raw_send(fd, "6\r\n world\r\n0\r\n\r\n");
+    assert_false(raw_read(fd, &b, "body=hello world", 1, 5000 * scale()));
+    assert_non_null(strstr(b.p, "calls=2 bytes=11 ud=1 "));
+    /* the next request on the connection: Content-Length; the ud stays */
+    buf_clear(&b);
+    raw_send(fd, "POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc");
+    assert_false(raw_read(fd, &b, "body=abc", 1, 5000 * scale()));
+    assert_non_null(strstr(b.p, "calls=1 bytes=3 ud=2 "));
+    /* no body: on_body(last) once, empty */
+    buf_clear(&b);
+    raw_send(fd, "GET /sink HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_false(raw_read(fd, &b, "body=", 1, 5000 * scale()));
+    assert_non_null(strstr(b.p, "calls=0 bytes=0 ud=3 "));
+    /* buffered requests beside them, on the same connection */
+    buf_clear(&b);
+    raw_send(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+    assert_false(raw_read(fd, &b, "POST:hi", 1, 5000 * scale()));
+    close(fd);
+    buf_release(&b);
+    fx_stop(&f);
+    assert_int_equal(f.aborts, 0);
+}
+
+static void stream_answer_early(void **state)
+{
+    (void)state;
+    fx f;
+    fx_start_opts(&f, stream_opts());
+    int fd = raw_connect(f.sock);
+    buf b = BUF_INIT;
+    /* refused from on_head before the body is sent; the body that follows
+     * is read and dropped, and the connection serves the next request */
+    raw_send(fd, "POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n");
+    assert_false(raw_read(fd, &b, "no", 1, 5000 * scale()));
+    assert_int_equal(strncmp(b.p, "HTTP/1.1 403 ", 13), 0);
+    raw_send(fd, "0123456789GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_false(raw_read(fd, &b, "hello", 1, 5000 * scale()));
+    assert_int_equal(count(b.p, "HTTP/1.1 "), 2);
+    assert_non_null(strstr(b.p, "HTTP/1.1 200 OK"));
+    close(fd);
+
+    /* the response starts before the body has come */
+    fd = raw_connect(f.sock);
+    buf_clear(&b);
+    raw_send(fd, "POST /started HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n");
+    assert_false(raw_read(fd, &b, "hi ", 1, 5000 * scale()));
+    raw_send(fd, "abcd");
+    assert_false(raw_read(fd, &b, "0\r\n\r\n", 1, 5000 * scale()));
+    assert_non_null(strstr(b.p, "3\r\nhi \r\nb\r\ngot 4 bytes\r\n0\r\n\r\n"));
+    close(fd);
+    buf_release(&b);
+    fx_stop(&f);
+    assert_int_equal(f.aborts, 0);
+}
+
+static void stream_limits(void **state)
+{
+    (void)state;
+    fx f;
+    int64_t t = 200 * scale();
+    srv_opts o = stream_opts();
+    o.body_timeout_ms = t;
+    fx_start_opts(&f, o);
+    buf b = BUF_INIT;
+    /* a chunked body over max_body: 413 from the server, on_abort */
+    int fd = raw_connect(f.sock);
+    raw_send(fd, "POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "10\r\n0123456789abcdef\r\n2000\r\n");
+    assert_true(raw_read(fd, &b, NULL, 0, 5000 * scale()));
+    assert_int_equal(strncmp(b.p, "HTTP/1.1 413 ", 13), 0);
+    assert_non_null(strstr(b.p, "chunked body over the body limit"));
+    close(fd);
+    assert_true(wait_aborts(&f, 1));
+    /* a Content-Length over it: refused at the head, before on_head */
+    fd = raw_connect(f.sock);
+    buf_clear(&b);
+    raw_send(fd, "POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n");
+    assert_true(raw_read(fd, &b, NULL, 0, 5000 * scale()));
+    assert_int_equal(strncmp(b.p, "HTTP/1.1 413 ", 13), 0);
+    close(fd);
+    /* a slow body: 408 and on_abort */
+    fd = raw_connect(f.sock);
+    buf_clear(&b);
+    raw_send(fd, "POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+    assert_true(raw_read(fd, &b, NULL, 0, 20 * t));
+    assert_int_equal(strncmp(b.p, "HTTP/1.1 408 ", 13), 0);
+    close(fd);
+    assert_true(wait_aborts(&f, 2));
+    /* a slow body after the response has started: no 408 can be said,
+     * the connection is closed, on_abort */
+    fd = raw_connect(f.sock);
+    buf_clear(&b);
+    raw_send(fd, "POST /started HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+    assert_true(raw_read(fd, &b, NULL, 0, 20 * t));
+    assert_non_null(strstr(b.p, "hi "));
+    assert_null(strstr(b.p, "408"));
+    close(fd);
+    assert_true(wait_aborts(&f, 3));
+    buf_release(&b);
+    fx_stop(&f);
+    assert_int_equal(f.aborts, 3);
+}
+
+static void stream_pause_resume(void **state)
+{
+    (void)state;
+    fx f;
+    fx_start_opts(&f, stream_opts());
+    int fd = raw_connect(f.sock);
+    buf b = BUF_INIT;
+    raw_send(fd, "POST /pause HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\none\r\n");
+    poll(NULL, 0, 20);
+    raw_send(fd, "3\r\ntwo\r\n0\r\n\r\n");
+    assert_false(raw_read(fd, &b, "body=onetwo", 1, 5000 * scale()));
+    /* nothing came to on_body while paused */
+    assert_non_null(strstr(b.p, "calls=2 bytes=6 ud=1 resume=1 "));
+    close(fd);
+    buf_release(&b);
+    fx_stop(&f);
+    assert_int_equal(f.aborts, 0);
+}
+
+static void stream_client_gone(void **state)
+{
+    (void)state;
+    fx f;
+    fx_start_opts(&f, stream_opts());
+    buf b = BUF_INIT;
+    /* mid-body */
+    int fd = raw_connect(f.sock);
+    raw_send(fd, "POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+    poll(NULL, 0, 20);
+    close(fd);
+    assert_true(wait_aborts(&f, 1));
+    /* mid-response, while nothing is being written: the EOF is enough */
+    fd = raw_connect(f.sock);
+    raw_send(fd, "GET /hang HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_false(raw_read(fd, &b, "tick", 1, 5000 * scale()));
+    close(fd);
+    assert_true(wait_aborts(&f, 2));
+    buf_release(&b);
+    fx_stop(&f);
+    assert_int_equal(f.aborts, 2);
+}
+
+static void stream_drain(void **state)
+{
+    (void)state;
+    fx f;
+    fx_start_opts(&f, stream_opts());
+    int fd = raw_connect(f.sock);
+    buf b = BUF_INIT;
+    raw_send(fd, "GET /flood HTTP/1.1\r\nHost: x\r\n\r\n");
+    poll(NULL, 0, 100); /* not reading: the server's queue passes the high mark */
+    assert_false(raw_read(fd, &b, "END\r\n0\r\n\r\n", 1, 10000 * scale()));
+    close(fd);
+    buf_release(&b);
+    fx_stop(&f);
+    assert_true(f.flood_congested);
+    assert_int_equal(f.drains, 1);
+    assert_int_equal(f.aborts, 0);
+}
+
+
+static void relay_head(void **state)
+{
+    (void)state;
+    fx f;
+    fx_start(&f);
+    int fd = raw_connect(f.sock);
+    buf b = BUF_INIT;
+    raw_send(fd, "GET /relay HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_false(raw_read(fd, &b, "hello", 1, 5000 * scale()));
+    assert_string_equal(b.p, "HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Type: text/plain\r\n"
+                             "Content-Length: 5\r\n\r\nhello");
+    buf_clear(&b);
+    raw_send(fd, "GET /relay-chunked HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_false(raw_read(fd, &b, "0\r\n\r\n", 1, 5000 * scale()));
+    assert_string_equal(b.p, "HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Type: text/plain\r\n"
+                             "Transfer-Encoding: chunked\r\n\r\n3\r\nhel\r\n2\r\nlo\r\n0\r\n\r\n");
+    /* short of its length: the connection closes after what was sent */
+    buf_clear(&b);
+    raw_send(fd, "GET /relay-short HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_true(raw_read(fd, &b, NULL, 0, 5000 * scale()));
+    assert_non_null(strstr(b.p, "Content-Length: 5\r\n"));
+    assert_non_null(strstr(b.p, "\r\n\r\nhel"));
+    assert_null(strstr(b.p, "hello"));
+    close(fd);
+    buf_release(&b);
+    fx_stop(&f);
+}
+
 /* ---- the client against hand-made servers ---- */
 
 typedef struct canned {
@@ -861,6 +1236,10 @@ int main(int argc, char **argv)
         cmocka_unit_test(chunked_reply),    cmocka_unit_test(client_until_close),
         cmocka_unit_test(client_unreachable), cmocka_unit_test(client_timeout),
         cmocka_unit_test(round_trip_time),
+        cmocka_unit_test(stream_body),      cmocka_unit_test(stream_answer_early),
+        cmocka_unit_test(stream_limits),    cmocka_unit_test(stream_pause_resume),
+        cmocka_unit_test(stream_client_gone), cmocka_unit_test(stream_drain),
+        cmocka_unit_test(relay_head),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
