@@ -190,6 +190,7 @@ typedef struct mode {
 
 typedef struct settings {
     char *state_dir, *log_dir, *socket, *socket_group;
+    int64_t events_keep, events_max_age_ms; /* event retention; 0: no such limit */
     char *driver_binary[DRV__COUNT]; /* NULL for drivers without one */
     struct {
         double host_factor;

@@ -168,6 +168,8 @@ int parse_duration_ms(const char *s, int64_t *out)
         mult = 60000;
     else if (!strcmp(end, "h"))
         mult = 3600000;
+    else if (!strcmp(end, "d"))
+        mult = 86400000;
     else
         return -1;
     double ms = v * mult;

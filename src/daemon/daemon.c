@@ -38,6 +38,8 @@ typedef struct dmn {
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t wd_timer; /* systemd's WATCHDOG=1 */
     bool wd_timer_on;
+    uv_timer_t prune_timer; /* event and journal retention: at start, then hourly */
+    bool prune_timer_on;
     int lock_fd;
     char *exec_helper, *run_dir;
     bool listening;
@@ -237,6 +239,7 @@ static void final_close(dmn *m)
     uv_close((uv_handle_t *)&m->sig_int, close_handle_cb);
     uv_close((uv_handle_t *)&m->sig_hup, close_handle_cb);
     if (m->wd_timer_on) uv_close((uv_handle_t *)&m->wd_timer, close_handle_cb);
+    if (m->prune_timer_on) uv_close((uv_handle_t *)&m->prune_timer, close_handle_cb);
 }
 
 static void hostmon_closed(void *ud)
@@ -318,6 +321,28 @@ static void on_signal(uv_signal_t *h, int signum)
         return;
     }
     shutdown_daemon(m, name);
+}
+
+/* Retention (docs/interfaces.md "Events"): events beyond events_keep or
+ * older than events_max_age, switches beyond the last 1000.  Each call
+ * deletes a bounded batch; a full one comes back in a second. */
+#define PRUNE_EVERY_MS 3600000
+static void on_prune_timer(uv_timer_t *t)
+{
+    dmn *m = t->data;
+    const settings *set = &m->g.cfg->set;
+    store_retention r = {.events_keep = set->events_keep, .events_max_age_ms = set->events_max_age_ms,
+                         .switches_keep = STORE_SWITCHES_KEEP, .now_ms = clock_unix_ms()};
+    int64_t ne = 0, nsw = 0;
+    char err[256];
+    int rc = store_prune(m->g.st, &r, &ne, &nsw, err, sizeof err);
+    if (rc < 0)
+        log_warn("retention: %s", err);
+    else if (ne || nsw)
+        log_info("retention: pruned %lld event(s) and %lld switch(es) (events_keep %lld, events_max_age %lld s)",
+                 (long long)ne, (long long)nsw, (long long)set->events_keep,
+                 (long long)(set->events_max_age_ms / 1000));
+    uv_timer_start(t, on_prune_timer, rc == 1 ? 1000 : PRUNE_EVERY_MS, 0);
 }
 
 static void on_wd_timer(uv_timer_t *t)
@@ -411,6 +436,10 @@ static void reconciled(void *ud)
         return;
     }
     api_refresh_snapshot(g, 0);
+    uv_timer_init(&m->loop, &m->prune_timer);
+    m->prune_timer.data = m;
+    m->prune_timer_on = true;
+    on_prune_timer(&m->prune_timer);
     char err[256];
     if (notify_send("READY=1", err, sizeof err) < 0) log_warn("%s", err);
     long long wms = notify_watchdog_ms();

@@ -12,8 +12,11 @@
  * group verified gone).  Restarts queue on it like any other start.
  *
  * Stops are verified: SIGTERM to the group, SIGKILL after stop_timeout,
- * then /proc polled every 50 ms (one proctree_scan per tick shared by
- * every service being stopped) until no member of the group is left and a
+ * then /proc scanned at once, again when the exec helper's exit is
+ * reported (it exits only once its group is killed and reaped), and polled
+ * after 2, 5, 10 and 20 ms, then every 50 ms (one proctree_scan per loop
+ * turn shared by every service being stopped) until no member of the
+ * group is left and a
  * fresh snapshot shows none of the pids seen in it holding GPU memory,
  * bounded by verify_freed_timeout (past it: a warning event, down anyway;
  * 0: no NVML wait).  A kill has its own generation (kill_gen): a stop
@@ -26,12 +29,15 @@
  * `docker stop`/`docker rm` commands of driver_stop_argv are not run yet. */
 #include "daemon/supervisor.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,7 +61,7 @@
 #define PROBE_FIRST_MS 5
 #define PROBE_CAP_MS 500
 #define PROBE_LOAD_DEADLINE_MS 2000
-#define KILL_POLL_MS 50
+#define KILL_POLL_MS 50 /* the steady poll; the first ones come sooner (kill_next_ms) */
 #define KILL_AFTER_SIGKILL_MS 10000 /* verify_freed_timeout 0: how long SIGKILL gets */
 #define VERIFY_RETRY_MS 100
 #define MAX_SEEN 256
@@ -145,6 +151,7 @@ struct svc {
     bool killing;
     uint64_t kill_gen; /* bumped when a kill begins; the kill's snapshots carry it */
     int kill_phase; /* 0 SIGTERM sent, 1 SIGKILL sent, 2 verifying GPU memory */
+    int kill_polls; /* polls since the last signal: picks the next delay */
     int64_t kill_t0, kill_deadline;
     pid_t seen[MAX_SEEN];
     size_t nseen;
@@ -175,6 +182,7 @@ struct sup {
     uv_timer_t t_recon;
     struct recon_item *recon;
     size_t nrecon;
+    bool recon_ports_done; /* the port pass ran (after the run files' groups were gone) */
     void (*recon_cb)(void *ud);
     void *recon_ud;
     /* the /proc scan of this loop turn, shared by the kill polls */
@@ -608,6 +616,20 @@ static int group_members(svc *v, pid_t *pids, int max)
     return n;
 }
 
+/* The delay before the next kill poll: short right after a signal (a
+ * group that heeds SIGTERM is gone within a few ms), then KILL_POLL_MS. */
+static uint64_t kill_next_ms(svc *v)
+{
+    static const uint64_t first[] = {0, 2, 5, 10, 20};
+    int k = v->kill_polls++;
+    return k < (int)(sizeof first / sizeof *first) ? first[k] : KILL_POLL_MS;
+}
+
+static void kill_arm(svc *v)
+{
+    uv_timer_start(&v->t_kill, kill_poll, kill_next_ms(v), 0);
+}
+
 static int64_t after_sigkill_ms(const svc *v)
 {
     return v->verify_ms > 0 ? v->verify_ms : KILL_AFTER_SIGKILL_MS;
@@ -626,6 +648,7 @@ static void begin_kill(svc *v)
     v->killing = true;
     v->kill_phase = 0;
     v->kill_t0 = clock_mono_ms();
+    v->kill_polls = 0;
     v->nseen = 0;
     if (v->pgid > 1) {
         pid_t pids[1024];
@@ -640,7 +663,7 @@ static void begin_kill(svc *v)
             signal_group(v, SIGTERM, n);
         }
     }
-    uv_timer_start(&v->t_kill, kill_poll, v->pgid > 0 ? KILL_POLL_MS : 0, v->pgid > 0 ? KILL_POLL_MS : 0);
+    kill_arm(v); /* the first scan on the next loop turn */
 }
 
 static bool gpu_holds(const snapshot *snap, const svc *v, char *what, size_t len)
@@ -711,6 +734,7 @@ static void kill_poll(uv_timer_t *t)
                      (long long)(now - v->kill_t0), (int)v->pgid);
         signal_group(v, SIGKILL, n);
         v->kill_phase = 1;
+        v->kill_polls = 1; /* the next scans come soon again */
         v->kill_deadline = now + after_sigkill_ms(v);
     } else if (v->kill_phase == 1 && now >= v->kill_deadline) {
         char *w = n > 0 ? xasprintf("stopped, but %d process(es) of group %d survived SIGKILL for %lld ms (pid %d)",
@@ -720,7 +744,9 @@ static void kill_poll(uv_timer_t *t)
         uv_timer_stop(&v->t_kill);
         kill_done(v, w);
         free(w);
+        return;
     }
+    kill_arm(v);
 }
 
 static void policy_restart(svc *v);
@@ -964,7 +990,18 @@ static void on_exit_cb(int code, int sig, void *ud)
         snprintf(words, sizeof words, "exited with code %d", code);
     emit(s, v->id, "exit", NULL, NULL, words, fixed);
 
-    if (v->killing) return; /* expected: the kill's poll sees the group go */
+    if (v->killing) {
+        /* expected: the helper exits only once its group is killed and
+         * reaped (docs/exec.md), so look now rather than at the next poll
+         * (on the next loop turn, outside the runner's callback; a scan
+         * of this loop turn is stale now) */
+        s->scan_valid = false;
+        if (v->kill_phase != 2 && v->timers) {
+            v->kill_polls = 1;
+            uv_timer_start(&v->t_kill, kill_poll, 0, 0);
+        }
+        return;
+    }
     if (v->state == SVC_STARTING) {
         char *tail = log_tail(v);
         char *msg = xasprintf("'%s' %s during load; log tail:\n%s", v->id, words, tail);
@@ -1102,6 +1139,59 @@ static void spawn_it(svc *v, const preset *p)
     uv_timer_start(&v->t_probe, probe_step, PROBE_FIRST_MS, 0);
 }
 
+/* ports_owner reads /proc/net/tcp and tcp6, which the kernel makes by
+ * walking its whole connection hash (~5 ms each on a VM with a big one)
+ * even when the port is free.  A bind test tells "free" in microseconds:
+ * bind(2) with SO_REUSEADDR fails with EADDRINUSE while any LISTEN socket
+ * holds the port on this address or a wildcard covering it.  Only "both
+ * binds worked" is trusted, and only where ports_owner would read the real
+ * /proc (not a GPUMOD_PROC_ROOT fixture with a net/ directory); every
+ * other outcome (in use, EACCES below 1024, an IPv6 literal, a name) goes
+ * to ports_owner as before.  The second bind, [::] IPv6-only, makes it
+ * conservative: any IPv6 listener on the port sends the check to /proc. */
+static bool bind_ok(int family, const void *addr, uint16_t port)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return family == AF_INET6 && errno == EAFNOSUPPORT; /* no IPv6: no IPv6 listener */
+    int one = 1;
+    bool ok = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0;
+    if (ok && family == AF_INET) {
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+        memcpy(&sa.sin_addr, addr, 4);
+        ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    } else if (ok) {
+        struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_port = htons(port), .sin6_addr = in6addr_any};
+        ok = setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) == 0 &&
+             bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    }
+    close(fd);
+    return ok;
+}
+
+/* ports_owner reads the real /proc (not a GPUMOD_PROC_ROOT fixture with
+ * a net/ directory): the pids it names are real processes. */
+static bool ports_read_real_proc(const sup *s)
+{
+    if (s->proc_root && *s->proc_root) return false;
+    const char *e = getenv("GPUMOD_PROC_ROOT");
+    if (e && *e) {
+        char net[4096];
+        struct stat st;
+        snprintf(net, sizeof net, "%s/net", e);
+        if (stat(net, &st) == 0) return false;
+    }
+    return true;
+}
+
+static bool port_surely_free(const sup *s, const char *host, int port)
+{
+    if (port <= 0 || port > 65535) return false;
+    if (!ports_read_real_proc(s)) return false; /* a fixture: ports_owner reads it */
+    struct in_addr a4 = {.s_addr = htonl(INADDR_ANY)};
+    if (host && *host && strcmp(host, "::") != 0 && inet_pton(AF_INET, host, &a4) != 1) return false;
+    return bind_ok(AF_INET, &a4, (uint16_t)port) && bind_ok(AF_INET6, NULL, (uint16_t)port);
+}
+
 static void refuse(svc *v, int status, const char *code, const char *msg, const char *detail, const char *words)
 {
     feed(v, EV_REFUSED, words);
@@ -1161,7 +1251,9 @@ static void admit_with(svc *v, const snapshot *snap)
     buf_release(&vj);
 
     port_owner o;
-    int held = v->port > 0 ? ports_owner(s->proc_root, v->host, (uint16_t)v->port, &o, err, sizeof err) : 0;
+    int held = v->port > 0 && !port_surely_free(s, v->host, v->port)
+                   ? ports_owner(s->proc_root, v->host, (uint16_t)v->port, &o, err, sizeof err)
+                   : 0;
     if (held < 0) log_warn("supervisor: '%s': cannot check port %d: %s", v->id, v->port, err);
     if (held == 1) {
         char desc[512];
@@ -1849,13 +1941,142 @@ typedef struct recon_item {
     int64_t t0, term_ms;
     bool killed;
     int members;
+    /* a port holder (the port pass): pid, and whether its group is
+     * signalled (pgid) or the pid alone */
+    pid_t pid;
+    bool group;
+    int port;
+    uint64_t starttime;
+    char *cmdline; /* redacted */
 } recon_item;
+
+/* /proc/PID/stat: state, parent, process group, start time.  false when
+ * the process is gone. */
+typedef struct proc_stat {
+    char state;
+    pid_t ppid, pgid;
+    uint64_t starttime;
+} proc_stat;
+
+static bool read_proc_stat(pid_t pid, proc_stat *o)
+{
+    char path[64], b[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    size_t n = fread(b, 1, sizeof b - 1, f);
+    fclose(f);
+    b[n] = 0;
+    char *p = strrchr(b, ')'); /* the command name may hold anything but ends at the last ')' */
+    if (!p) return false;
+    int ppid, pgid;
+    unsigned long long st;
+    if (sscanf(p + 1, " %c %d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &o->state,
+               &ppid, &pgid, &st) != 4)
+        return false;
+    o->ppid = ppid;
+    o->pgid = pgid;
+    o->starttime = st;
+    return true;
+}
+
+/* /proc/PID/cmdline as an argv (at most 64 KiB read); 0 or -1. */
+static int read_proc_argv(pid_t pid, strv *out)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return -1;
+    char *b = xcalloc(1, 65537);
+    size_t n = fread(b, 1, 65536, f);
+    fclose(f);
+    for (size_t i = 0; i < n;) {
+        size_t e = i;
+        while (e < n && b[e]) e++;
+        strv_push_own(out, xstrndup(b + i, e - i));
+        i = e + 1;
+    }
+    free(b);
+    return 0;
+}
+
+static const char *base_of(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b ? b + 1 : path;
+}
+
+/* Is pid an orphan a previous gpumod left: its parent is pid 1, or a
+ * gpumod-exec whose daemon (--parent-pid) is gone. */
+static bool orphan_of_gpumod(const proc_stat *ps)
+{
+    if (ps->ppid == 1) return true;
+    strv a = STRV_INIT;
+    bool orphan = false;
+    proc_stat exec;
+    if (read_proc_stat(ps->ppid, &exec) && read_proc_argv(ps->ppid, &a) == 0 && a.n > 0 &&
+        !strcmp(base_of(a.v[0]), "gpumod-exec")) {
+        pid_t daemon = exec.ppid; /* without --parent-pid: the helper's parent */
+        for (size_t i = 1; i + 1 < a.n; i++)
+            if (!strcmp(a.v[i], "--parent-pid")) daemon = (pid_t)atoi(a.v[i + 1]);
+        proc_stat d;
+        /* the daemon gone, or its pid reused by a process younger than the
+         * helper; never this daemon's own helper */
+        orphan = daemon != getpid() && (daemon <= 1 || !read_proc_stat(daemon, &d) || d.state == 'Z' ||
+                                        d.starttime > exec.starttime);
+    }
+    strv_release(&a);
+    return orphan;
+}
+
+/* Does pid run the service's binary: argv[0]'s or /proc/PID/exe's
+ * basename is the basename of what the preset launches. */
+static bool runs_binary(pid_t pid, const char *binary)
+{
+    const char *want = base_of(binary);
+    if (!*want) return false;
+    strv a = STRV_INIT;
+    bool yes = read_proc_argv(pid, &a) == 0 && a.n > 0 && !strcmp(base_of(a.v[0]), want);
+    strv_release(&a);
+    if (yes) return true;
+    char path[64], exe[4096];
+    snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(path, exe, sizeof exe - 1);
+    if (n <= 0) return false;
+    exe[n] = 0;
+    char *del = strstr(exe, " (deleted)");
+    if (del && del[10] == 0) *del = 0;
+    return !strcmp(base_of(exe), want);
+}
+
+static void recon_signal(recon_item *r, int sig)
+{
+    if (r->group)
+        kill(-r->pgid, sig);
+    else
+        kill(r->pid, sig);
+}
+
+/* How many of the item's processes live (0: gone). */
+static int recon_members(recon_item *r)
+{
+    if (r->group) {
+        pid_t pids[8];
+        int n = proctree_group(NULL, r->pgid, pids, 8, NULL, 0);
+        return n < 0 ? 0 : n;
+    }
+    proc_stat ps;
+    return read_proc_stat(r->pid, &ps) && ps.state != 'Z' && ps.starttime == r->starttime ? 1 : 0;
+}
 
 static void maybe_shutdown_done(sup *s);
 
 static void recon_finish(sup *s)
 {
-    for (size_t i = 0; i < s->nrecon; i++) free(s->recon[i].id);
+    for (size_t i = 0; i < s->nrecon; i++) {
+        free(s->recon[i].id);
+        free(s->recon[i].cmdline);
+    }
     free(s->recon);
     s->recon = NULL;
     s->nrecon = 0;
@@ -1873,12 +2094,13 @@ static void recon_kill_now(sup *s)
     for (size_t i = 0; i < s->nrecon; i++) {
         recon_item *r = &s->recon[i];
         if (r->pgid <= 1 || r->killed) continue;
-        pid_t pids[8];
-        if (proctree_group(NULL, r->pgid, pids, 8, NULL, 0) > 0) kill(-r->pgid, SIGKILL);
+        if (recon_members(r) > 0) recon_signal(r, SIGKILL);
         r->killed = true;
         r->t0 = now - r->term_ms; /* the SIGKILL wait counts from now */
     }
 }
+
+static bool recon_ports(sup *s);
 
 static void recon_poll(uv_timer_t *t)
 {
@@ -1888,8 +2110,22 @@ static void recon_poll(uv_timer_t *t)
     for (size_t i = 0; i < s->nrecon; i++) {
         recon_item *r = &s->recon[i];
         if (r->pgid == 0) continue;
-        pid_t pids[8];
-        int n = proctree_group(NULL, r->pgid, pids, 8, NULL, 0);
+        int n = recon_members(r);
+        if (n <= 0 && r->port) {
+            char *words = xasprintf("port %d was held by pid %d (%s), left by a previous gpumod: killed after %lld ms",
+                                    r->port, (int)r->pid, r->cmdline, (long long)(now - r->t0));
+            buf d = BUF_INIT;
+            buf_printf(&d, "{\"code\":null,\"signal\":%d,\"pid\":%d,\"port\":%d,\"cmdline\":",
+                       r->killed ? SIGKILL : SIGTERM, (int)r->pid, r->port);
+            buf_json_str(&d, r->cmdline);
+            buf_adds(&d, ",\"reconciled\":true}");
+            emit(s, r->id, "exit", NULL, NULL, words, d.p);
+            log_info("supervisor: '%s': %s", r->id, words);
+            buf_release(&d);
+            free(words);
+            r->pgid = 0;
+            continue;
+        }
         if (n <= 0) {
             char words[200], data[160];
             snprintf(words, sizeof words,
@@ -1903,17 +2139,117 @@ static void recon_poll(uv_timer_t *t)
             continue;
         }
         if (!r->killed && now - r->t0 >= r->term_ms) {
-            kill(-r->pgid, SIGKILL); /* n > 0 just now: still the group we found */
+            recon_signal(r, SIGKILL); /* n > 0 just now: still what we found */
             r->killed = true;
         } else if (r->killed && now - r->t0 >= r->term_ms + 10000) {
-            log_warn("supervisor: '%s': process group %d left by a previous daemon survives SIGKILL", r->id,
-                     (int)r->pgid);
+            if (r->port)
+                log_warn("supervisor: '%s': pid %d holding port %d, left by a previous gpumod, survives SIGKILL",
+                         r->id, (int)r->pid, r->port);
+            else
+                log_warn("supervisor: '%s': process group %d left by a previous daemon survives SIGKILL", r->id,
+                         (int)r->pgid);
             r->pgid = 0;
             continue;
         }
         pending = true;
     }
+    /* the run files' groups are gone: then the ports (a shutdown skips them) */
+    if (!pending && !s->recon_ports_done && !s->shutting) {
+        s->recon_ports_done = true;
+        pending = recon_ports(s);
+    }
     if (!pending) recon_finish(s);
+}
+
+/* The port pass of reconcile: each configured service's port.  A holder
+ * that runs the service's binary and is an orphan of a previous gpumod
+ * (parent pid 1, or a gpumod-exec whose daemon is gone) is reported and
+ * killed like a run file's group (SIGTERM, SIGKILL after stop_timeout,
+ * confirmed gone): its group when it leads it, or when its group's
+ * leader is gone or a gpumod-exec; else the pid alone.  Any other holder
+ * is only reported (a `gate` event with its pid and redacted command
+ * line) and left alone: a start of that service is then refused with
+ * port_held.  Only where ports_owner reads the real /proc.  Returns
+ * whether a kill is under way. */
+static bool recon_ports(sup *s)
+{
+    const config *cfg = s->cfg;
+    const settings *st = set_of(s);
+    bool real = ports_read_real_proc(s);
+    bool killing = false;
+    pid_t seen[64];
+    size_t nseen = 0;
+    for (size_t i = 0; i < cfg->n_presets; i++) {
+        const preset *p = &cfg->presets[i];
+        if (!p->id || p->driver == DRV_REMOTE || p->port == 0 || p->port > 65535) continue;
+        const char *host = driver_host(p);
+        if (port_surely_free(s, host, (int)p->port)) continue;
+        port_owner o;
+        char err[512];
+        int held = ports_owner(s->proc_root, host, (uint16_t)p->port, &o, err, sizeof err);
+        if (held < 0) log_warn("supervisor: '%s': reconcile: cannot check port %d: %s", p->id, (int)p->port, err);
+        if (held != 1) continue;
+        bool dup = false;
+        for (size_t k = 0; k < nseen; k++)
+            if (o.pid > 0 && seen[k] == o.pid) dup = true;
+        if (dup) continue;
+        if (o.pid > 0 && nseen < 64) seen[nseen++] = o.pid;
+
+        bool ours = false;
+        proc_stat ps = {0};
+        if (real && o.pid > 1 && o.pid != getpid() && read_proc_stat(o.pid, &ps) && ps.state != 'Z') {
+            launch l = LAUNCH_INIT;
+            if (driver_launch(p, st, &l, err, sizeof err) == 0 && l.argv.n > 0)
+                ours = runs_binary(o.pid, l.argv.v[0]) && orphan_of_gpumod(&ps);
+            launch_release(&l);
+        }
+        char desc[512];
+        ports_describe(&o, desc, sizeof desc);
+        if (!ours) {
+            char *words = xasprintf("reconcile: %s, not left by gpumod: left alone (a start of '%s' is refused "
+                                    "while it holds the port)",
+                                    desc, p->id);
+            buf d = BUF_INIT;
+            buf_printf(&d, "{\"pid\":%d,\"cmdline\":", (int)o.pid);
+            buf_json_str(&d, o.cmdline);
+            buf_printf(&d, ",\"port\":%d,\"reconciled\":true,\"action\":\"reported\"}", (int)p->port);
+            emit(s, p->id, "gate", NULL, NULL, words, d.p);
+            log_warn("supervisor: '%s': %s", p->id, words);
+            buf_release(&d);
+            free(words);
+            continue;
+        }
+        /* its group when every member is ours for sure */
+        bool group = ps.pgid == o.pid;
+        if (!group && ps.pgid > 1 && ps.pgid != getpgrp()) {
+            proc_stat lead;
+            strv a = STRV_INIT;
+            if (!read_proc_stat(ps.pgid, &lead) || lead.state == 'Z')
+                group = true;
+            else if (read_proc_argv(ps.pgid, &a) == 0 && a.n > 0 && !strcmp(base_of(a.v[0]), "gpumod-exec"))
+                group = true;
+            strv_release(&a);
+        }
+        if (ps.pgid == getpgrp()) group = false;
+        s->recon = xrealloc(s->recon, (s->nrecon + 1) * sizeof *s->recon);
+        recon_item *r = &s->recon[s->nrecon++];
+        memset(r, 0, sizeof *r);
+        r->id = xstrdup(p->id);
+        r->pgid = group ? ps.pgid : o.pid;
+        r->pid = o.pid;
+        r->group = group;
+        r->port = (int)p->port;
+        r->starttime = ps.starttime;
+        r->cmdline = xstrdup(o.cmdline);
+        r->t0 = clock_mono_ms();
+        r->term_ms = st->supervisor.stop_timeout_ms > 0 ? st->supervisor.stop_timeout_ms : 30000;
+        r->members = 1;
+        log_info("supervisor: '%s': reconcile: %s, an orphan of a previous gpumod: SIGTERM to %s %d", p->id, desc,
+                 group ? "process group" : "pid", (int)r->pgid);
+        recon_signal(r, SIGTERM);
+        killing = true;
+    }
+    return killing;
 }
 
 void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
@@ -1957,6 +2293,8 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
         }
         s->recon = xrealloc(s->recon, (s->nrecon + 1) * sizeof *s->recon);
         recon_item *r = &s->recon[s->nrecon++];
+        memset(r, 0, sizeof *r);
+        r->group = true;
         r->id = id;
         r->pgid = pgid;
         r->t0 = clock_mono_ms();
@@ -2067,7 +2405,8 @@ void sup_hurry(sup *s)
             v->kill_deadline = clock_mono_ms() + after_sigkill_ms(v);
         }
         /* the poll confirms the group gone (phase 2: done at once) */
-        uv_timer_start(&v->t_kill, kill_poll, 0, KILL_POLL_MS);
+        v->kill_polls = 0;
+        kill_arm(v);
     }
 }
 
@@ -2100,7 +2439,10 @@ void sup_free(sup *s)
         free(w->id);
         free(w);
     }
-    for (size_t i = 0; i < s->nrecon; i++) free(s->recon[i].id);
+    for (size_t i = 0; i < s->nrecon; i++) {
+        free(s->recon[i].id);
+        free(s->recon[i].cmdline);
+    }
     free(s->recon);
     if (s->run) s->run->free(s->run);
     free(s->exec_helper);

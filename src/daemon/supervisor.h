@@ -67,12 +67,23 @@ typedef void (*sup_cb)(const sup_result *r, void *ud);
 /* cfg borrowed (see sup_set_config).  NULL with err on failure. */
 sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen);
 
-/* Once, before any request: find what a previous daemon left (run files
- * whose process group still has members, the leader's start time
- * matching the file's), report each as an event and kill it (SIGTERM,
- * then SIGKILL after the settings' stop_timeout), confirmed gone from
- * /proc (no port or GPU-memory check).  cb when done.  A shutdown during
- * the reconcile SIGKILLs what is left and waits for it too. */
+/* Once, before any request: find what a previous daemon left and clean
+ * it up, then cb.
+ * 1. Stale pids: run files whose process group still has members (the
+ *    leader's start time matching the file's): each is reported (an
+ *    `exit` event) and killed (SIGTERM, then SIGKILL after the settings'
+ *    stop_timeout), confirmed gone from /proc.
+ * 2. Then ports held by leftovers: each configured service's port
+ *    (ports_owner).  A holder running the service's binary (argv[0] or
+ *    /proc/PID/exe basename) that is an orphan of a previous gpumod
+ *    (parent pid 1, or a gpumod-exec whose daemon is gone) is reported
+ *    (`exit` event with pid, port and redacted command line) and killed
+ *    the same way; any other holder is only reported (a `gate` event with
+ *    its pid and redacted command line, data.action "reported") and left
+ *    alone, so a start of that service is refused with port_held.  Only
+ *    when the port check reads the real /proc (not a fixture).
+ * No GPU-memory check.  A shutdown during the reconcile SIGKILLs what is
+ * left, skips the port pass, and waits for it too. */
 void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud);
 
 /* Start id: queue on the load slot, then admit (need + gate counting

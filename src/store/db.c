@@ -4,7 +4,15 @@
  * how many ran.  A database written by a newer gpumod (user_version above
  * what this build knows) is refused rather than guessed at.  Readers that
  * only look (preflight) open read-only and never create the file, so a
- * host that never ran the daemon pays nothing for SQLite. */
+ * host that never ran the daemon pays nothing for SQLite.
+ *
+ * Durability: WAL with synchronous = NORMAL, so an event, a footprint or
+ * a journal phase costs no fsync; each commit is still safe against the
+ * daemon's own crash (kill -9), and only an OS crash or power loss can
+ * lose the last few of them.  What a restart must find after any crash is
+ * written with a full sync (durable_step): a switch's row when it begins
+ * and when it ends, and the committed mode.  A full sync of the WAL also
+ * makes every commit before it durable. */
 #include "store/db.h"
 #include "util/buf.h"
 
@@ -305,7 +313,8 @@ int store_open(store **out, const char *state_dir, bool create, int busy_ms, boo
     sqlite3_busy_timeout(s->db, busy_ms > 0 ? busy_ms : 2000);
     int rc = 0;
     if (create) {
-        rc = exec(s, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;", err, errlen);
+        rc = exec(s, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;", err,
+                  errlen);
         if (!rc) rc = migrate(s, err, errlen);
     } else {
         int v = store_schema_version(s);
@@ -437,6 +446,16 @@ static int step_done(store *s, sqlite3_stmt *st, const char *what, char *err, si
     return -1;
 }
 
+/* step_done, committed with synchronous = FULL (the WAL fsynced before it
+ * returns), then back to NORMAL. */
+static int durable_step(store *s, sqlite3_stmt *st, const char *what, char *err, size_t errlen)
+{
+    sqlite3_exec(s->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    int rc = step_done(s, st, what, err, errlen);
+    sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    return rc;
+}
+
 int store_switch_begin(store *s, const char *mode, const char *from_mode, const char *origin, int64_t started_ms,
                        int64_t *id, char *err, size_t errlen)
 {
@@ -448,7 +467,7 @@ int store_switch_begin(store *s, const char *mode, const char *from_mode, const 
     bind_text_or_null(st, 2, from_mode);
     sqlite3_bind_text(st, 3, origin, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, started_ms);
-    if (step_done(s, st, "record a switch", err, errlen)) return -1;
+    if (durable_step(s, st, "record a switch", err, errlen)) return -1;
     if (id) *id = sqlite3_last_insert_rowid(s->db);
     return 0;
 }
@@ -470,7 +489,9 @@ int store_switch_update(store *s, int64_t id, const char *state, int64_t ended_m
     bind_text_or_null(st, 3, error);
     bind_text_or_null(st, 4, plan_json);
     sqlite3_bind_int64(st, 5, id);
-    return step_done(s, st, "update a switch", err, errlen);
+    /* the end of a switch is durable; a state on the way is not */
+    return ended_ms > 0 ? durable_step(s, st, "update a switch", err, errlen)
+                        : step_done(s, st, "update a switch", err, errlen);
 }
 
 int store_phase_begin(store *s, int64_t id, int seq, const char *phase, const char *service, int64_t started_ms,
@@ -636,7 +657,7 @@ int store_committed_set(store *s, const char *mode, int64_t switch_id, int64_t a
     else
         sqlite3_bind_null(st, 2);
     sqlite3_bind_int64(st, 3, at_ms);
-    return step_done(s, st, "record the committed mode", err, errlen);
+    return durable_step(s, st, "record the committed mode", err, errlen);
 }
 
 int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t errlen)
@@ -655,4 +676,54 @@ int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t er
     }
     sqlite3_finalize(st);
     return found;
+}
+
+/* ---- retention --------------------------------------------------------- */
+
+int store_prune(store *s, const store_retention *r, int64_t *events_deleted, int64_t *switches_deleted, char *err,
+                size_t errlen)
+{
+    if (events_deleted) *events_deleted = 0;
+    if (switches_deleted) *switches_deleted = 0;
+    int64_t batch = r->batch ? (int64_t)r->batch : STORE_PRUNE_BATCH;
+    bool full = false;
+    /* Every row below a bound id goes, the bound being the larger of two
+     * (a row beyond either limit goes): the keep-th newest row, and the
+     * first row young enough (none: every row is too old).  Both walk the
+     * primary key from one end and stop early; a limit of 0 gives 0. */
+    sqlite3_stmt *st;
+    if (prep(s,
+             "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id < max("
+             "  CASE WHEN ?1 > 0 THEN COALESCE((SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?1 - 1), 0)"
+             "       ELSE 0 END,"
+             "  CASE WHEN ?2 > 0 THEN COALESCE((SELECT id FROM events WHERE ts_ms >= ?3 ORDER BY id LIMIT 1),"
+             "                                 (SELECT COALESCE(max(id), 0) + 1 FROM events))"
+             "       ELSE 0 END)"
+             " ORDER BY id LIMIT ?4)",
+             &st, err, errlen))
+        return -1;
+    sqlite3_bind_int64(st, 1, r->events_keep > 0 ? r->events_keep : 0);
+    sqlite3_bind_int64(st, 2, r->events_max_age_ms > 0 ? r->events_max_age_ms : 0);
+    sqlite3_bind_int64(st, 3, r->now_ms - (r->events_max_age_ms > 0 ? r->events_max_age_ms : 0));
+    sqlite3_bind_int64(st, 4, batch);
+    if (step_done(s, st, "prune events", err, errlen)) return -1;
+    int64_t n = sqlite3_changes64(s->db);
+    if (events_deleted) *events_deleted = n;
+    if (n >= batch) full = true;
+
+    if (r->switches_keep > 0) {
+        if (prep(s,
+                 "DELETE FROM switches WHERE id IN (SELECT id FROM switches WHERE id < "
+                 "  COALESCE((SELECT id FROM switches ORDER BY id DESC LIMIT 1 OFFSET ?1 - 1), 0)"
+                 "  AND state NOT IN ('planned','running') ORDER BY id LIMIT ?2)",
+                 &st, err, errlen))
+            return -1;
+        sqlite3_bind_int64(st, 1, r->switches_keep);
+        sqlite3_bind_int64(st, 2, batch);
+        if (step_done(s, st, "prune the switch journal", err, errlen)) return -1;
+        n = sqlite3_changes64(s->db);
+        if (switches_deleted) *switches_deleted = n;
+        if (n >= batch) full = true;
+    }
+    return full ? 1 : 0;
 }

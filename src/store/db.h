@@ -112,4 +112,27 @@ void store_switches_free(store_switch *v, size_t n);
 int store_committed_set(store *s, const char *mode, int64_t switch_id, int64_t at_ms, char *err, size_t errlen);
 int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t errlen);
 
+/* Retention (docs/interfaces.md "Events"): delete the oldest events
+ * beyond events_keep rows or older than max_age_ms (each 0: no such
+ * limit), and the oldest closed switches (their phases with them) beyond
+ * switches_keep (0: no limit; a switch still planned or running is never
+ * deleted).  "Older" goes by id: the rows before the first one at or
+ * after now_ms - max_age_ms.  One DELETE per table, each deleting at most
+ * batch rows (0: STORE_PRUNE_BATCH), so a call holds the daemon's loop
+ * for a bounded time.  *events_deleted and *switches_deleted (each may be
+ * NULL) get the counts.  Returns 1 when a batch was full (call again:
+ * more may be left), 0 when nothing is left beyond the limits, -1 with
+ * err. */
+#define STORE_PRUNE_BATCH 20000
+#define STORE_SWITCHES_KEEP 1000
+typedef struct store_retention {
+    int64_t events_keep;
+    int64_t events_max_age_ms;
+    int64_t switches_keep;
+    int64_t now_ms; /* Unix ms */
+    size_t batch;
+} store_retention;
+int store_prune(store *s, const store_retention *r, int64_t *events_deleted, int64_t *switches_deleted, char *err,
+                size_t errlen);
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "config/schema.h"
 #include "util/argsplit.h"
 
@@ -23,10 +24,21 @@ static void durations(void **state)
     assert_int_equal(ms, 1500);
     assert_int_equal(parse_duration_ms("2h", &ms), 0);
     assert_int_equal(ms, 7200000);
+    assert_int_equal(parse_duration_ms("30d", &ms), 0);
+    assert_int_equal(ms, 2592000000);
     assert_int_equal(parse_duration_ms("-1s", &ms), -1);
     assert_int_equal(parse_duration_ms("soon", &ms), -1);
     assert_int_equal(parse_duration_ms("5 fortnights", &ms), -1);
     assert_int_equal(parse_duration_ms("", &ms), -1);
+}
+
+static void settings_retention_defaults(void **state)
+{
+    settings s;
+    settings_defaults(&s);
+    assert_int_equal(s.events_keep, 100000);
+    assert_int_equal(s.events_max_age_ms, 30LL * 86400000);
+    settings_release(&s);
 }
 
 static void integers(void **state)
@@ -170,6 +182,7 @@ int main(void)
         cmocka_unit_test(did_you_mean),     cmocka_unit_test(expandvars_like_python),
         cmocka_unit_test(control_characters), cmocka_unit_test(argsplit_rules),
         cmocka_unit_test(argsplit_errors),  cmocka_unit_test(table_defaults_and_errors),
+        cmocka_unit_test(settings_retention_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -272,6 +272,136 @@ static void v2_database_is_migrated_keeping_events_and_footprints(void **state)
     store_close(s);
 }
 
+static size_t count_events(store *s, int64_t *first_ts)
+{
+    store_event *v;
+    size_t n;
+    char err[256];
+    assert_int_equal(store_events(s, 0, NULL, 100000, &v, &n, err, sizeof err), 0);
+    if (first_ts) *first_ts = n ? v[0].ts_ms : -1;
+    store_events_free(v, n);
+    return n;
+}
+
+static int64_t phases_of(const char *path, int64_t switch_id)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM switch_phases WHERE switch_id = ?", -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_int64(st, 1, switch_id);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+static void prune_events_and_switches(void **state)
+{
+    char sub[128], path[192];
+    snprintf(sub, sizeof sub, "%s/prune", dir);
+    snprintf(path, sizeof path, "%s/%s", sub, STORE_FILE);
+    store *s;
+    char err[256];
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    int64_t ne = -1, nsw = -1;
+
+    /* an empty store: nothing to do */
+    store_retention r = {.events_keep = 10, .events_max_age_ms = 1000, .switches_keep = 3, .now_ms = 5000};
+    assert_int_equal(store_prune(s, &r, &ne, &nsw, err, sizeof err), 0);
+    assert_int_equal(ne, 0);
+    assert_int_equal(nsw, 0);
+
+    /* 50 events, one a second from t = 1 s */
+    for (int i = 0; i < 50; i++) {
+        store_event e = {.ts_ms = 1000 + i * 1000, .service = "a", .kind = "state", .reason = "x"};
+        assert_int_equal(store_event_add(s, &e, NULL, err, sizeof err), 0);
+    }
+    int64_t first;
+    /* no limits: nothing goes */
+    r = (store_retention){.now_ms = 1000000};
+    assert_int_equal(store_prune(s, &r, &ne, NULL, err, sizeof err), 0);
+    assert_int_equal(ne, 0);
+    assert_int_equal(count_events(s, NULL), 50);
+
+    /* by count: the 30 newest stay */
+    r = (store_retention){.events_keep = 30, .now_ms = 1000000};
+    assert_int_equal(store_prune(s, &r, &ne, NULL, err, sizeof err), 0);
+    assert_int_equal(ne, 20);
+    assert_int_equal(count_events(s, &first), 30);
+    assert_int_equal(first, 21000);
+    /* again: nothing more */
+    assert_int_equal(store_prune(s, &r, &ne, NULL, err, sizeof err), 0);
+    assert_int_equal(ne, 0);
+
+    /* by age: older than 20 s at t = 60 s (before 40 s) go, a row limit that
+     * allows more does not keep them */
+    r = (store_retention){.events_keep = 1000, .events_max_age_ms = 20000, .now_ms = 60000};
+    assert_int_equal(store_prune(s, &r, &ne, NULL, err, sizeof err), 0);
+    assert_int_equal(ne, 19);
+    assert_int_equal(count_events(s, &first), 11);
+    assert_int_equal(first, 40000);
+
+    /* bounded: a batch of 5 deletes 5 and says "more", then the rest */
+    r = (store_retention){.events_keep = 3, .now_ms = 60000, .batch = 5};
+    assert_int_equal(store_prune(s, &r, &ne, NULL, err, sizeof err), 1);
+    assert_int_equal(ne, 5);
+    assert_int_equal(count_events(s, NULL), 6);
+    assert_int_equal(store_prune(s, &r, &ne, NULL, err, sizeof err), 0);
+    assert_int_equal(ne, 3);
+    assert_int_equal(count_events(s, &first), 3);
+    assert_int_equal(first, 48000);
+
+    /* every row too old: all go, and ids go on */
+    r = (store_retention){.events_keep = 100, .events_max_age_ms = 1000, .now_ms = 1000000};
+    assert_int_equal(store_prune(s, &r, &ne, NULL, err, sizeof err), 0);
+    assert_int_equal(ne, 3);
+    assert_int_equal(count_events(s, NULL), 0);
+    store_event e = {.ts_ms = 2000000, .kind = "reload", .reason = "SIGHUP"};
+    int64_t id;
+    assert_int_equal(store_event_add(s, &e, &id, err, sizeof err), 0);
+    assert_true(id > 50);
+    assert_int_equal(count_events(s, NULL), 1);
+
+    /* the journal: 8 switches with a phase each, #2 left running by a crash */
+    int64_t ids[8];
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(store_switch_begin(s, "A", NULL, "cli", 1000 + i, &ids[i], err, sizeof err), 0);
+        assert_int_equal(store_phase_begin(s, ids[i], 1, "plan", NULL, 1000 + i, err, sizeof err), 0);
+        if (i != 1)
+            assert_int_equal(store_switch_update(s, ids[i], "committed", 2000 + i, NULL, NULL, err, sizeof err), 0);
+        else
+            assert_int_equal(store_switch_update(s, ids[i], "running", 0, NULL, NULL, err, sizeof err), 0);
+    }
+    r = (store_retention){.switches_keep = 3, .now_ms = 3000000};
+    assert_int_equal(store_prune(s, &r, &ne, &nsw, err, sizeof err), 0);
+    assert_int_equal(ne, 0);
+    assert_int_equal(nsw, 4); /* #1, #3, #4, #5: the 3 newest and the open one stay */
+    store_switch *w;
+    size_t n;
+    assert_int_equal(store_switches(s, 100, false, &w, &n, err, sizeof err), 0);
+    assert_int_equal(n, 4);
+    assert_int_equal(w[0].id, ids[7]);
+    assert_int_equal(w[2].id, ids[5]);
+    assert_int_equal(w[3].id, ids[1]);
+    assert_string_equal(w[3].state, "running");
+    assert_int_equal(w[3].nphases, 1);
+    store_switches_free(w, n);
+    assert_int_equal(phases_of(path, ids[0]), 0); /* the phases went with their switch */
+    assert_int_equal(phases_of(path, ids[4]), 0);
+    assert_int_equal(phases_of(path, ids[5]), 1);
+    /* switches_keep 0: the journal is left alone */
+    r = (store_retention){.switches_keep = 0, .events_keep = 1, .now_ms = 3000000};
+    assert_int_equal(store_prune(s, &r, &ne, &nsw, err, sizeof err), 0);
+    assert_int_equal(nsw, 0);
+    assert_int_equal(store_switches(s, 100, false, &w, &n, err, sizeof err), 0);
+    assert_int_equal(n, 4);
+    store_switches_free(w, n);
+    store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +412,7 @@ int main(void)
         cmocka_unit_test(events_round_trip_and_filter),
         cmocka_unit_test(v1_database_is_migrated),
         cmocka_unit_test(v2_database_is_migrated_keeping_events_and_footprints),
+        cmocka_unit_test(prune_events_and_switches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
