@@ -73,6 +73,7 @@ struct fk_env {
     bool ignore_sigterm;
     bool fork_worker;
     char *gpu_mb;     /* "N" or "N,M,..." per device; NULL = none */
+    long cuda_mb;     /* real GPU memory through libcuda (cuda.c); 0: none */
     bool garbage;
     int log_requests; /* 0 none, 1 all but GET /health, 2 all */
     bool dev_mode;    /* VLLM_SERVER_DEV_MODE=1: /sleep, /wake_up */
@@ -193,5 +194,9 @@ int nvml_unregister(pid_t pid, char *err, size_t errlen);
 /* grow.c: FAKELLM_GPU_GROW_MB / FAKELLM_RAM_GROW_MB */
 void grow_start(void);   /* called at the load's start and at ready; starts once, per FAKELLM_GROW_FROM */
 void grow_release(void);
+
+/* cuda.c: FAKELLM_CUDA_MB, real GPU memory (device checks). */
+int cuda_hold(long mb, char *err, size_t errlen);
+void cuda_release(void);
 
 #endif

@@ -81,9 +81,10 @@ static int hold_local(bool on, char *err, size_t errlen)
 {
     if (!on) {
         ram_unmap();
+        cuda_release();
         return fk.env.gpu_mb ? nvml_unregister(getpid(), err, errlen) : 0;
     }
-    if (ram_map(err, errlen) < 0)
+    if (ram_map(err, errlen) < 0 || cuda_hold(fk.env.cuda_mb, err, errlen) < 0)
         return -1;
     return fk.env.gpu_mb ? nvml_register(getpid(), fk.env.gpu_mb, err, errlen) : 0;
 }

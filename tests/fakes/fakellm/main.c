@@ -371,6 +371,7 @@ static void read_env(void)
     e->fork_worker = env_flag("FAKELLM_FORK_WORKER");
     const char *g = getenv("FAKELLM_GPU_MB");
     e->gpu_mb = g && *g ? xstrdup(g) : NULL;
+    e->cuda_mb = env_long("FAKELLM_CUDA_MB", 0);
     e->garbage = env_flag("FAKELLM_GARBAGE");
     const char *lr = getenv("FAKELLM_LOG_REQUESTS");
     if (!lr || !*lr)
