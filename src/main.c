@@ -77,17 +77,22 @@ static const cmd commands[] = {
      "      Every service of the mode in start order against this host.\n"
      "      Exit 0 fits, 1 does not fit, 2 configuration error.\n",
      cmd_simulate},
-    {"serve", "[--foreground] [-v]", "run the daemon that owns this GPU host",
-     "  serve [--foreground] [-v]\n"
+    {"serve", "[--foreground] [--listen HOST:PORT] [--no-router] [--insecure] [-v]",
+     "run the daemon that owns this GPU host",
+     "  serve [--foreground] [--listen HOST:PORT] [--no-router] [--insecure] [-v]\n"
      "      Start the daemon: the control API on the Unix socket (mode 0600; the\n"
      "      daemon's user, root and members of socket_group may use it), the\n"
-     "      supervisor of every service, the memory watchdog.  One daemon per state\n"
+     "      supervisor of every service, the memory watchdog, and the router (the\n"
+     "      OpenAI-compatible endpoint, router.listen or --listen; --no-router: none).\n"
+     "      A non-loopback --listen without API keys (router.api_keys_env) is refused\n"
+     "      (exit 2) unless --insecure.  One daemon per state\n"
      "      directory.  Without --foreground it detaches (log: <log_dir>/gpumod.log)\n"
      "      and returns once the socket answers.  SIGTERM/SIGINT stop every service\n"
      "      and then the daemon; SIGHUP reloads the configuration.  sd_notify\n"
      "      READY=1/STOPPING=1/WATCHDOG=1 when NOTIFY_SOCKET is set.\n"
      "      Exit 0 after an orderly shutdown, 1 when another daemon owns the state\n"
-     "      directory (its pid is named) or the socket is in use, 2 configuration error.\n",
+     "      directory (its pid is named), the socket is in use or the router cannot\n"
+     "      listen, 2 configuration error.\n",
      cmd_serve},
     {"status", "[--json]", "the daemon, its services, memory per device and recent events",
      "  status [--json]\n"
@@ -137,6 +142,15 @@ static const cmd commands[] = {
      "      2 no such mode; 3 no daemon; 4 --timeout (or switch.timeout) passed\n"
      "      (rolled back).\n",
      cmd_mode},
+    {"route", "show | default [SERVICE | --clear]", "the router's names and its default model",
+     "  route show [--json]            every routable name with its service and kind, each\n"
+     "                                 service's state, requests in flight and queued\n"
+     "  route default [--json]         the service \"model\": \"default\" goes to\n"
+     "  route default SERVICE          send \"model\": \"default\" to SERVICE from now on (kept\n"
+     "                                 across daemon restarts; overrides router.default)\n"
+     "  route default --clear          back to router.default\n"
+     "      Exit 0 done, 2 no such service, 3 no daemon.\n",
+     cmd_route},
     {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},
     {"version", "", "print the version", NULL, cmd_version},
     {NULL},

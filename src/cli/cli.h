@@ -47,6 +47,7 @@ int cmd_service(cli *c, int argc, char **argv);
 int cmd_events(cli *c, int argc, char **argv);
 int cmd_reload(cli *c, int argc, char **argv);
 int cmd_mode(cli *c, int argc, char **argv);
+int cmd_route(cli *c, int argc, char **argv);
 
 /* Print the diagnostics of a configuration to stderr (file:line:col). */
 void cli_print_diags(const config *cfg, const char *only_file);

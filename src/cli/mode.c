@@ -1,9 +1,13 @@
 /* mode.c - `gpumod mode list | show MODE | current | switch MODE
  * [--dry-run] [--timeout S]` (docs/modes.md, docs/api.md).
  *
- * A switch is one blocking request: the daemon answers when the switch
- * has committed, rolled back or settled in `none`, and the phases with
- * their timings are printed then.  `list` and `show` fall back to the
+ * A switch is asked with wait=0: the daemon answers 202 at once with the
+ * switch's id and wait_ms, its own worst-case bound (the switch's timeout
+ * plus the longest rollback under its configured timeouts), and the CLI
+ * polls GET /switches/ID until the entry carries the result, which it
+ * prints exactly as a blocking answer.  So the CLI's deadline is the
+ * daemon's bound, whatever configuration the CLI itself reads.  A dry
+ * run is one quick request.  `list` and `show` fall back to the
  * configuration when no daemon runs (without the current mode);
  * `current` and `switch` need the daemon. */
 #include "cli/ctl.h"
@@ -13,8 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define MARGIN_MS 60000 /* the client waits this much past the switch's own timeout */
+#include "util/clock.h"
+
+#define MARGIN_MS 10000 /* the client waits this much past the daemon's own bound */
 
 /* ---- list, show ---------------------------------------------------------- */
 
@@ -266,6 +273,91 @@ static void print_phases(buf *b, const cJSON *sw)
     }
 }
 
+static void sleep_ms(int64_t ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+/* r holds the 202 {switch_id, wait_ms}: poll GET /switches/ID until its
+ * result is there, then r holds that result as if the switch had been
+ * answered in one request.  0, or an exit code after a message. */
+static int poll_switch(cli *c, http_reply *r)
+{
+    cJSON *t = ctl_json(r, "mode switch");
+    if (!t) {
+        http_reply_release(r);
+        return EXIT_REFUSED;
+    }
+    long long id = (long long)jnum(t, "switch_id", 0);
+    int64_t wait_ms = (int64_t)jnum(t, "wait_ms", 0);
+    cJSON_Delete(t);
+    http_reply_release(r);
+    if (id <= 0) {
+        fprintf(stderr, "gpumod: mode switch: the daemon accepted the switch without a switch id\n");
+        return EXIT_REFUSED;
+    }
+    if (wait_ms <= 0) wait_ms = 3600000;
+    int64_t deadline = clock_mono_ms() + wait_ms + MARGIN_MS;
+    char target[64];
+    snprintf(target, sizeof target, "/switches/%lld", id);
+    static const int64_t steps[] = {2, 3, 5, 10, 20, 50, 100, 200};
+    for (size_t i = 0;; i++) {
+        sleep_ms(i < sizeof steps / sizeof steps[0] ? steps[i] : 250);
+        http_reply g;
+        int rc = ctl_call(c, "GET", target, NULL, CTL_QUICK_MS, true, &g);
+        if (rc) {
+            fprintf(stderr,
+                    "gpumod: mode switch: the daemon went away during switch %lld; once a daemon runs again, "
+                    "`gpumod mode current` and GET /switches/%lld say how it ended\n",
+                    id, id);
+            return rc == EXIT_TIMEOUT ? EXIT_TIMEOUT : EXIT_DAEMON;
+        }
+        if (g.status != 200) {
+            rc = ctl_fail(&g, "mode switch");
+            http_reply_release(&g);
+            return rc;
+        }
+        cJSON *j = ctl_json(&g, "mode switch");
+        if (!j) {
+            http_reply_release(&g);
+            return EXIT_REFUSED;
+        }
+        const cJSON *res = cJSON_GetObjectItemCaseSensitive(j, "result");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(res, "body");
+        if (cJSON_IsObject(res) && b) {
+            char *text = cJSON_PrintUnformatted(b);
+            *r = g; /* keeps head and fields; the body becomes the result's */
+            buf_clear(&r->body);
+            buf_adds(&r->body, text);
+            r->status = (int)jnum(res, "status", 500);
+            free(text);
+            cJSON_Delete(j);
+            return 0;
+        }
+        if (!jnull(j, "ended")) {
+            /* ended, and this daemon has no answer for it (a daemon restarted since) */
+            const char *out = jstr(j, "outcome"), *e = jstr(j, "error");
+            fprintf(stderr, "gpumod: mode switch: switch %lld ended %s%s%s\n", id, out ? out : "?", e ? ": " : "",
+                    e ? e : "");
+            bool ok = out && !strcmp(out, "committed");
+            cJSON_Delete(j);
+            http_reply_release(&g);
+            return ok ? 0 : EXIT_REFUSED;
+        }
+        cJSON_Delete(j);
+        http_reply_release(&g);
+        if (clock_mono_ms() > deadline) {
+            fprintf(stderr,
+                    "gpumod: mode switch: switch %lld is still running after %lld ms (the daemon's bound); it goes "
+                    "on in the daemon: `gpumod mode current` shows it\n",
+                    id, (long long)(wait_ms + MARGIN_MS));
+            return EXIT_TIMEOUT;
+        }
+    }
+}
+
 static int do_switch(cli *c, const cmd *k, int argc, char **argv)
 {
     const char *id = NULL;
@@ -287,13 +379,6 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
             return cli_usage_error(c, k, "mode switch: unexpected argument '%s'", argv[i]);
     }
     if (!id) return cli_usage_error(c, k, "mode switch: which mode? (a mode id, or none)");
-    int64_t wait_ms = timeout_s * 1000;
-    if (!wait_ms) {
-        config cfg;
-        config_load_settings(&cfg, &c->paths);
-        wait_ms = cfg.set.sw.timeout_ms;
-        config_release(&cfg);
-    }
     buf body = BUF_INIT;
     buf_adds(&body, "{\"mode\":");
     buf_json_str(&body, id);
@@ -301,10 +386,14 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
     if (timeout_s) buf_printf(&body, ",\"timeout\":%lld", (long long)timeout_s);
     buf_addc(&body, '}');
     http_reply r;
-    int rc = ctl_call(c, "POST", "/modes/switch?origin=cli", body.p, dry ? CTL_QUICK_MS * 4 : wait_ms + MARGIN_MS,
-                      false, &r);
+    int rc = ctl_call(c, "POST", dry ? "/modes/switch?origin=cli" : "/modes/switch?origin=cli&wait=0", body.p,
+                      CTL_QUICK_MS * 4, false, &r);
     buf_release(&body);
     if (rc) return rc;
+    if (r.status == 202) {
+        rc = poll_switch(c, &r);
+        if (rc) return rc;
+    }
     if (c->json) {
         ctl_print_body(&r);
         rc = ctl_exit_code(&r);

@@ -1,4 +1,5 @@
-/* serve.c - `gpumod serve [--foreground] [-v]`: run the daemon.
+/* serve.c - `gpumod serve [--foreground] [--listen HOST:PORT] [--no-router]
+ * [--insecure] [-v]`: run the daemon.
  *
  * --foreground (systemd, containers, tests): the daemon in this process,
  * logging to stderr.  Without it the daemon detaches (fork, setsid, stdio
@@ -74,13 +75,21 @@ int cmd_serve(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("serve");
     bool fg = false;
+    daemon_opts o = {.paths = c->paths, .verbose = c->verbose > 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--foreground"))
             fg = true;
-        else
+        else if (!strcmp(argv[i], "--no-router"))
+            o.no_router = true;
+        else if (!strcmp(argv[i], "--insecure"))
+            o.insecure = true;
+        else if (!strcmp(argv[i], "--listen") || !strncmp(argv[i], "--listen=", 9)) {
+            const char *v = argv[i][8] == '=' ? argv[i] + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !*v) return cli_usage_error(c, k, "serve: --listen needs HOST:PORT");
+            o.listen = v;
+        } else
             return cli_usage_error(c, k, "serve: unexpected argument '%s'", argv[i]);
     }
-    daemon_opts o = {.paths = c->paths, .verbose = c->verbose > 0};
     if (fg) return daemon_run(&o);
 
     config cfg;

@@ -201,15 +201,17 @@ int plan_make(const plan_input *in, plan *out, char *err, size_t errlen)
     for (size_t t = 0; t < in->ntarget; t++)
         for (size_t r = 0; r < in->nrunning; r++)
             if (strcmp(in->target[t].id, in->running[r].id) == 0) {
-                if (same_hash(in->target[t].hash, in->running[r].hash)) {
+                if (!in->running[r].no_keep && same_hash(in->target[t].hash, in->running[r].hash)) {
                     kept[t] = stays[r] = true;
                     out->keep[out->nkeep++] = in->target[t].id;
                 }
                 break;
             }
 
+    size_t nstops = 0;
     for (size_t k = in->nrunning; k-- > 0;) {
         if (stays[k]) continue;
+        nstops++;
         give_back(&pred, &in->running[k].held);
         plan_step *st = &out->steps[out->nsteps++];
         st->kind = PLAN_STOP;
@@ -239,6 +241,19 @@ int plan_make(const plan_input *in, plan *out, char *err, size_t errlen)
                 continue;
             }
             gate_check(&pred, &tg->need, res, nres, tg->id, in->policy, &st->v);
+            if (!st->v.ok && nstops &&
+                (!strcmp(st->v.binding, "host.contig_2m") || !strcmp(st->v.binding, "host.psi"))) {
+                /* measured with the leaving services still there: judged again after the stops */
+                st->deferred = true;
+                _Static_assert(sizeof st->deferred_why == sizeof st->v.reason, "same size");
+                _Static_assert(sizeof st->deferred_binding == sizeof st->v.binding, "same size");
+                memcpy(st->deferred_why, st->v.reason, sizeof st->deferred_why);
+                memcpy(st->deferred_binding, st->v.binding, sizeof st->deferred_binding);
+                snapshot later = pred;
+                later.host.buddyinfo_ok = false;
+                later.host.psi_ok = false;
+                gate_check(&later, &tg->need, res, nres, tg->id, in->policy, &st->v);
+            }
             if (!st->v.ok && out->ok) {
                 out->ok = false;
                 out->refused = tg->id;

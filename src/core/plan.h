@@ -22,10 +22,15 @@
  * were brought up), so --dry-run shows each verdict.  The snapshot is
  * never written: the prediction works on a private copy.  Fragmentation
  * (contig_2m) and PSI are taken as measured: how freed memory comes back
- * is not predicted, and the executor re-measures before each start.
+ * is not predicted, and the executor re-measures before each start.  So
+ * when the plan stops something, a start refused only on one of those is
+ * not a refusal of the plan: the step is `deferred` (judged on the other
+ * rules) and re-checked after the stops.  Without stops they refuse.
  *
- * Keep needs both hashes known and equal: a running service whose hash is
- * NULL (unknown) is stopped and started again like a changed one. */
+ * Keep needs both hashes known and equal and a service that is not
+ * marked no_keep: a running service whose hash is NULL (unknown) is
+ * stopped and started again like a changed one, and so is one marked
+ * no_keep (unhealthy, stopping, waiting for a restart). */
 #ifndef GPUMOD_PLAN_H
 #define GPUMOD_PLAN_H
 
@@ -42,6 +47,9 @@ typedef struct plan_running {
     const char *id;   /* borrowed */
     const char *hash; /* the config hash it was started with */
     need held;        /* what it holds now (measured footprint, else its admitted need) */
+    bool no_keep;     /* never kept even with the same hash: unhealthy, stopping, a failed one still
+                         being killed, down with a restart pending; stopped (its restart cancelled)
+                         and, when in the target, started again */
 } plan_running;
 
 typedef struct plan_target {
@@ -81,6 +89,13 @@ typedef struct plan_step {
     const char *id;   /* borrowed from the input */
     verdict v;        /* PLAN_START: the gate on the predicted figures before this start
                          (a remote start: ok, no gate); PLAN_STOP: ok, nothing else */
+    bool deferred;    /* PLAN_START: the gate refused on host.contig_2m or host.psi as measured
+                         while the plan stops something; those figures are the leaving services'
+                         doing and are not predicted, so the start passes here (v.ok, judged on
+                         the other rules) and is re-checked after the stops (verify-freed and the
+                         supervisor's gate); deferred_why is the measured refusal */
+    char deferred_why[256];
+    char deferred_binding[48];
     plan_mem after;   /* predicted after this step (a start counted as its need) */
 } plan_step;
 

@@ -14,6 +14,7 @@
 #include "daemon/api_modes.h"
 #include "cli/hostview.h"
 #include "daemon/log.h"
+#include "router/router.h"
 #include "model/need.h"
 #include "util/clock.h"
 #include "util/redact.h"
@@ -950,8 +951,28 @@ static void get_modes(req *r)
 
 /* GET /modes/current, POST /modes/switch, GET /switches: src/daemon/api_modes.c */
 static void get_mode_current(req *r) { api_modes_current(r->d, r->c); }
-static void post_mode_switch(req *r) { api_modes_switch(r->d, r->c, r->body, qget(r, "origin")); }
+static void post_mode_switch(req *r) { api_modes_switch(r->d, r->c, r->body, qget(r, "origin"), qget(r, "wait")); }
 static void get_switches(req *r) { api_switches(r->d, r->c, qget(r, "limit")); }
+static void get_switch(req *r) { api_switch_get(r->d, r->c, r->seg[1]); }
+
+/* GET|PUT /route/default, GET /route: src/router/router.c */
+static void route_default(req *r)
+{
+    if (!r->d->router) {
+        reply_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
+        return;
+    }
+    router_api_default(r->d->router, r->c, r->m, r->body);
+}
+
+static void route_table(req *r)
+{
+    if (!r->d->router) {
+        reply_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
+        return;
+    }
+    router_api_table(r->d->router, r->c);
+}
 
 static void not_built(req *r)
 {
@@ -1056,8 +1077,11 @@ void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
     if (nc->set.supervisor.runner != os->supervisor.runner)
         strv_pushf(&notes, "supervisor.runner changed to '%s': takes effect when the daemon restarts",
                    nc->set.supervisor.runner == RUNNER_SYSTEMD ? "systemd" : "spawn");
+    if (!str_eq(nc->set.router.listen, os->router.listen) || nc->set.router.enabled != os->router.enabled)
+        strv_pushf(&notes, "router.enabled / router.listen changed: takes effect when the daemon restarts");
     config *old = d->cfg;
     d->cfg = nc;
+    if (d->router) router_set_config(d->router, nc); /* before the old config's strings go */
     config_release(old);
     free(old);
 
@@ -1133,9 +1157,11 @@ static const route routes[] = {
     {"GET", {"modes", "current"}, get_mode_current},
     {"POST", {"modes", "switch"}, post_mode_switch},
     {"GET", {"switches"}, get_switches},
+    {"GET", {"switches", "*"}, get_switch},
     {"POST", {"reload"}, post_reload},
-    {"GET", {"route", "default"}, not_built},
-    {"PUT", {"route", "default"}, not_built},
+    {"GET", {"route"}, route_table},
+    {"GET", {"route", "default"}, route_default},
+    {"PUT", {"route", "default"}, route_default},
     {"POST", {"results"}, not_built},
     {NULL},
 };

@@ -20,6 +20,7 @@
 
 struct api_follow;
 struct swx; /* src/daemon/switch.h */
+struct router; /* src/router/router.h */
 
 typedef struct gpumodd {
     uv_loop_t *loop;
@@ -37,6 +38,7 @@ typedef struct gpumodd {
     struct api_follow *follows; /* open `logs?follow=1` streams */
     bool snap_pending;          /* a background snapshot for status is being taken */
     struct swx *sw;             /* the mode-switch executor; NULL until reconcile is done */
+    struct router *router;      /* the router (listening or not); NULL until reconcile is done */
 } gpumodd;
 
 /* srv_opts.on_request / on_abort (ud = the gpumodd). */

@@ -36,9 +36,27 @@ static void send_error(srv_conn *c, int status, const char *code, const char *me
     buf_release(&b);
 }
 
+/* One request: answered from the executor's callback, or, with wait=0,
+ * at once with 202 and the switch's id once switch_request has returned
+ * it (the callback then only frees this). */
+typedef struct sw_req {
+    gpumodd *d;
+    srv_conn *c;
+    bool nowait, in_call, fired, answered;
+    int64_t timeout_ms;
+} sw_req;
+
 static void switched(const switch_result *r, void *ud)
 {
-    srv_conn *c = ud;
+    sw_req *q = ud;
+    q->fired = true;
+    if (q->answered) { /* a 202 went out: the client polls GET /switches/ID */
+        free(q);
+        return;
+    }
+    q->answered = true;
+    srv_conn *c = q->c;
+    if (!q->in_call) free(q);
     if (r->status == 200) {
         buf b = BUF_INIT;
         buf_adds(&b, r->json ? r->json : "null");
@@ -49,7 +67,7 @@ static void switched(const switch_result *r, void *ud)
     }
 }
 
-void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *origin)
+void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *origin, const char *wait)
 {
     if (!d->sw) {
         send_error(c, 503, "shutting_down", "mode switching is not available: the daemon is not up yet", NULL);
@@ -67,16 +85,22 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     const cJSON *dry = cJSON_GetObjectItemCaseSensitive(j, "dry_run");
     const cJSON *to = cJSON_GetObjectItemCaseSensitive(j, "timeout");
     const cJSON *to_ms = cJSON_GetObjectItemCaseSensitive(j, "timeout_ms");
+    const cJSON *wt = cJSON_GetObjectItemCaseSensitive(j, "wait");
     const char *bad = NULL;
     if (!cJSON_IsString(m) || !*m->valuestring)
         bad = "modes/switch: \"mode\" must be a mode id (a non-empty string; \"none\" is the empty mode)";
     else if (dry && !cJSON_IsNull(dry) && !cJSON_IsBool(dry))
         bad = "modes/switch: \"dry_run\" must be true or false";
-    else if (to && !cJSON_IsNull(to) && (!cJSON_IsNumber(to) || !(to->valuedouble > 0) || to->valuedouble > 86400))
-        bad = "modes/switch: \"timeout\" must be a number of seconds above 0 and at most 86400";
+    else if (to && !cJSON_IsNull(to) &&
+             (!cJSON_IsNumber(to) || !(to->valuedouble >= 0.001) || to->valuedouble > 86400))
+        bad = "modes/switch: \"timeout\" must be a number of seconds from 0.001 (1 ms) to 86400";
     else if (to_ms && !cJSON_IsNull(to_ms) &&
              (!cJSON_IsNumber(to_ms) || !(to_ms->valuedouble >= 1) || to_ms->valuedouble > 86400000.0))
         bad = "modes/switch: \"timeout_ms\" must be a number of milliseconds from 1 to 86400000";
+    else if (wt && !cJSON_IsNull(wt) && !cJSON_IsBool(wt))
+        bad = "modes/switch: \"wait\" must be true or false";
+    else if (wait && strcmp(wait, "0") && strcmp(wait, "1") && strcmp(wait, "false") && strcmp(wait, "true"))
+        bad = "modes/switch: the query's wait must be 0 or 1";
     if (bad) {
         send_error(c, 400, "bad_request", bad, NULL);
         cJSON_Delete(j);
@@ -89,8 +113,31 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
         rq.timeout_ms = (int64_t)to_ms->valuedouble;
     else if (cJSON_IsNumber(to))
         rq.timeout_ms = (int64_t)llround(to->valuedouble * 1000.0);
-    switch_request(d->sw, &rq, switched, c);
+    if (rq.timeout_ms < 0) rq.timeout_ms = 0;
+    sw_req *q = xcalloc(1, sizeof *q);
+    q->d = d;
+    q->c = c;
+    /* wait=0 (query) or "wait": false (body); a dry run is answered at once anyway */
+    q->nowait = !rq.dry_run && ((wait && (!strcmp(wait, "0") || !strcmp(wait, "false"))) || cJSON_IsFalse(wt));
+    q->timeout_ms = rq.timeout_ms;
+    int64_t bound = switch_wait_bound(d->sw, rq.timeout_ms); /* before the switch holds anything */
+    q->in_call = true;
+    int64_t id = switch_request(d->sw, &rq, switched, q);
+    q->in_call = false;
     cJSON_Delete(j);
+    if (q->fired) { /* answered already (an error found at once): nothing more */
+        free(q);
+        return;
+    }
+    if (!q->nowait) return; /* answered from the callback */
+    buf b = BUF_INIT;
+    buf_printf(&b, "{\"switch_id\":%lld,\"wait_ms\":%lld,\"poll\":\"/switches/%lld\",\"switch\":",
+               (long long)id, (long long)bound, (long long)id);
+    switch_current_json(d->sw, &b);
+    buf_addc(&b, '}');
+    q->answered = true; /* switched() frees q when the switch ends */
+    send_json(c, 202, &b);
+    buf_release(&b);
 }
 
 void api_modes_current(gpumodd *d, srv_conn *c)
@@ -133,6 +180,34 @@ void api_modes_current(gpumodd *d, srv_conn *c)
         buf_adds(&b, "null");
     buf_addc(&b, '}');
     send_json(c, 200, &b);
+    buf_release(&b);
+}
+
+void api_switch_get(gpumodd *d, srv_conn *c, const char *id_text)
+{
+    char *e;
+    errno = 0;
+    long long id = id_text ? strtoll(id_text, &e, 10) : 0;
+    if (!id_text || !*id_text || *e || errno || id < 1) {
+        send_error(c, 400, "bad_request", "switches/ID: ID must be a switch id (a positive integer)", NULL);
+        return;
+    }
+    if (!d->sw) {
+        send_error(c, 503, "shutting_down", "the switch journal is not available: the daemon is not up yet", NULL);
+        return;
+    }
+    buf b = BUF_INIT;
+    char err[256];
+    int rc = switch_get_json(d->sw, (int64_t)id, &b, err, sizeof err);
+    if (rc < 0) {
+        send_error(c, 503, "unavailable", err, NULL);
+    } else if (rc == 0) {
+        char m[128];
+        snprintf(m, sizeof m, "no switch %lld in the journal", id);
+        send_error(c, 404, "not_found", m, NULL);
+    } else {
+        send_json(c, 200, &b);
+    }
     buf_release(&b);
 }
 

@@ -19,6 +19,7 @@
 #include "daemon/notify.h"
 #include "daemon/pidlock.h"
 #include "daemon/switch.h"
+#include "router/router.h"
 #include "util/buf.h"
 #include "util/clock.h"
 
@@ -53,6 +54,7 @@ typedef struct dmn {
     int64_t refused_logged_ms; /* the last "refused a client" line */
     unsigned long long refused_quiet;
     int signals; /* SIGTERM/SIGINT received */
+    daemon_opts opts; /* the router's flags */
 } dmn;
 
 int daemon_mkdirs(const char *path, unsigned perm, char *err, size_t errlen)
@@ -266,6 +268,11 @@ static void srv_closed(void *ud)
     step_done(m);
 }
 
+static void router_closed(void *ud)
+{
+    step_done(ud);
+}
+
 static void wd_closed(void *ud)
 {
     dmn *m = ud;
@@ -290,6 +297,10 @@ static void shutdown_daemon(dmn *m, const char *why)
     if (notify_send("STOPPING=1", err, sizeof err) < 0) log_warn("%s", err);
     m->pending_closes = 1; /* sup_shutdown */
     api_close_follows(&m->g);
+    if (m->g.router) { /* first: waiting requests answered, streams ended, pools closed */
+        m->pending_closes++;
+        router_close(m->g.router, router_closed, m);
+    }
     if (m->g.srv) {
         m->pending_closes++;
         srv_close(m->g.srv, srv_closed, m);
@@ -355,6 +366,8 @@ static void on_wd_timer(uv_timer_t *t)
 
 static void on_event(const store_event *e, void *ud)
 {
+    dmn *m = ud;
+    if (m->g.router) router_on_event(m->g.router, e);
     if (e->from || e->to)
         log_info("%s %s: %s -> %s%s%s", e->kind, e->service ? e->service : "-", e->from ? e->from : "-",
                  e->to ? e->to : "-", e->reason ? ": " : "", e->reason ? e->reason : "");
@@ -412,6 +425,11 @@ static int start_listening(dmn *m)
                      "path in a directory they can enter (e.g. /run/gpumod/gpumod.sock)",
                      g->socket_path, m->group_name, why);
     }
+    if (router_listen(g->router, err, sizeof err)) {
+        log_error("%s", err);
+        fprintf(stderr, "gpumod: %s\n", err);
+        return -1;
+    }
     m->listening = true;
     return 0;
 }
@@ -430,6 +448,9 @@ static void reconciled(void *ud)
     switch_env se = {.loop = &m->loop, .sup = g->sup, .hm = g->hm, .st = g->st, .cfg = &g->cfg,
                      .on_event = on_event, .ud = m};
     g->sw = switch_new(&se);
+    router_env re = {.loop = &m->loop, .sup = g->sup, .hm = g->hm, .sw = g->sw, .state_dir = g->state_dir,
+                     .listen = m->opts.listen, .no_router = m->opts.no_router, .insecure = m->opts.insecure};
+    g->router = router_new(&re, g->cfg);
     if (start_listening(m)) {
         m->exit_code = 1;
         shutdown_daemon(m, "cannot listen");
@@ -485,6 +506,12 @@ int daemon_run(const daemon_opts *o)
         log_warn("config: %s:%d:%d: %s", d->pos.file ? d->pos.file : "-", d->pos.line, d->pos.col, d->msg);
     }
     const settings *set = &g->cfg->set;
+    m->opts = *o;
+    if (set->router.enabled && !o->no_router && router_check_listen(set, o->listen, o->insecure, err, sizeof err)) {
+        fprintf(stderr, "gpumod: serve: %s\n", err);
+        rc = EXIT_USAGE;
+        goto out_cfg;
+    }
     g->state_dir = o->chdir_root ? abs_path(set->state_dir) : xstrdup(set->state_dir);
     g->log_dir = o->chdir_root ? abs_path(set->log_dir) : xstrdup(set->log_dir);
     g->socket_path = o->chdir_root ? abs_path(set->socket) : xstrdup(set->socket);
@@ -575,6 +602,8 @@ int daemon_run(const daemon_opts *o)
     sup_reconcile(g->sup, reconciled, m);
 
     uv_run(&m->loop, UV_RUN_DEFAULT);
+    router_free(g->router);
+    g->router = NULL;
     switch_free(g->sw);
     g->sw = NULL;
     if (uv_loop_close(&m->loop) == UV_EBUSY) log_warn("loop closed with handles still open");

@@ -14,6 +14,9 @@ typedef struct daemon_opts {
     config_paths paths; /* borrowed; strings must outlive daemon_run */
     bool verbose;       /* debug lines in the log */
     bool chdir_root;    /* detached: chdir("/") once every path is made absolute */
+    const char *listen; /* --listen HOST:PORT for the router, or NULL: router.listen */
+    bool no_router;     /* --no-router */
+    bool insecure;      /* --insecure: a non-loopback router without API keys */
 } daemon_opts;
 
 /* Run until SIGTERM/SIGINT (or a fatal error before listening).  Returns

@@ -2459,13 +2459,19 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
     size_t n = 0;
     for (size_t i = 0; i < s->nsvcs && n < max; i++) {
         svc *v = s->svcs[i];
-        if (!(v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY)) continue;
+        bool live = v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
+                    v->state == SVC_STOPPING || v->killing;
+        bool restart = v->state == SVC_DOWN && v->next_restart_ms > 0;
+        if (!live && !restart) continue;
         sup_holding *h = &out[n++];
         memset(h, 0, sizeof *h);
         h->id = v->id;
         h->state = v->state;
         snprintf(h->hash, sizeof h->hash, "%s", v->run_hash);
         h->load_ms = v->state == SVC_STARTING ? -1 : v->load_ms;
+        h->restart_pending = restart;
+        h->killing = v->killing;
+        if (!live) continue; /* down, waiting for its restart: holds nothing yet */
         if (v->has_fp && v->run_hash[0] && !strcmp(v->fp.hash, v->run_hash) && v->state != SVC_STARTING) {
             snprintf(h->held.source, sizeof h->held.source, "measured");
             h->held.host_bytes = v->fp.host_bytes;
@@ -2475,9 +2481,58 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
             }
             h->held.ngpu = v->fp.ngpu < HOST_MAX_GPUS ? v->fp.ngpu : HOST_MAX_GPUS;
             h->measured = true;
+            /* a device the admission counted but the footprint shows nothing on (a driver that
+             * hides per-process figures, unified memory): what it holds there is unknown, so
+             * the admitted bytes stand for it, or a switch could not count them coming back */
+            for (size_t a = 0; v->has_admitted && a < v->admitted.ngpu && a < HOST_MAX_GPUS; a++) {
+                if (!v->admitted.gpu[a].bytes) continue;
+                size_t g = 0;
+                while (g < h->held.ngpu && h->held.gpu[g].index != v->admitted.gpu[a].index) g++;
+                if (g == h->held.ngpu) {
+                    if (g == HOST_MAX_GPUS) continue;
+                    h->held.gpu[g].index = v->admitted.gpu[a].index;
+                    h->held.gpu[g].bytes = 0;
+                    h->held.ngpu++;
+                }
+                if (!h->held.gpu[g].bytes) h->held.gpu[g].bytes = v->admitted.gpu[a].bytes;
+            }
         } else if (v->has_admitted) {
             h->held = v->admitted;
         }
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* for the router (supervisor.h sup_states) */
+
+static void state_info(const svc *v, const char *id, sup_state_info *o)
+{
+    o->id = v ? v->id : id;
+    o->state = v ? v->state : SVC_DOWN;
+    o->progress_pct = v && v->state == SVC_STARTING && v->progress >= 0 ? v->progress : -1;
+}
+
+size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max)
+{
+    if (!max) return 0;
+    if (id) {
+        svc *v = find(s, id);
+        const preset *p = config_preset(s->cfg, id);
+        if (!v && !p) return 0;
+        if (v && !listed(s, v)) return 0;
+        state_info(v, p ? p->id : NULL, &out[0]);
+        return 1;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < s->cfg->n_presets && n < max; i++) {
+        const char *pid = s->cfg->presets[i].id;
+        if (pid) state_info(find(s, pid), pid, &out[n++]);
+    }
+    for (size_t i = 0; i < s->nsvcs && n < max; i++) {
+        svc *v = s->svcs[i];
+        if (config_preset(s->cfg, v->id) || !listed(s, v)) continue;
+        state_info(v, NULL, &out[n++]);
     }
     return n;
 }

@@ -178,12 +178,17 @@ void sup_hurry(sup *s);
 /* After sup_shutdown's cb (or when nothing was ever started). */
 void sup_free(sup *s);
 
-/* For a mode switch's plan (src/daemon/switch.c): every service starting,
- * ready or unhealthy, with the config hash it runs with and what it holds
- * now: its measured footprint (taken with the hash it runs with), else
- * the need it was admitted with.  load_ms: spawn to ready as measured
- * (-1 before ready).  Returns how many (at most max); ids borrowed until
- * the next loop turn. */
+/* For a mode switch's plan (src/daemon/switch.c): every service that
+ * holds memory or is about to: starting, ready, unhealthy, stopping, a
+ * failed one whose group is still being killed (killing), and a down one
+ * with a restart pending (restart_pending; it holds nothing: held is
+ * zero).  Each with the config hash it runs with and what it holds now:
+ * its measured footprint (taken with the hash it runs with; on a device
+ * the footprint shows nothing on but the admission counted, the admitted
+ * bytes), else the need it was admitted with.  load_ms: spawn to ready as measured (-1
+ * before ready).  Returns how many (at most max); ids borrowed until the
+ * next loop turn.  sup_stop ends each of them (and cancels a pending
+ * restart). */
 typedef struct sup_holding {
     const char *id;
     svc_state state;
@@ -191,7 +196,22 @@ typedef struct sup_holding {
     need held;
     bool measured; /* held is the footprint */
     int64_t load_ms;
+    bool restart_pending; /* down, a restart scheduled (next_restart_ms) */
+    bool killing;         /* failed, its group still being killed */
 } sup_holding;
 size_t sup_holdings(sup *s, sup_holding *out, size_t max);
+
+/* For the router (activation on demand, /metrics): each service's state
+ * and load progress, without building JSON.  id NULL: every listed
+ * service (configured ones in the configuration's order, then those
+ * running without a preset); else that one only (0 when it is neither
+ * configured nor known).  Returns how many (at most max); ids borrowed
+ * until the next loop turn. */
+typedef struct sup_state_info {
+    const char *id;
+    svc_state state;
+    int progress_pct; /* starting: the load percentage the log shows, else -1 */
+} sup_state_info;
+size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max);
 
 #endif

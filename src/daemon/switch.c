@@ -53,6 +53,15 @@ typedef enum {
 
 typedef struct run run;
 
+/* The answers of the last switches, for GET /switches/ID (a client that
+ * asked with wait=0 polls it). */
+#define RESULTS_KEPT 16
+typedef struct kept_result {
+    int64_t id;
+    int status;
+    char *body; /* the answer's body, as the blocking request gets it */
+} kept_result;
+
 typedef struct queued {
     switch_req rq; /* strings owned */
     switch_cb cb;
@@ -69,7 +78,12 @@ struct swx {
     bool timers;
     switch_drain_fn drain_fn;
     void *drain_ud;
+    switch_undrain_fn undrain_fn;
+    void *undrain_ud;
     uint64_t drain_ticket;
+    run *dry_head;                     /* dry runs waiting for their snapshot */
+    kept_result results[RESULTS_KEPT]; /* a ring */
+    size_t nresults;
 };
 
 struct run {
@@ -82,6 +96,7 @@ struct run {
     void *ud;
     bool answered, abandoned;
     int refs; /* callbacks outstanding */
+    run *next_dry;
 
     int64_t id;
     int64_t t0_mono;
@@ -97,12 +112,20 @@ struct run {
     need tneed[MAX_SVC];
     const char *tid[MAX_SVC];
     size_t ntarget;
+    /* what ran at plan time: what each held (a rollback's needs), and
+     * whether a rollback brings it back (it was starting, ready,
+     * unhealthy or waiting for a restart) */
+    need rneed[MAX_SVC];
+    const char *rid[MAX_SVC];
+    bool rback[MAX_SVC];
+    size_t nrun;
     char *plan_json;
 
     strv stops, starts;  /* from the plan, in order */
     strv stopped;        /* stopped by this switch (stop order) */
     strv started;        /* starts asked by this switch (the failing one too) */
     strv rb_starts;      /* rollback: what to bring back, in start order */
+    strv joined;         /* kept targets still starting whose start this switch joined */
     size_t idx;
     int pending;         /* stops in flight in the current stage */
     bool stage_failed;
@@ -122,7 +145,9 @@ struct run {
     int fail_status;
     char *rb_note;
     int drain_seq;
-    uint64_t drain_ticket;
+    uint64_t drain_ticket;  /* the drain in progress (0 when none) */
+    uint64_t drained_ticket; /* the ticket given to the drain hook, until undrained */
+    strv drained;            /* the names it was given */
 };
 
 /* ------------------------------------------------------------------ */
@@ -165,13 +190,29 @@ static void need_json(buf *b, const need *n)
     buf_adds(b, "}}");
 }
 
-/* The running set: services starting, ready or unhealthy. */
+static bool is_running_state(svc_state st)
+{
+    return st == SVC_STARTING || st == SVC_READY || st == SVC_UNHEALTHY;
+}
+
+/* The running set: services starting, ready or unhealthy (as `mode
+ * current` counts them). */
 static size_t running_ids(swx *x, const char **ids, size_t max)
 {
     sup_holding h[MAX_SVC];
     size_t n = sup_holdings(x->env.sup, h, MAX_SVC), k = 0;
-    for (size_t i = 0; i < n && k < max; i++) ids[k++] = h[i].id;
+    for (size_t i = 0; i < n && k < max; i++)
+        if (is_running_state(h[i].state)) ids[k++] = h[i].id;
     return k;
+}
+
+/* The running set as "a, b" (or "nothing"). */
+static void running_words(swx *x, buf *b)
+{
+    const char *ids[MAX_SVC];
+    size_t n = running_ids(x, ids, MAX_SVC);
+    for (size_t i = 0; i < n; i++) buf_printf(b, "%s'%s'", i ? ", " : "", ids[i]);
+    if (!n) buf_adds(b, "nothing");
 }
 
 /* The mode whose set equals the running set; "none" when nothing runs;
@@ -372,6 +413,13 @@ static void plan_to_json(buf *b, const run *r)
             json_str_or_null(b, s->v.ok ? NULL : s->v.reason);
             buf_adds(b, ",\"binding\":");
             json_str_or_null(b, s->v.ok ? NULL : s->v.binding);
+            buf_printf(b, ",\"deferred\":%s", s->deferred ? "true" : "false");
+            if (s->deferred) {
+                buf_adds(b, ",\"deferred_binding\":");
+                buf_json_str(b, s->deferred_binding);
+                buf_adds(b, ",\"deferred_reason\":");
+                buf_json_str(b, s->deferred_why);
+            }
             buf_adds(b, "},\"need\":");
             const need *n = target_need(r, s->id);
             if (n)
@@ -438,7 +486,7 @@ static void switch_to_json(buf *b, const store_switch *w)
 /* ------------------------------------------------------------------ */
 /* runs */
 
-static void run_begin(swx *x, run *r);
+static int64_t run_begin(swx *x, run *r);
 static void next_stage(run *r);
 static void fail(run *r, const char *service, const char *reason, const char *tail);
 
@@ -478,6 +526,8 @@ static void run_free(run *r)
     strv_release(&r->stopped);
     strv_release(&r->started);
     strv_release(&r->rb_starts);
+    strv_release(&r->drained);
+    strv_release(&r->joined);
     free(r->cur_start);
     free(r->fail_service);
     free(r->fail_reason);
@@ -499,10 +549,40 @@ static void run_free(run *r)
     free(r);
 }
 
+/* The body a blocking request gets: json, or the API's error envelope. */
+static char *answer_body(int status, const char *code, const char *message, const char *json)
+{
+    buf b = BUF_INIT;
+    if (status == 200) {
+        buf_adds(&b, json ? json : "null");
+    } else {
+        buf_adds(&b, "{\"error\":{\"code\":");
+        buf_json_str(&b, code ? code : "start_failed");
+        buf_adds(&b, ",\"message\":");
+        buf_json_str(&b, message ? message : "failed");
+        if (json && *json) {
+            buf_adds(&b, ",\"detail\":");
+            buf_adds(&b, json);
+        }
+        buf_adds(&b, "}}");
+    }
+    return buf_detach(&b);
+}
+
+static void keep_result(swx *x, int64_t id, int status, char *body)
+{
+    kept_result *k = &x->results[x->nresults++ % RESULTS_KEPT];
+    free(k->body);
+    k->id = id;
+    k->status = status;
+    k->body = body;
+}
+
 static void answer(run *r, int status, const char *code, const char *message, const char *json)
 {
     if (r->answered) return;
     r->answered = true;
+    if (r->id > 0 && !r->dry) keep_result(r->x, r->id, status, answer_body(status, code, message, json));
     switch_result res = {.status = status, .code = code, .message = message, .json = json};
     if (r->cb) r->cb(&res, r->ud);
 }
@@ -527,13 +607,25 @@ static void run_done(run *r)
     if (!x->closing) queue_next(x);
 }
 
+static void dry_unlink(run *r)
+{
+    for (run **pp = &r->x->dry_head; *pp; pp = &(*pp)->next_dry)
+        if (*pp == r) {
+            *pp = r->next_dry;
+            return;
+        }
+}
+
 /* A callback came back: false when the run was abandoned meanwhile (the
  * daemon shuts down) and the callback must do nothing more. */
 static bool unref_live(run *r)
 {
     r->refs--;
     if (r->abandoned || r->st == ST_DONE) {
-        if (!r->refs && r->x->cur != r) run_free(r);
+        if (!r->refs && r->x->cur != r) {
+            if (r->dry) dry_unlink(r);
+            run_free(r);
+        }
         return false;
     }
     return true;
@@ -562,21 +654,39 @@ static int make_plan(run *r, const snapshot *snap, gather_err *e)
     r->ngpus = snap->ngpus;
     for (size_t g = 0; g < snap->ngpus; g++) r->gpu_index[g] = snap->gpus[g].index;
 
-    sup_holding h[MAX_SVC];
-    size_t nh = sup_holdings(x->env.sup, h, MAX_SVC);
+    sup_holding h[MAX_SVC + 1];
+    size_t nh = sup_holdings(x->env.sup, h, MAX_SVC + 1);
+    size_t nt = m ? m->services.n : 0;
+    if (nh > MAX_SVC || nt > MAX_SVC) {
+        e->status = 422;
+        e->code = "too_many_services";
+        snprintf(e->msg, sizeof e->msg,
+                 "mode '%s': a switch handles at most %d services %s; %s%zu%s: nothing was changed", r->mode,
+                 MAX_SVC, nh > MAX_SVC ? "running (or stopping, or waiting for a restart)" : "in a mode",
+                 nh > MAX_SVC ? "more than " : "the mode lists ", nh > MAX_SVC ? (size_t)MAX_SVC : nt,
+                 nh > MAX_SVC ? " hold memory now" : "");
+        return -1;
+    }
     plan_running run_in[MAX_SVC];
     for (size_t i = 0; i < nh; i++) {
         strv_push(&r->ids, h[i].id);
         strv_push(&r->ids, h[i].hash);
     }
     for (size_t i = 0; i < nh; i++) {
+        memset(&run_in[i], 0, sizeof run_in[i]);
         run_in[i].id = r->ids.v[2 * i];
         run_in[i].hash = r->ids.v[2 * i + 1][0] ? r->ids.v[2 * i + 1] : NULL;
         run_in[i].held = h[i].held;
+        /* only a ready or starting service is kept; anything else on its
+         * way (unhealthy, stopping, being killed, a restart pending) is
+         * stopped, its restart cancelled, and started again if targeted */
+        run_in[i].no_keep = !(h[i].state == SVC_READY || h[i].state == SVC_STARTING) || h[i].killing;
+        r->rid[i] = run_in[i].id;
+        r->rneed[i] = h[i].held;
+        r->rback[i] = (is_running_state(h[i].state) && !h[i].killing) || h[i].restart_pending;
     }
+    r->nrun = nh;
     plan_target tg[MAX_SVC];
-    size_t nt = m ? m->services.n : 0;
-    if (nt > MAX_SVC) nt = MAX_SVC;
     need_detail *nd = xcalloc(1, sizeof *nd);
     size_t base = r->ids.n;
     for (size_t i = 0; i < nt; i++) {
@@ -653,12 +763,16 @@ static void dry_planned(const snapshot *snap, void *ud)
     else
         answer(r, 200, NULL, NULL, r->plan_json);
     r->st = ST_DONE;
-    if (!r->refs) run_free(r);
+    if (!r->refs) {
+        dry_unlink(r);
+        run_free(r);
+    }
 }
 
+/* The switch ends at its plan: nothing was touched (journal: refused). */
 static void finish_plan_error(run *r, int status, const char *code, const char *msg, const char *detail)
 {
-    journal_state(r, "failed", true, msg);
+    journal_state(r, "refused", true, msg);
     buf b = BUF_INIT;
     buf_printf(&b, "{\"switch_id\":%" PRId64 "%s%s}", r->id, detail ? "," : "", detail ? detail : "");
     answer(r, status, code, msg, b.p);
@@ -766,6 +880,27 @@ void switch_set_drain(swx *x, switch_drain_fn fn, void *ud)
 {
     x->drain_fn = fn;
     x->drain_ud = ud;
+}
+
+void switch_set_undrain(swx *x, switch_undrain_fn fn, void *ud)
+{
+    x->undrain_fn = fn;
+    x->undrain_ud = ud;
+}
+
+/* The end of this run's drain, once: the outcome is decided (committed,
+ * a rollback begins, or the run is abandoned). */
+static void undrain(run *r)
+{
+    swx *x = r->x;
+    uint64_t t = r->drained_ticket;
+    if (!t) return;
+    r->drained_ticket = 0;
+    if (r->drain_ticket) {
+        uv_timer_stop(&x->t_drain);
+        r->drain_ticket = 0;
+    }
+    if (x->undrain_fn) x->undrain_fn(x, t, (const char *const *)r->drained.v, r->drained.n, x->undrain_ud);
 }
 
 /* ---- stops ---------------------------------------------------------- */
@@ -876,8 +1011,9 @@ static void vf_poll(uv_timer_t *t)
 static void vf_end(run *r, bool ok, const verdict *last)
 {
     buf d = BUF_INIT;
-    buf_printf(&d, "\"waited_ms\":%lld,\"polls\":%d,\"first\":{\"ok\":%s,\"binding\":",
-               (long long)(clock_mono_ms() - r->vf_t0), r->vf_polls, r->vf_first.ok ? "true" : "false");
+    buf_printf(&d, "\"waited_ms\":%lld,\"polls\":%d,\"starts\":%zu,\"first\":{\"ok\":%s,\"binding\":",
+               (long long)(clock_mono_ms() - r->vf_t0), r->vf_polls,
+               (r->st == ST_RB_FREED ? &r->rb_starts : &r->starts)->n, r->vf_first.ok ? "true" : "false");
     json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.binding);
     buf_adds(&d, ",\"reason\":");
     json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.reason);
@@ -896,27 +1032,63 @@ static void vf_end(run *r, bool ok, const verdict *last)
     next_stage(r);
 }
 
+/* The need a start of list is judged with: a target's (computed once, at
+ * the plan), else, in a rollback, what it held before this switch. */
+static const need *vf_need(const run *r, const char *id)
+{
+    const need *n = target_need(r, id);
+    if (n && n->source[0]) return n;
+    for (size_t i = 0; i < r->nrun; i++)
+        if (!strcmp(r->rid[i], id)) return r->rneed[i].source[0] ? &r->rneed[i] : NULL;
+    return NULL;
+}
+
+/* Judge every start of list still ahead together on the snapshot, as the
+ * plan does (each counted as a reservation for those after it, with the
+ * starts in flight outside the switch): v is the first refusal, or ok.
+ * No model file is read here: the needs were computed at the plan. */
+static void vf_judge(run *r, const snapshot *snap, const strv *list, verdict *v)
+{
+    swx *x = r->x;
+    const config *cfg = cfg_of(x);
+    plan_target tg[MAX_SVC];
+    size_t nt = 0;
+    for (size_t i = 0; i < list->n && nt < MAX_SVC; i++) {
+        const preset *p = config_preset(cfg, list->v[i]);
+        const need *n = vf_need(r, list->v[i]);
+        if (!p || !n) continue; /* nothing to judge here: the start itself will say why */
+        memset(&tg[nt], 0, sizeof tg[nt]);
+        tg[nt].id = list->v[i];
+        tg[nt].need = *n;
+        tg[nt].remote = p->driver == DRV_REMOTE;
+        nt++;
+    }
+    reservation res[PLAN_MAX];
+    size_t nres = sup_reservations(x->env.sup, res, PLAN_MAX);
+    gate_policy pol;
+    policy_from_settings(&cfg->set, &pol);
+    plan_input in = {.snap = snap, .target = tg, .ntarget = nt, .res = res, .nres = nres, .policy = &pol};
+    plan *pl = xcalloc(1, sizeof *pl);
+    char err[256];
+    memset(v, 0, sizeof *v);
+    v->ok = true;
+    if (plan_make(&in, pl, err, sizeof err) == 0 && !pl->ok)
+        for (size_t i = 0; i < pl->nsteps; i++)
+            if (pl->steps[i].kind == PLAN_START && !pl->steps[i].v.ok) {
+                *v = pl->steps[i].v;
+                break;
+            }
+    free(pl);
+}
+
 static void vf_snap(const snapshot *snap, void *ud)
 {
     run *r = ud;
     if (!unref_live(r)) return;
     swx *x = r->x;
     const config *cfg = cfg_of(x);
-    const preset *p = config_preset(cfg, r->vf_id);
     verdict v;
-    memset(&v, 0, sizeof v);
-    need_detail *nd = xcalloc(1, sizeof *nd);
-    char err[400];
-    if (!p || service_need(p, &cfg->set, snap, x->env.st, nd, err, sizeof err)) {
-        v.ok = true; /* nothing to judge here: the start itself will say why */
-    } else {
-        reservation res[PLAN_MAX];
-        size_t nres = sup_reservations(x->env.sup, res, PLAN_MAX);
-        gate_policy pol;
-        policy_from_settings(&cfg->set, &pol);
-        gate_check(snap, &nd->n, res, nres, r->vf_id, &pol, &v);
-    }
-    free(nd);
+    vf_judge(r, snap, r->st == ST_RB_FREED ? &r->rb_starts : &r->starts, &v);
     r->vf_polls++;
     if (!r->vf_first_done) {
         r->vf_first = v;
@@ -938,8 +1110,9 @@ static void vf_snap(const snapshot *snap, void *ud)
     uv_timer_start(&x->t_poll, vf_poll, VF_POLL_MS, 0);
 }
 
-/* Wait for the memory the stops gave back, judged for the first start of
- * list that is not remote; skipped when nothing was stopped. */
+/* Wait for the memory the stops gave back, judged for every start of list
+ * together (named by its first start that is not remote); skipped when
+ * nothing was stopped. */
 static void verify_freed(run *r, const strv *list, bool anything_stopped, stage next)
 {
     r->vf_next = next;
@@ -1010,7 +1183,7 @@ static void started_cb(const sup_result *res, void *ud)
     c->id = NULL;
     op_free(c);
     if (ok) {
-        r->idx++;
+        if (r->st != ST_HEALTHY) r->idx++; /* a join: verify-healthy looks again */
         next_stage(r);
         free(id);
         return;
@@ -1024,7 +1197,7 @@ static void started_cb(const sup_result *res, void *ud)
             tail = buf_detach(&lb);
         buf_release(&lb);
     }
-    if (r->st == ST_START) {
+    if (r->st == ST_START || r->st == ST_HEALTHY) {
         if (r->timed_out) {
             char *m = xasprintf("the switch timed out (%lld ms) while '%s' was starting", (long long)r->timeout_ms, id);
             free(reason);
@@ -1050,17 +1223,51 @@ static void start_one(run *r, const char *phase, const char *id)
     if (r->st == ST_START) strv_push(&r->started, id);
     free(r->cur_start);
     r->cur_start = xstrdup(id);
-    sup_start(r->x->env.sup, id, r->st == ST_START ? r->sup_origin : "switch", started_cb, op_new(r, seq, id));
+    sup_start(r->x->env.sup, id, r->st == ST_RB_START ? "switch" : r->sup_origin, started_cb, op_new(r, seq, id));
 }
 
 /* ---- verify-healthy, commit, the end ------------------------------- */
 
+static bool id_in(const char *const *ids, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(ids[i], id)) return true;
+    return false;
+}
+
+/* The switch's outcome into the journal in one transaction with the
+ * committed mode (commit_mode NULL: unchanged), and into the mirror. */
+static int journal_finish(run *r, const char *state, const char *error, const char *commit_mode, char *err,
+                          size_t errlen)
+{
+    int64_t now = clock_unix_ms();
+    if (store_switch_finish(r->x->env.st, r->id, state, now, error, commit_mode, err, errlen)) return -1;
+    free(r->rec.state);
+    r->rec.state = xstrdup(state);
+    r->rec.ended_ms = now;
+    if (error) {
+        free(r->rec.error);
+        r->rec.error = xstrdup(error);
+    }
+    return 0;
+}
+
+/* Every target ready, nothing else holding memory or about to (a service
+ * stopping, waiting for its restart), then the commit.  A kept target
+ * still starting (started outside this switch) is joined first. */
 static void verify_healthy(run *r)
 {
-    int seq = phase_begin(r, "verify-healthy", NULL);
     sup_holding h[MAX_SVC];
     size_t n = sup_holdings(r->x->env.sup, h, MAX_SVC);
-    const char *bad = NULL, *bad_state = "down";
+    for (size_t t = 0; t < r->ntarget; t++)
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(h[i].id, r->tid[t]) && h[i].state == SVC_STARTING && strv_find(&r->joined, r->tid[t]) < 0) {
+                strv_push(&r->joined, r->tid[t]);
+                start_one(r, "wait-ready", r->tid[t]); /* joins the start in flight */
+                return;
+            }
+    int seq = phase_begin(r, "verify-healthy", NULL);
+    const char *bad = NULL, *bad_state = "down", *extra = NULL, *extra_state = NULL;
     for (size_t t = 0; t < r->ntarget && !bad; t++) {
         bool ready = false;
         const char *st = "down";
@@ -1074,6 +1281,11 @@ static void verify_healthy(run *r)
             bad_state = st;
         }
     }
+    for (size_t i = 0; i < n && !bad && !extra; i++)
+        if (!id_in(r->tid, r->ntarget, h[i].id)) {
+            extra = h[i].id;
+            extra_state = h[i].restart_pending ? "waiting for a restart" : svc_state_names[h[i].state];
+        }
     buf d = BUF_INIT;
     buf_printf(&d, "\"services\":%zu", r->ntarget);
     if (bad) {
@@ -1082,20 +1294,40 @@ static void verify_healthy(run *r)
         buf_adds(&d, ",\"state\":");
         buf_json_str(&d, bad_state);
     }
-    phase_end(r, seq, !bad, d.p);
+    if (extra) {
+        buf_adds(&d, ",\"not_in_mode\":");
+        buf_json_str(&d, extra);
+        buf_adds(&d, ",\"state\":");
+        buf_json_str(&d, extra_state);
+    }
+    phase_end(r, seq, !bad && !extra, d.p);
     buf_release(&d);
-    if (bad) {
-        char *why = xasprintf("'%s' is %s, not ready, after the switch's starts", bad, bad_state);
-        fail(r, bad, why, NULL);
+    if (bad || extra) {
+        char *why = bad ? xasprintf("'%s' is %s, not ready, after the switch's starts", bad, bad_state)
+                        : xasprintf("'%s' (%s) is not in mode '%s' but holds memory or is about to, after the "
+                                    "switch's stops",
+                                    extra, extra_state, r->mode);
+        fail(r, bad ? bad : extra, why, NULL);
         free(why);
         return;
     }
     int cseq = phase_begin(r, "commit", NULL);
     char err[256];
-    bool ok = store_committed_set(r->x->env.st, r->mode, r->id, clock_unix_ms(), err, sizeof err) == 0;
-    if (!ok) log_warn("switch %" PRId64 ": %s", r->id, err);
-    phase_end(r, cseq, ok, NULL);
-    journal_state(r, "committed", true, NULL);
+    if (journal_finish(r, "committed", NULL, r->mode, err, sizeof err)) {
+        /* not recorded: the next start would bring back the old mode, so this is no commit */
+        log_warn("switch %" PRId64 ": %s", r->id, err);
+        buf dd = BUF_INIT;
+        buf_adds(&dd, "\"error\":");
+        buf_json_str(&dd, err);
+        phase_end(r, cseq, false, dd.p);
+        buf_release(&dd);
+        char *why = xasprintf("the commit could not be recorded: %s", err);
+        fail(r, NULL, why, NULL);
+        free(why);
+        return;
+    }
+    phase_end(r, cseq, true, NULL);
+    undrain(r);
     buf b = BUF_INIT;
     switch_to_json(&b, &r->rec);
     log_info("switch %" PRId64 ": '%s' -> '%s' committed in %lld ms", r->id, r->from ? r->from : "-", r->mode,
@@ -1110,8 +1342,6 @@ static void finish_failed(run *r, bool settled_none)
 {
     const char *now = mode_of_running(r->x);
     char err[256];
-    if (settled_none && store_committed_set(r->x->env.st, "none", r->id, clock_unix_ms(), err, sizeof err))
-        log_warn("switch %" PRId64 ": %s", r->id, err);
     buf msg = BUF_INIT;
     if (r->fail_service)
         buf_printf(&msg, "switch %" PRId64 " to '%s' failed at '%s': %s", r->id, r->mode, r->fail_service,
@@ -1125,10 +1355,15 @@ static void finish_failed(run *r, bool settled_none)
     if (settled_none)
         buf_printf(&msg, "; rollback failed too (%s): every service was stopped and the host is in mode 'none'",
                    r->rb_note ? r->rb_note : "?");
-    else
-        buf_printf(&msg, "; rolled back: the host is in %s%s%s", now ? "mode '" : "no mode (", now ? now : "running set",
-                   now ? "'" : ")");
-    journal_state(r, settled_none ? "failed" : "rolled_back", true, msg.p);
+    else if (now)
+        buf_printf(&msg, "; rolled back: the host is in mode '%s'", now);
+    else {
+        buf_adds(&msg, "; rolled back, but the host is in no mode: running ");
+        running_words(r->x, &msg);
+    }
+    if (journal_finish(r, settled_none ? "failed" : "rolled_back", msg.p, settled_none ? "none" : NULL, err,
+                       sizeof err))
+        log_warn("switch %" PRId64 ": %s", r->id, err);
     if (r->fail_tail && *r->fail_tail) buf_printf(&msg, "; log tail:\n%s", r->fail_tail);
     buf d = BUF_INIT;
     buf_adds(&d, "{\"service\":");
@@ -1158,15 +1393,30 @@ static void finish_failed(run *r, bool settled_none)
 
 static void fail(run *r, const char *service, const char *reason, const char *tail)
 {
+    undrain(r); /* the previous mode comes back: route to it again */
     if (!r->failed) {
         r->failed = true;
         if (service && !r->fail_service) r->fail_service = xstrdup(service);
         if (reason && !r->fail_reason) r->fail_reason = xstrdup(reason);
         if (tail && !r->fail_tail) r->fail_tail = xstrdup(tail);
     }
-    /* bring back what was stopped, in the order it ran (stops went in reverse) */
+    /* bring back what was stopped and was running (or about to restart):
+     * the plan's stops are in the reverse of the running order, whatever
+     * order their parallel stops ended in; start_first presets first */
     strv_release(&r->rb_starts);
-    for (size_t i = r->stopped.n; i > 0; i--) strv_push(&r->rb_starts, r->stopped.v[i - 1]);
+    const config *cfg = cfg_of(r->x);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = r->stops.n; i > 0; i--) {
+            const char *id = r->stops.v[i - 1];
+            if (strv_find(&r->stopped, id) < 0) continue;
+            bool back = false;
+            for (size_t k = 0; k < r->nrun; k++)
+                if (!strcmp(r->rid[k], id)) back = r->rback[k];
+            if (!back) continue;
+            const preset *p = config_preset(cfg, id);
+            if ((p && p->start_first) != (pass == 0)) continue;
+            strv_push(&r->rb_starts, id);
+        }
     r->st = ST_RB_STOP;
     strv rev = STRV_INIT;
     for (size_t i = r->started.n; i > 0; i--) strv_push(&rev, r->started.v[i - 1]);
@@ -1191,6 +1441,9 @@ static void next_stage(run *r)
             return;
         }
         r->drain_ticket = ++x->drain_ticket;
+        r->drained_ticket = r->drain_ticket;
+        strv_release(&r->drained);
+        for (size_t i = 0; i < r->stops.n; i++) strv_push(&r->drained, r->stops.v[i]);
         uv_timer_start(&x->t_drain, drain_timeout, (uint64_t)cfg_of(x)->set.sw.drain_timeout_ms, 0);
         x->drain_fn(x, r->drain_ticket, (const char *const *)r->stops.v, r->stops.n,
                     cfg_of(x)->set.sw.drain_timeout_ms, x->drain_ud);
@@ -1215,6 +1468,13 @@ static void next_stage(run *r)
             return;
         }
         r->st = ST_HEALTHY;
+        verify_healthy(r);
+        return;
+    case ST_HEALTHY: /* back from joining a kept target's start */
+        if (r->timed_out) {
+            fail(r, NULL, NULL, NULL);
+            return;
+        }
         verify_healthy(r);
         return;
     case ST_RB_FREED:
@@ -1265,7 +1525,10 @@ static void deadline_fired(uv_timer_t *t)
     }
 }
 
-static void run_begin(swx *x, run *r)
+/* The run becomes the current switch; its id, or 0 when it could not
+ * begin (answered 503: without a journal entry a crash could not be
+ * recovered, so nothing is done). */
+static int64_t run_begin(swx *x, run *r)
 {
     x->cur = r;
     ensure_timers(x);
@@ -1277,6 +1540,12 @@ static void run_begin(swx *x, run *r)
     if (store_switch_begin(x->env.st, r->mode, r->from, r->origin, now, &r->id, err, sizeof err)) {
         log_warn("switch: %s", err);
         r->id = 0;
+        char *m = xasprintf("switch to '%s' refused: the switch journal cannot be written (%s); nothing was changed",
+                            r->mode, err);
+        answer(r, 503, "journal_unavailable", m, NULL);
+        free(m);
+        run_done(r);
+        return 0;
     }
     r->rec.id = r->id;
     r->rec.mode = xstrdup(r->mode);
@@ -1290,6 +1559,7 @@ static void run_begin(swx *x, run *r)
     phase_begin(r, "plan", NULL); /* seq 1 */
     r->refs++;
     hostmon_take(x->env.hm, planned, r);
+    return r->id;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1304,18 +1574,18 @@ static void queue_next(swx *x)
         free((char *)q->rq.mode);
         free((char *)q->rq.origin);
         free(q);
-        run_begin(x, r);
+        (void)run_begin(x, r);
     }
 }
 
-void switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
+int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
 {
     const config *cfg = cfg_of(x);
     switch_result res = {0};
     if (x->closing) {
         res = (switch_result){503, "shutting_down", "the daemon is shutting down", NULL};
         cb(&res, ud);
-        return;
+        return 0;
     }
     if (!rq->mode || (strcmp(rq->mode, "none") && !config_mode(cfg, rq->mode))) {
         buf m = BUF_INIT;
@@ -1325,13 +1595,15 @@ void switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
         res = (switch_result){404, "not_found", m.p, NULL};
         cb(&res, ud);
         buf_release(&m);
-        return;
+        return 0;
     }
     if (rq->dry_run) {
         run *r = run_new(x, rq, cb, ud);
+        r->next_dry = x->dry_head; /* answered 503 and freed at shutdown if its snapshot is late */
+        x->dry_head = r;
         r->refs++;
         hostmon_take(x->env.hm, dry_planned, r);
-        return;
+        return 0;
     }
     if (x->cur && !rq->queue) {
         run *c = x->cur;
@@ -1343,7 +1615,7 @@ void switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
         cb(&res, ud);
         buf_release(&m);
         buf_release(&d);
-        return;
+        return 0;
     }
     if (x->cur) {
         queued *q = xcalloc(1, sizeof *q);
@@ -1355,9 +1627,10 @@ void switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
         queued **pp = &x->q_head;
         while (*pp) pp = &(*pp)->next;
         *pp = q;
-        return;
+        return 0;
     }
-    run_begin(x, run_new(x, rq, cb, ud));
+    run *r = run_new(x, rq, cb, ud);
+    return run_begin(x, r);
 }
 
 void switch_current_json(swx *x, buf *out)
@@ -1381,6 +1654,43 @@ void switch_current_json(swx *x, buf *out)
     buf_adds(out, ",\"service\":");
     json_str_or_null(out, p ? p->service : NULL);
     buf_addc(out, '}');
+}
+
+int64_t switch_wait_bound(swx *x, int64_t timeout_ms)
+{
+    const config *cfg = cfg_of(x);
+    int64_t t = timeout_ms > 0 ? timeout_ms : cfg->set.sw.timeout_ms;
+    int64_t stop = cfg->set.supervisor.stop_timeout_ms + cfg->set.memory.verify_freed_timeout_ms;
+    /* the load cancelled at the deadline, the rollback's stops, the settle's stops */
+    int64_t bound = t + 3 * stop + cfg->set.memory.verify_freed_timeout_ms;
+    sup_holding h[MAX_SVC];
+    size_t n = sup_holdings(x->env.sup, h, MAX_SVC);
+    for (size_t i = 0; i < n; i++) {
+        const preset *p = config_preset(cfg, h[i].id);
+        int64_t st = p && p->startup_timeout_ms > 0 ? p->startup_timeout_ms : cfg->set.supervisor.startup_timeout_ms;
+        bound += st > 0 ? st : 0;
+    }
+    if (x->cur) bound += x->cur->timeout_ms; /* a queued request waits for the one running */
+    return bound + 30000;
+}
+
+int switch_get_json(swx *x, int64_t id, buf *out, char *err, size_t errlen)
+{
+    store_switch *w = NULL;
+    int rc = store_switch_get(x->env.st, id, &w, err, errlen);
+    if (rc <= 0) return rc;
+    switch_to_json(out, w);
+    store_switches_free(w, 1);
+    /* {...} -> {..., "result": ...} */
+    if (out->len && out->p[out->len - 1] == '}') out->p[--out->len] = '\0';
+    const kept_result *k = NULL;
+    for (size_t i = 0; i < RESULTS_KEPT; i++)
+        if (x->results[i].id == id && x->results[i].body) k = &x->results[i];
+    if (k)
+        buf_printf(out, ",\"result\":{\"status\":%d,\"body\":%s}}", k->status, k->body);
+    else
+        buf_adds(out, ",\"result\":null}");
+    return 1;
 }
 
 int switch_committed(swx *x, char *out, size_t outlen)
@@ -1475,7 +1785,11 @@ void switch_startup(swx *x)
         target = sm;
     }
     buf bringing = BUF_INIT;
-    buf_printf(&bringing, "mode '%s' (startup_mode %s)", target, sm);
+    if (strcmp(target, "none") && !config_mode(cfg, target))
+        buf_printf(&bringing, "no mode: mode '%s' (startup_mode %s) is not configured, so nothing is started",
+                   target, sm);
+    else
+        buf_printf(&bringing, "mode '%s' (startup_mode %s)", target, sm);
     recover(x, bringing.p);
     buf_release(&bringing);
     if (!strcmp(target, "none")) return; /* reconcile left nothing running: already none */
@@ -1509,6 +1823,7 @@ void switch_shutdown(swx *x)
     x->closing = true;
     run *r = x->cur;
     if (r) {
+        undrain(r);
         r->abandoned = true;
         journal_state(r, "interrupted", true,
                       "the daemon shut down during the switch; no rollback was tried (every service is stopped)");
@@ -1517,6 +1832,11 @@ void switch_shutdown(swx *x)
         x->cur = NULL;
         if (!r->refs) run_free(r);
         else x->cur = r; /* freed by switch_free or its last callback */
+    }
+    for (run *d = x->dry_head; d; d = d->next_dry) {
+        if (d->abandoned) continue;
+        d->abandoned = true;
+        answer(d, 503, "shutting_down", "the daemon is shutting down; the dry run was not answered", NULL);
     }
     while (x->q_head) {
         queued *q = x->q_head;
@@ -1541,5 +1861,11 @@ void switch_free(swx *x)
 {
     if (!x) return;
     if (x->cur) run_free(x->cur); /* a snapshot it waited for never came back */
+    while (x->dry_head) {
+        run *d = x->dry_head;
+        x->dry_head = d->next_dry;
+        run_free(d);
+    }
+    for (size_t i = 0; i < RESULTS_KEPT; i++) free(x->results[i].body);
     free(x);
 }

@@ -54,7 +54,8 @@ typedef struct switch_req {
  * message, and json the error's detail (or NULL): 404 not_found (no such
  * mode), 409 switch_in_progress | gate_refused (the plan does not fit;
  * nothing was stopped), 422 start_failed (rolled back, or settled in
- * none) | need_unknown, 503 shutting_down, 504 timeout (rolled back). */
+ * none) | need_unknown | too_many_services, 503 shutting_down |
+ * journal_unavailable, 504 timeout (rolled back). */
 typedef struct switch_result {
     int status;
     const char *code;
@@ -64,16 +65,52 @@ typedef struct switch_result {
 typedef void (*switch_cb)(const switch_result *r, void *ud);
 
 /* Strings of rq are copied.  cb exactly once (possibly before this
- * returns, for an error found at once). */
-void switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud);
+ * returns, for an error found at once).  Returns the switch's id (its
+ * journal entry, GET /switches/ID) when the switch began in this call,
+ * else 0 (a dry run, an error already answered, a request queued). */
+int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud);
 
-/* The drain hook (the router registers it): leaving services must get no
- * new requests, and in-flight ones finish within timeout_ms; call
- * switch_drained(x, ticket) when done.  The switch goes on after
- * timeout_ms regardless.  Default (fn NULL): nothing to drain. */
+/* The longest a switch asked now may take until it is answered, in ms:
+ * its timeout (timeout_ms, 0: switch.timeout), then the worst rollback
+ * under the configured timeouts (each stop's stop_timeout and memory
+ * verification, verify_freed_timeout, and the startup_timeout of every
+ * service that holds memory now: those a rollback starts again, and
+ * those ahead of it for the load slot) and a margin.  A client's default
+ * deadline (wait=0 answers carry it). */
+int64_t switch_wait_bound(swx *x, int64_t timeout_ms);
+
+/* One switch of the journal as JSON (as in GET /switches), with
+ * "result": the answer a blocking request got ({"status", "body"}), for
+ * the last switches this daemon ran, else null.  1 found, 0 no such
+ * switch, -1 with err. */
+int switch_get_json(swx *x, int64_t id, buf *out, char *err, size_t errlen);
+
+/* The drain hooks (the router registers them; both optional).
+ *
+ * drain: leaving services must get no new requests, and in-flight ones
+ * finish within timeout_ms; call switch_drained(x, ticket) when done.
+ * The switch goes on after timeout_ms regardless.  Called at most once
+ * per switch, only when the switch stops something.  Default (fn NULL):
+ * nothing to drain.
+ *
+ * undrain: the end of a drain.  Called exactly once for every ticket the
+ * drain hook was given, with the same ticket and the same names, on the
+ * loop, when the switch's outcome is decided:
+ *   - committed: the names have been stopped (the router just forgets the
+ *     drain; a later start of one of them is routable again);
+ *   - failed (a start failed, the switch timed out during drain, stop or
+ *     start): called BEFORE the rollback brings the previous mode back,
+ *     so the names must be routed to again as soon as they are ready;
+ *   - abandoned (switch_shutdown): called from switch_shutdown.
+ * It is never called for a ticket the drain hook was not given.  The
+ * names are borrowed for the call only.  After it, switch_drained(x,
+ * ticket) is a no-op.  Default (fn NULL): nothing is called.  Neither
+ * hook may call switch_request or switch_shutdown. */
 typedef void (*switch_drain_fn)(swx *x, uint64_t ticket, const char *const *leaving, size_t n, int64_t timeout_ms,
                                 void *ud);
+typedef void (*switch_undrain_fn)(swx *x, uint64_t ticket, const char *const *names, size_t n, void *ud);
 void switch_set_drain(swx *x, switch_drain_fn fn, void *ud);
+void switch_set_undrain(swx *x, switch_undrain_fn fn, void *ud);
 void switch_drained(swx *x, uint64_t ticket);
 
 /* Once, after reconcile: close every journal entry a crash left open

@@ -767,6 +767,35 @@ int srv_end(srv_conn *c)
     return 0;
 }
 
+int srv_close_response(srv_conn *c)
+{
+    if (!c->owed) return -1;
+    c->keep_alive = false;
+    c->aborted = true; /* the handler asked for it: no on_abort */
+    conn_kill(c);
+    response_done(c);
+    return 0;
+}
+
+int srv_conn_addr(const srv_conn *c, char *out, size_t outlen)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    out[0] = '\0';
+    if (c->closed || c->h.handle.type != UV_TCP ||
+        uv_tcp_getpeername(&c->h.tcp, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    char ip[64] = "";
+    if (ss.ss_family == AF_INET6) {
+        uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
+        snprintf(out, outlen, "[%s]:%d", ip, ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+    } else {
+        uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
+        snprintf(out, outlen, "%s:%d", ip, ntohs(((struct sockaddr_in *)&ss)->sin_port));
+    }
+    return 0;
+}
+
 size_t srv_conn_queued(const srv_conn *c)
 {
     return c->closed ? 0 : uv_stream_get_write_queue_size(&c->h.stream);

@@ -165,6 +165,15 @@ int srv_end(srv_conn *c);
 int srv_respond_head(srv_conn *c, int status, const http_field *fields, size_t n_fields,
                      int64_t content_length);
 
+/* End the response by closing the connection, without the last chunk (a
+ * relay whose backend died inside a non-SSE body: the client must see a
+ * truncated body, never a complete-looking one).  No on_abort follows.
+ * -1 when no response is owed. */
+int srv_close_response(srv_conn *c);
+/* The TCP peer as "1.2.3.4:5678" or "[v6]:port"; -1 (out "") for a Unix
+ * socket or a closed connection. */
+int srv_conn_addr(const srv_conn *c, char *out, size_t outlen);
+
 /* Bytes queued for the peer and not yet written (for a streamer that
  * wants to stop producing when a slow reader falls behind). */
 size_t srv_conn_queued(const srv_conn *c);

@@ -83,6 +83,40 @@ static const char *const migrations[] = {
     "  switch_id INTEGER,"
     "  at_ms INTEGER NOT NULL"
     ");",
+    /* 4: state 'refused' (a plan that does not fit: nothing was touched).
+     * SQLite cannot change a CHECK in place: both journal tables are
+     * rebuilt (the phases' foreign key follows the renamed parent, so the
+     * old pair is renamed first, copied, then dropped child first). */
+    "ALTER TABLE switch_phases RENAME TO switch_phases_v3;"
+    "ALTER TABLE switches RENAME TO switches_v3;"
+    "CREATE TABLE switches ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  mode TEXT NOT NULL,"
+    "  from_mode TEXT,"
+    "  origin TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('planned','running','committed','rolled_back','failed','interrupted',"
+    "'refused')),"
+    "  started_ms INTEGER NOT NULL,"
+    "  ended_ms INTEGER,"
+    "  error TEXT,"
+    "  plan TEXT"
+    ");"
+    "CREATE TABLE switch_phases ("
+    "  switch_id INTEGER NOT NULL REFERENCES switches(id) ON DELETE CASCADE,"
+    "  seq INTEGER NOT NULL,"
+    "  phase TEXT NOT NULL,"
+    "  service TEXT,"
+    "  started_ms INTEGER NOT NULL,"
+    "  ended_ms INTEGER,"
+    "  ok INTEGER,"
+    "  detail TEXT,"
+    "  PRIMARY KEY (switch_id, seq)"
+    ");"
+    "INSERT INTO switches SELECT id, mode, from_mode, origin, state, started_ms, ended_ms, error, plan FROM switches_v3;"
+    "INSERT INTO switch_phases SELECT switch_id, seq, phase, service, started_ms, ended_ms, ok, detail "
+    "FROM switch_phases_v3;"
+    "DROP TABLE switch_phases_v3;"
+    "DROP TABLE switches_v3;",
 };
 
 const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
@@ -658,6 +692,46 @@ int store_committed_set(store *s, const char *mode, int64_t switch_id, int64_t a
         sqlite3_bind_null(st, 2);
     sqlite3_bind_int64(st, 3, at_ms);
     return durable_step(s, st, "record the committed mode", err, errlen);
+}
+
+int store_switch_finish(store *s, int64_t id, const char *state, int64_t ended_ms, const char *error,
+                        const char *commit_mode, char *err, size_t errlen)
+{
+    if (exec(s, "PRAGMA synchronous = FULL; BEGIN IMMEDIATE", err, errlen)) {
+        sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+        return -1;
+    }
+    sqlite3_stmt *st;
+    int rc = prep(s,
+                  "UPDATE switches SET state = ?, ended_ms = ?, error = COALESCE(?, error) WHERE id = ? "
+                  "AND state IN ('planned','running')",
+                  &st, err, errlen);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, state, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, ended_ms);
+        bind_text_or_null(st, 3, error);
+        sqlite3_bind_int64(st, 4, id);
+        rc = step_done(s, st, "end a switch", err, errlen);
+        if (!rc && sqlite3_changes(s->db) != 1) {
+            snprintf(err, errlen, "state database: cannot end switch %lld as '%s': no such switch is open",
+                     (long long)id, state);
+            rc = -1;
+        }
+    }
+    if (!rc && commit_mode) {
+        rc = prep(s, "INSERT OR REPLACE INTO committed_mode(k, mode, switch_id, at_ms) VALUES (1, ?, ?, ?)", &st, err,
+                  errlen);
+        if (!rc) {
+            sqlite3_bind_text(st, 1, commit_mode, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, id);
+            sqlite3_bind_int64(st, 3, ended_ms);
+            rc = step_done(s, st, "record the committed mode", err, errlen);
+        }
+    }
+    if (!rc) rc = exec(s, "COMMIT", err, errlen);
+    if (rc) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_exec(s->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    return rc;
 }
 
 int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t errlen)

@@ -74,7 +74,8 @@ void store_events_free(store_event *v, size_t n);
 /* The switch journal (docs/modes.md "Journal"): one row per switch and
  * one per phase, written as each begins and ends, so a switch a daemon
  * crash cut short is still open (planned or running) on the next start.
- * States: planned running committed rolled_back failed interrupted. */
+ * States: planned running committed rolled_back failed interrupted
+ * refused (schema v4: the plan did not fit, nothing was touched). */
 typedef struct store_phase {
     int seq;
     char *phase, *service;         /* service NULL for a phase of the whole switch */
@@ -111,6 +112,13 @@ void store_switches_free(store_switch *v, size_t n);
  * 0 never committed, -1 error. */
 int store_committed_set(store *s, const char *mode, int64_t switch_id, int64_t at_ms, char *err, size_t errlen);
 int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t errlen);
+/* The end of an open switch (planned or running) in one transaction,
+ * written with a full sync: its state, ended_ms and error (NULL: kept),
+ * and, when commit_mode is not NULL, the committed mode (with this
+ * switch's id).  Either both are written or neither: -1 with err (also
+ * when no such switch is open). */
+int store_switch_finish(store *s, int64_t id, const char *state, int64_t ended_ms, const char *error,
+                        const char *commit_mode, char *err, size_t errlen);
 
 /* Retention (docs/interfaces.md "Events"): delete the oldest events
  * beyond events_keep rows or older than max_age_ms (each 0: no such

@@ -172,9 +172,12 @@ t_jq out .error.code bad_request
 t_has out "not a JSON object"
 URLPATH=/preflight api -X POST -H 'Content-Type: application/json' --data-binary '{"service": 3}'
 t_eq "$(cat "$T/status")" 400 "service not a string"
-URLPATH=/route/default api
-t_eq "$(cat "$T/status")" 501 "the router's default (not built yet)"
+URLPATH=/results api -X POST
+t_eq "$(cat "$T/status")" 501 "results (not built yet)"
 t_jq out .error.code not_implemented
+URLPATH=/route/default api
+t_eq "$(cat "$T/status")" 200 "the router's default"
+t_jq out .service null
 URLPATH=/modes/current api
 t_eq "$(cat "$T/status")" 200 "modes/current"
 t_jq out .mode both

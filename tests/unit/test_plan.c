@@ -348,6 +348,96 @@ static void cannot_fit(void **state)
     assert_string_equal(keep_str(&P), "");
 }
 
+/* The binding constraint is a kept service's memory: the target alone
+ * would fit the device, but the kept service stays and holds its part,
+ * so the new start is refused (review: a plan that cannot fit because of
+ * what is kept). */
+static void cannot_fit_beside_kept(void **state)
+{
+    (void)state;
+    snapshot s;
+    gate_policy pol;
+    host_ok(&s);
+    add_gpu(&s, 0, 24 * GIB, 8 * GIB - 300 * MIB, false);
+    policy_default(&pol);
+    plan_running r[] = {run_("big_a", "ha", 16 * MIB, 0, 16000 * MIB)};
+    plan_target t[] = {tgt("big_a", "ha", 16 * MIB, 0, 16000 * MIB), tgt("big_b", "hb", 16 * MIB, 0, 16000 * MIB)};
+    make(&s, r, 1, t, 2, NULL, 0, &pol);
+    assert_false(P.ok);
+    assert_string_equal(keep_str(&P), "big_a");
+    assert_string_equal(steps_str(&P), "start big_b(refused gpu.0.free)");
+    assert_string_equal(P.refused, "big_b");
+    /* big_b alone after big_a's stop would fit: the refusal is the kept memory's */
+    plan_target t2[] = {tgt("big_b", "hb", 16 * MIB, 0, 16000 * MIB)};
+    make(&s, r, 1, t2, 1, NULL, 0, &pol);
+    assert_true(P.ok);
+}
+
+/* A service marked no_keep (unhealthy, waiting for its restart, stopping)
+ * is stopped and, in the target, started again even with the same hash;
+ * one that holds nothing (down, restart pending) gives nothing back. */
+static void no_keep_is_stopped_and_started(void **state)
+{
+    (void)state;
+    snapshot s;
+    gate_policy pol;
+    host_ok(&s);
+    add_gpu(&s, 0, 80 * GIB, 40 * GIB, false);
+    policy_default(&pol);
+    plan_running r[] = {run_("a1", "h1", 1 * GIB, 0, 10 * GIB), run_("a2", "h2", 0, -1, 0),
+                        run_("sick", "hs", 1 * GIB, 0, 20 * GIB)};
+    r[1].no_keep = true; /* down, restart pending */
+    r[2].no_keep = true; /* unhealthy */
+    plan_target t[] = {tgt("a1", "h1", 1 * GIB, 0, 10 * GIB), tgt("sick", "hs", 1 * GIB, 0, 20 * GIB)};
+    make(&s, r, 3, t, 2, NULL, 0, &pol);
+    assert_true(P.ok);
+    assert_string_equal(keep_str(&P), "a1");
+    assert_string_equal(steps_str(&P), "stop sick, stop a2, start sick(ok)");
+    assert_int_equal(P.steps[1].after.gpu_free_bytes[0], 60 * GIB);
+}
+
+/* Fragmentation and PSI as measured are the leaving services' doing: with
+ * stops in the plan such a refusal is deferred (re-checked after the
+ * stops); the other rules still bind; without stops it refuses. */
+static void contig_and_psi_deferred_after_stops(void **state)
+{
+    (void)state;
+    snapshot s;
+    gate_policy pol;
+    host_ok(&s);
+    s.gpus[0].index = 0;
+    add_gpu(&s, 0, 128 * GIB, 8 * GIB, true); /* GB10: A holds most of the memory */
+    s.host.mem_available = 8 * GIB;
+    s.host.contig_2m_bytes = 512 * MIB;
+    s.host.psi_some_avg10 = 25;
+    policy_default(&pol);
+    plan_running r[] = {run_("big_a", "ha", 1 * GIB, 0, 100 * GIB)};
+    plan_target t[] = {tgt("b", "hb", 1 * GIB, 0, 60 * GIB)};
+    make(&s, r, 1, t, 1, NULL, 0, &pol);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "stop big_a, start b(ok)");
+    assert_true(P.steps[1].deferred);
+    assert_string_equal(P.steps[1].deferred_binding, "host.contig_2m");
+    assert_non_null(strstr(P.steps[1].deferred_why, "2 MiB"));
+    /* PSI alone */
+    s.host.contig_2m_bytes = 16 * GIB;
+    make(&s, r, 1, t, 1, NULL, 0, &pol);
+    assert_true(P.ok);
+    assert_true(P.steps[1].deferred);
+    assert_string_equal(P.steps[1].deferred_binding, "host.psi");
+    /* deferred, but the memory itself does not fit: refused on that */
+    plan_target big[] = {tgt("b", "hb", 1 * GIB, 0, 120 * GIB)};
+    make(&s, r, 1, big, 1, NULL, 0, &pol);
+    assert_false(P.ok);
+    assert_true(P.steps[1].deferred);
+    assert_string_equal(P.steps[1].v.binding, "unified.0.mem_available");
+    /* nothing stopped: the measured figures are the ones the start meets */
+    make(&s, NULL, 0, t, 1, NULL, 0, &pol);
+    assert_false(P.ok);
+    assert_false(P.steps[0].deferred);
+    assert_string_equal(P.steps[0].v.binding, "host.psi");
+}
+
 /* starts in flight outside the switch count for every start; they show in
  * before, and the plan passes without them */
 static void outside_reservations(void **state)
@@ -641,6 +731,9 @@ int main(void)
         cmocka_unit_test(start_first_and_vllm),
         cmocka_unit_test(fits_only_after_stops),
         cmocka_unit_test(cannot_fit),
+        cmocka_unit_test(cannot_fit_beside_kept),
+        cmocka_unit_test(no_keep_is_stopped_and_started),
+        cmocka_unit_test(contig_and_psi_deferred_after_stops),
         cmocka_unit_test(outside_reservations),
         cmocka_unit_test(unified_device),
         cmocka_unit_test(multi_gpu),

@@ -208,8 +208,8 @@ static void v2_database_is_migrated_keeping_events_and_footprints(void **state)
     store *s;
     char err[256];
     assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
-    assert_int_equal(store_schema_version(s), 3);
-    assert_int_equal(store_schema_latest, 3);
+    assert_int_equal(store_schema_version(s), 4);
+    assert_int_equal(store_schema_latest, 4);
     footprint f;
     assert_int_equal(store_footprint_get(s, "h", &f, err, sizeof err), 1);
     assert_int_equal(f.ngpu, 1);
@@ -269,6 +269,135 @@ static void v2_database_is_migrated_keeping_events_and_footprints(void **state)
     assert_int_equal(store_switch_get(s, 999, &w, err, sizeof err), 0);
     /* a state outside the list is refused by the schema */
     assert_int_equal(store_switch_update(s, id1, "bogus", 0, NULL, NULL, err, sizeof err), -1);
+    store_close(s);
+}
+
+/* Schema v3 -> v4: the journal keeps its rows and phases, the phases
+ * still go with their switch, and 'refused' is a state. */
+static void v3_journal_is_migrated_and_accepts_refused(void **state)
+{
+    char sub[128], path[160];
+    snprintf(sub, sizeof sub, "%s/v3", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(path, sizeof path, "%s/%s", sub, STORE_FILE);
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "PRAGMA foreign_keys = ON;"
+                     "CREATE TABLE footprints (hash TEXT PRIMARY KEY, service TEXT NOT NULL, "
+                     "measured_at_ms INTEGER NOT NULL, host_bytes INTEGER NOT NULL);"
+                     "CREATE TABLE footprint_gpus (hash TEXT NOT NULL REFERENCES footprints(hash) ON DELETE CASCADE, "
+                     "device INTEGER NOT NULL, bytes INTEGER NOT NULL, PRIMARY KEY (hash, device));"
+                     "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, ts_ms INTEGER NOT NULL,"
+                     " service TEXT, kind TEXT NOT NULL, from_state TEXT, to_state TEXT, reason TEXT, data TEXT);"
+                     "CREATE INDEX events_service ON events(service, id);"
+                     "CREATE TABLE switches (id INTEGER PRIMARY KEY AUTOINCREMENT, mode TEXT NOT NULL, from_mode TEXT,"
+                     " origin TEXT NOT NULL, state TEXT NOT NULL CHECK (state IN ('planned','running','committed',"
+                     "'rolled_back','failed','interrupted')), started_ms INTEGER NOT NULL, ended_ms INTEGER,"
+                     " error TEXT, plan TEXT);"
+                     "CREATE TABLE switch_phases (switch_id INTEGER NOT NULL REFERENCES switches(id) ON DELETE CASCADE,"
+                     " seq INTEGER NOT NULL, phase TEXT NOT NULL, service TEXT, started_ms INTEGER NOT NULL,"
+                     " ended_ms INTEGER, ok INTEGER, detail TEXT, PRIMARY KEY (switch_id, seq));"
+                     "CREATE TABLE committed_mode (k INTEGER PRIMARY KEY CHECK (k = 1), mode TEXT NOT NULL,"
+                     " switch_id INTEGER, at_ms INTEGER NOT NULL);"
+                     "INSERT INTO switches VALUES (7, 'A', NULL, 'cli', 'committed', 10, 20, NULL, '{}');"
+                     "INSERT INTO switches VALUES (8, 'B', 'A', 'cli', 'failed', 30, 40, 'did not fit', NULL);"
+                     "INSERT INTO switch_phases VALUES (7, 1, 'plan', NULL, 10, 11, 1, '{}');"
+                     "INSERT INTO switch_phases VALUES (8, 1, 'plan', NULL, 30, 31, 0, NULL);"
+                     "INSERT INTO committed_mode VALUES (1, 'A', 7, 20);"
+                     "PRAGMA user_version = 3;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+    store *s;
+    char err[256];
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    assert_int_equal(store_schema_version(s), store_schema_latest);
+    store_switch *w;
+    size_t n;
+    assert_int_equal(store_switches(s, 10, false, &w, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(w[0].id, 8);
+    assert_string_equal(w[0].error, "did not fit");
+    assert_int_equal(w[1].nphases, 1);
+    assert_string_equal(w[1].phases[0].phase, "plan");
+    store_switches_free(w, n);
+    char mode[64];
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 1);
+    assert_string_equal(mode, "A");
+    /* new ids go past the old ones; 'refused' is accepted now */
+    int64_t id;
+    assert_int_equal(store_switch_begin(s, "H", "A", "cli", 50, &id, err, sizeof err), 0);
+    assert_true(id > 8);
+    assert_int_equal(store_switch_update(s, id, "refused", 51, "does not fit", NULL, err, sizeof err), 0);
+    assert_int_equal(store_switch_get(s, id, &w, err, sizeof err), 1);
+    assert_string_equal(w[0].state, "refused");
+    store_switches_free(w, 1);
+    /* the phases' foreign key points at the new table: pruning a switch deletes its phases */
+    int64_t ds = 0;
+    store_retention r = {.switches_keep = 1, .now_ms = 100};
+    assert_true(store_prune(s, &r, NULL, &ds, err, sizeof err) >= 0);
+    assert_int_equal(ds, 2);
+    store_close(s);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM switch_phases", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name LIKE '%_v3'", -1, &st, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+/* A switch's end and the committed mode are one transaction: both or
+ * neither (review #4). */
+static void switch_finish_is_atomic(void **state)
+{
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/fin", dir);
+    store *s;
+    char err[256], mode[64];
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    int64_t a, b;
+    assert_int_equal(store_switch_begin(s, "A", NULL, "cli", 1, &a, err, sizeof err), 0);
+    assert_int_equal(store_switch_finish(s, a, "committed", 5, NULL, "A", err, sizeof err), 0);
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 1);
+    assert_string_equal(mode, "A");
+    store_switch *w;
+    assert_int_equal(store_switch_get(s, a, &w, err, sizeof err), 1);
+    assert_string_equal(w[0].state, "committed");
+    assert_int_equal(w[0].ended_ms, 5);
+    store_switches_free(w, 1);
+    /* a switch that is not open (ended already, or unknown): nothing is written, not the mode either */
+    assert_int_equal(store_switch_finish(s, a, "committed", 6, NULL, "B", err, sizeof err), -1);
+    assert_non_null(strstr(err, "no such switch is open"));
+    assert_int_equal(store_switch_finish(s, 999, "committed", 6, NULL, "B", err, sizeof err), -1);
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 1);
+    assert_string_equal(mode, "A");
+    /* a state the schema refuses rolls the mode back too */
+    assert_int_equal(store_switch_begin(s, "B", "A", "cli", 7, &b, err, sizeof err), 0);
+    assert_int_equal(store_switch_finish(s, b, "bogus", 8, NULL, "B", err, sizeof err), -1);
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 1);
+    assert_string_equal(mode, "A");
+    /* failed, settled in none, with its error */
+    assert_int_equal(store_switch_finish(s, b, "failed", 9, "rollback failed", "none", err, sizeof err), 0);
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 1);
+    assert_string_equal(mode, "none");
+    assert_int_equal(store_switch_get(s, b, &w, err, sizeof err), 1);
+    assert_string_equal(w[0].state, "failed");
+    assert_string_equal(w[0].error, "rollback failed");
+    store_switches_free(w, 1);
+    /* without a mode: only the state */
+    int64_t c;
+    assert_int_equal(store_switch_begin(s, "C", "none", "cli", 10, &c, err, sizeof err), 0);
+    assert_int_equal(store_switch_finish(s, c, "rolled_back", 11, "x", NULL, err, sizeof err), 0);
+    assert_int_equal(store_committed_get(s, mode, sizeof mode, err, sizeof err), 1);
+    assert_string_equal(mode, "none");
     store_close(s);
 }
 
@@ -412,6 +541,8 @@ int main(void)
         cmocka_unit_test(events_round_trip_and_filter),
         cmocka_unit_test(v1_database_is_migrated),
         cmocka_unit_test(v2_database_is_migrated_keeping_events_and_footprints),
+        cmocka_unit_test(v3_journal_is_migrated_and_accepts_refused),
+        cmocka_unit_test(switch_finish_is_atomic),
         cmocka_unit_test(prune_events_and_switches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,665 @@
+/* activate.c - activation on demand (activate.h; docs/router.md
+ * "Activation on demand").
+ *
+ * Per service: a list of waiters and at most one load in flight (a
+ * supervisor start, or a mode switch), which every waiter shares.  The
+ * load's callback answers every waiter of the service with its outcome.
+ * Waiters are never answered from inside a call into this file or the
+ * supervisor: an answer is decided, the waiter moves to a done list, and a
+ * zero-delay timer delivers the callbacks on the next loop turn.  That
+ * keeps act_request's promise and lets a callback call act_request or
+ * act_cancel freely.
+ *
+ * While any waiter exists a 100 ms timer looks at each waited-for
+ * service's state and load percentage (sup_states: no JSON, a few
+ * compares), tells waiters when they change, and answers the waiters
+ * whose deadline has passed (504).  With no waiters it is stopped.
+ *
+ * The `switch` rule tries a start beside the running services first (the
+ * supervisor's admission asks the gate on fresh figures and spawns
+ * nothing when it says no), and only on the gate's refusal switches to
+ * the smallest mode containing the service.  A load in flight holds an op
+ * whose activator pointer is cleared by act_free, so a late callback from
+ * the supervisor or the switch finds nothing to answer and frees the op. */
+#include "router/activate.h"
+
+#include "util/clock.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ACT_TICK_MS 100
+#define ACT_RETRY_AFTER_S 30 /* reject, a gate refusal, a blocked start: documented in docs/router.md */
+
+typedef struct act_svc act_svc;
+typedef struct act_op act_op;
+
+struct act_wait {
+    act_wait *prev, *next; /* in its service's queue, or in the done list */
+    activator *a;
+    act_svc *v;            /* NULL once in the done list */
+    act_done_cb done;
+    act_progress_cb progress;
+    void *ud;
+    int64_t t0_ms, deadline_ms;
+    bool queued; /* waited in a queue: counts in the queue wait histogram */
+    int last_pct, last_state; /* what progress last said (last_state -1: nothing yet) */
+    /* the answer, once decided */
+    int status, retry_after;
+    char code[24];
+    char *message;
+};
+
+struct act_svc {
+    char *id;
+    act_wait *head, *tail;
+    size_t n;
+    act_op *op; /* the load in flight */
+};
+
+typedef enum { OP_START_FIRST, OP_START_ONLY, OP_SWITCH } op_stage;
+
+struct act_op {
+    activator *a; /* NULL: the activator is gone; the callback only frees */
+    act_svc *v;
+    op_stage stage;
+    int64_t t0_ms, switch_t0_ms;
+    char *mode;
+};
+
+struct activator {
+    uv_loop_t *loop;
+    sup *s;
+    swx *sw;
+    const config *cfg;
+    rmetrics *m;
+    act_svc **svcs;
+    size_t nsvcs;
+    act_wait *done_head, *done_tail;
+    uv_timer_t *tick, *flush; /* heap: freed in their close callbacks */
+    bool tick_on, flush_on;
+    act_wait *iter_next; /* the waiter a progress walk visits next (act_cancel moves it) */
+    bool closing;
+};
+
+/* ---- small things --------------------------------------------------------- */
+
+static const preset *preset_for(activator *a, const char *id)
+{
+    return a->cfg ? config_preset(a->cfg, id) : NULL;
+}
+
+static int policy_of(activator *a, const preset *p)
+{
+    if (p && p->activation != ACT_INHERIT) return p->activation;
+    return a->cfg ? a->cfg->set.router.activation : ACT_SWITCH;
+}
+
+static bool state_of(activator *a, const char *id, svc_state *st, int *pct)
+{
+    sup_state_info i;
+    if (!a->s || sup_states(a->s, id, &i, 1) != 1) return false;
+    *st = i.state;
+    if (pct) *pct = i.progress_pct;
+    return true;
+}
+
+static act_svc *svc_find(activator *a, const char *id)
+{
+    for (size_t i = 0; i < a->nsvcs; i++)
+        if (!strcmp(a->svcs[i]->id, id)) return a->svcs[i];
+    return NULL;
+}
+
+static act_svc *svc_get(activator *a, const char *id)
+{
+    act_svc *v = svc_find(a, id);
+    if (v) return v;
+    a->svcs = xrealloc(a->svcs, (a->nsvcs + 1) * sizeof *a->svcs);
+    v = xcalloc(1, sizeof *v);
+    v->id = xstrdup(id);
+    a->svcs[a->nsvcs++] = v;
+    return v;
+}
+
+static void tick_cb(uv_timer_t *t);
+static void flush_cb(uv_timer_t *t);
+
+static void tick_arm(activator *a)
+{
+    if (a->tick_on || a->closing) return;
+    a->tick_on = true;
+    uv_timer_start(a->tick, tick_cb, ACT_TICK_MS, ACT_TICK_MS);
+}
+
+static void flush_arm(activator *a)
+{
+    if (a->flush_on || a->closing) return;
+    a->flush_on = true;
+    uv_timer_start(a->flush, flush_cb, 0, 0);
+}
+
+static void unlink_queued(act_wait *w)
+{
+    act_svc *v = w->v;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        v->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        v->tail = w->prev;
+    if (w->a->iter_next == w) w->a->iter_next = w->next;
+    w->prev = w->next = NULL;
+    w->v = NULL;
+    v->n--;
+    rm_queue_depth(w->a->m, v->id, (int64_t)v->n);
+}
+
+static void unlink_done(act_wait *w)
+{
+    activator *a = w->a;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        a->done_head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        a->done_tail = w->prev;
+    w->prev = w->next = NULL;
+}
+
+static void wait_free(act_wait *w)
+{
+    free(w->message);
+    free(w);
+}
+
+/* Decide w's answer: out of its queue, onto the done list, delivered on
+ * the next loop turn.  message copied. */
+static void finish(act_wait *w, int status, const char *code, const char *message, int retry_after)
+{
+    activator *a = w->a;
+    if (w->v) unlink_queued(w);
+    if (w->queued) rm_queue_wait(a->m, (double)(clock_mono_ms() - w->t0_ms) / 1000.0);
+    w->status = status;
+    snprintf(w->code, sizeof w->code, "%s", code ? code : "");
+    free(w->message);
+    w->message = message ? xstrdup(message) : NULL;
+    w->retry_after = retry_after;
+    w->prev = a->done_tail;
+    w->next = NULL;
+    if (a->done_tail)
+        a->done_tail->next = w;
+    else
+        a->done_head = w;
+    a->done_tail = w;
+    flush_arm(a);
+}
+
+/* Every waiter of v gets the same answer. */
+static void finish_all(act_svc *v, int status, const char *code, const char *message, int retry_after)
+{
+    while (v->head) finish(v->head, status, code, message, retry_after);
+}
+
+static void deliver(act_wait *w)
+{
+    w->done(w->ud, w->status, w->status == 200 ? NULL : w->code, w->status == 200 ? NULL : w->message,
+            w->retry_after);
+    wait_free(w);
+}
+
+static void flush_cb(uv_timer_t *t)
+{
+    activator *a = t->data;
+    a->flush_on = false;
+    while (a->done_head) {
+        act_wait *w = a->done_head;
+        unlink_done(w);
+        deliver(w);
+    }
+}
+
+static char *failed_message(const char *id)
+{
+    return xasprintf("service '%s' failed; a person must start it (gpumod service start %s)", id, id);
+}
+
+/* ---- choosing a mode ------------------------------------------------------- */
+
+/* Declared memory of a mode: the presets' memory.gpu_mb (or vram_mb) and
+ * memory.host_mb, in MiB; what is not declared counts 0. */
+static int64_t mode_declared_mb(const config *cfg, const mode *md)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < md->services.n; i++) {
+        const preset *p = config_preset(cfg, md->services.v[i]);
+        if (!p) continue;
+        for (size_t g = 0; g < p->n_mem_gpu; g++) sum += p->mem_gpu_mb[g];
+        if (p->mem_host_mb > 0) sum += p->mem_host_mb;
+    }
+    return sum;
+}
+
+/* The smallest mode containing id: fewest services, then the smallest
+ * declared memory, then the id.  NULL when no mode contains it. */
+static const mode *smallest_mode(const config *cfg, const char *id)
+{
+    const mode *best = NULL;
+    int64_t best_mb = 0;
+    for (size_t i = 0; i < cfg->n_modes; i++) {
+        const mode *md = &cfg->modes[i];
+        if (strv_find(&md->services, id) < 0) continue;
+        int64_t mb = mode_declared_mb(cfg, md);
+        if (!best || md->services.n < best->services.n ||
+            (md->services.n == best->services.n &&
+             (mb < best_mb || (mb == best_mb && strcmp(md->id, best->id) < 0)))) {
+            best = md;
+            best_mb = mb;
+        }
+    }
+    return best;
+}
+
+/* The mode of the switch in progress (caller frees), NULL when none. */
+static char *switch_in_progress(activator *a)
+{
+    if (!a->sw) return NULL;
+    buf b = BUF_INIT;
+    switch_current_json(a->sw, &b);
+    char *cur = NULL;
+    if (b.len && strcmp(b.p, "null") != 0) {
+        cJSON *j = cJSON_ParseWithLength(b.p, b.len);
+        const cJSON *m = j ? cJSON_GetObjectItemCaseSensitive(j, "mode") : NULL;
+        cur = xstrdup(cJSON_IsString(m) ? m->valuestring : "");
+        cJSON_Delete(j);
+    }
+    buf_release(&b);
+    return cur;
+}
+
+/* ---- loads ------------------------------------------------------------------ */
+
+static void op_end(act_op *op, bool ok)
+{
+    activator *a = op->a;
+    rm_activation(a->m, (double)(clock_mono_ms() - op->t0_ms) / 1000.0, ok);
+    op->v->op = NULL;
+    free(op->mode);
+    free(op);
+}
+
+static void on_switch(const switch_result *r, void *ud);
+
+static void begin_switch(act_op *op, const char *mode_id)
+{
+    activator *a = op->a;
+    op->stage = OP_SWITCH;
+    free(op->mode);
+    op->mode = xstrdup(mode_id);
+    op->switch_t0_ms = clock_mono_ms();
+    switch_req rq = {.mode = mode_id, .origin = "router", .queue = true};
+    switch_request(a->sw, &rq, on_switch, op);
+}
+
+static void on_sup(const sup_result *r, void *ud)
+{
+    act_op *op = ud;
+    activator *a = op->a;
+    if (!a) {
+        free(op->mode);
+        free(op);
+        return;
+    }
+    act_svc *v = op->v;
+    const char *id = v->id;
+    if (r->status == 200) {
+        finish_all(v, 200, NULL, NULL, 0);
+        op_end(op, true);
+        return;
+    }
+    const char *msg = r->message ? r->message : "the start was refused";
+    if (r->status == 409 && r->code && !strcmp(r->code, "gate_refused")) {
+        if (op->stage == OP_START_FIRST && a->sw && a->cfg) {
+            const mode *md = smallest_mode(a->cfg, id);
+            if (md) {
+                begin_switch(op, md->id);
+                return;
+            }
+            char *m = xasprintf("%s; no mode contains '%s', so no switch can make room", msg, id);
+            finish_all(v, 503, "unavailable", m, ACT_RETRY_AFTER_S);
+            free(m);
+        } else {
+            finish_all(v, 503, "unavailable", msg, ACT_RETRY_AFTER_S);
+        }
+    } else if (r->status == 409 && r->message && strstr(r->message, "a person must start it")) {
+        char *m = failed_message(id);
+        finish_all(v, 503, "unavailable", m, 0);
+        free(m);
+    } else if (r->status == 409) { /* port_held, conflict: blocked for now */
+        finish_all(v, 503, "unavailable", msg, ACT_RETRY_AFTER_S);
+    } else {
+        finish_all(v, r->status, r->code ? r->code : "start_failed", msg, 0);
+    }
+    op_end(op, false);
+}
+
+static void on_switch(const switch_result *r, void *ud)
+{
+    act_op *op = ud;
+    activator *a = op->a;
+    if (!a) {
+        free(op->mode);
+        free(op);
+        return;
+    }
+    act_svc *v = op->v;
+    rm_switch(a->m, (double)(clock_mono_ms() - op->switch_t0_ms) / 1000.0, r->status == 200);
+    if (r->status == 200) {
+        svc_state st;
+        if (state_of(a, v->id, &st, NULL) && st == SVC_READY) {
+            finish_all(v, 200, NULL, NULL, 0);
+            op_end(op, true);
+            return;
+        }
+        char *m = xasprintf("switched to mode '%s' but '%s' is %s, not ready", op->mode, v->id,
+                            state_of(a, v->id, &st, NULL) ? svc_state_names[st] : "unknown");
+        finish_all(v, 503, "unavailable", m, ACT_RETRY_AFTER_S);
+        free(m);
+        op_end(op, false);
+        return;
+    }
+    char *m = xasprintf("switch to mode '%s' for '%s': %s", op->mode, v->id,
+                        r->message ? r->message : "failed");
+    if (r->status == 409 && r->code && !strcmp(r->code, "gate_refused"))
+        finish_all(v, 503, "unavailable", m, ACT_RETRY_AFTER_S);
+    else
+        finish_all(v, r->status, r->code ? r->code : "start_failed", m, 0);
+    free(m);
+    op_end(op, false);
+}
+
+/* Begin the load for v's waiters per policy; st is the service's state
+ * now (never ready or stopping: the caller handles those). */
+static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
+{
+    act_op *op = xcalloc(1, sizeof *op);
+    op->a = a;
+    op->v = v;
+    op->t0_ms = clock_mono_ms();
+    v->op = op;
+    if (policy == ACT_SWITCH && st == SVC_DOWN && a->sw && a->cfg) {
+        /* a switch in progress owns the memory: ours waits for it, then
+         * plans afresh (to the same mode when that mode has the service,
+         * a no-op once it is committed) */
+        char *cur = switch_in_progress(a);
+        if (cur) {
+            const mode *cm = config_mode(a->cfg, cur);
+            const mode *md = cm && strv_find(&cm->services, v->id) >= 0 ? cm : smallest_mode(a->cfg, v->id);
+            free(cur);
+            if (md) {
+                begin_switch(op, md->id);
+                return;
+            }
+        }
+        op->stage = OP_START_FIRST;
+    } else {
+        op->stage = policy == ACT_SWITCH ? OP_START_FIRST : OP_START_ONLY;
+    }
+    sup_start(a->s, v->id, "router", on_sup, op);
+}
+
+/* v has waiters and no load: answer them or begin one. */
+static void drive(activator *a, act_svc *v)
+{
+    if (v->op || !v->head) return;
+    svc_state st;
+    if (!state_of(a, v->id, &st, NULL)) {
+        char *m = xasprintf("no service '%s' is configured", v->id);
+        finish_all(v, 404, "not_found", m, 0);
+        free(m);
+        return;
+    }
+    if (st == SVC_READY) {
+        finish_all(v, 200, NULL, NULL, 0);
+        return;
+    }
+    if (st == SVC_STOPPING) return; /* the tick comes back once it is down */
+    if (st == SVC_FAILED) {
+        char *m = failed_message(v->id);
+        finish_all(v, 503, "unavailable", m, 0);
+        free(m);
+        return;
+    }
+    begin_load(a, v, policy_of(a, preset_for(a, v->id)), st);
+}
+
+/* ---- the tick: progress and deadlines --------------------------------------- */
+
+static void tick_cb(uv_timer_t *t)
+{
+    activator *a = t->data;
+    int64_t now = clock_mono_ms();
+    bool any = false;
+    for (size_t i = 0; i < a->nsvcs; i++) {
+        act_svc *v = a->svcs[i];
+        if (!v->head) continue;
+        /* deadlines first: nothing is called back here, only decided */
+        for (act_wait *w = v->head, *nx; w; w = nx) {
+            nx = w->next;
+            if (now >= w->deadline_ms) {
+                int64_t limit = a->cfg ? a->cfg->set.router.queue_timeout_ms : 0;
+                char *m = xasprintf("'%s' was not ready within router.queue_timeout (%lld ms); its activation goes on",
+                                    v->id, (long long)limit);
+                finish(w, 504, "timeout", m, 0);
+                free(m);
+            }
+        }
+        if (!v->head) continue;
+        drive(a, v);
+        if (!v->head) continue;
+        svc_state st = SVC_DOWN;
+        int pct = -1;
+        if (!state_of(a, v->id, &st, &pct)) continue;
+        if (st == SVC_READY) { /* e.g. a switch's first start: no need to wait for the rest of its mode */
+            finish_all(v, 200, NULL, NULL, 0);
+            continue;
+        }
+        any = true;
+        /* a progress callback may cancel any waiter: walk with a cursor
+         * that act_cancel moves on */
+        for (act_wait *w = v->head; w; w = a->iter_next) {
+            a->iter_next = w->next;
+            if (w->progress && (w->last_state != (int)st || w->last_pct != pct)) {
+                w->last_state = (int)st;
+                w->last_pct = pct;
+                w->progress(w->ud, pct, svc_state_names[st]);
+            }
+        }
+        a->iter_next = NULL;
+    }
+    if (!any && a->tick_on) {
+        a->tick_on = false;
+        uv_timer_stop(a->tick);
+    }
+}
+
+/* ---- the API ------------------------------------------------------------------ */
+
+activator *act_new(uv_loop_t *loop, sup *s, swx *sw, const config *cfg, rmetrics *m)
+{
+    activator *a = xcalloc(1, sizeof *a);
+    a->loop = loop;
+    a->s = s;
+    a->sw = sw;
+    a->cfg = cfg;
+    a->m = m;
+    a->tick = xcalloc(1, sizeof *a->tick);
+    a->flush = xcalloc(1, sizeof *a->flush);
+    uv_timer_init(loop, a->tick);
+    uv_timer_init(loop, a->flush);
+    a->tick->data = a;
+    a->flush->data = a;
+    if (cfg)
+        for (size_t i = 0; i < cfg->n_presets; i++)
+            if (cfg->presets[i].id) rm_queue_depth(m, cfg->presets[i].id, 0);
+    return a;
+}
+
+void act_set_config(activator *a, const config *cfg)
+{
+    a->cfg = cfg;
+    if (cfg)
+        for (size_t i = 0; i < cfg->n_presets; i++)
+            if (cfg->presets[i].id && !svc_find(a, cfg->presets[i].id)) rm_queue_depth(a->m, cfg->presets[i].id, 0);
+}
+
+act_wait *act_request(activator *a, const char *service, act_done_cb done, act_progress_cb progress, void *ud)
+{
+    act_wait *w = xcalloc(1, sizeof *w);
+    w->a = a;
+    w->done = done;
+    w->progress = progress;
+    w->ud = ud;
+    w->t0_ms = clock_mono_ms();
+    w->last_state = -1;
+    w->last_pct = -1;
+    if (a->closing) {
+        finish(w, 503, "shutting_down", "the daemon is shutting down", 0);
+        return w;
+    }
+    const preset *p = preset_for(a, service);
+    svc_state st;
+    if (!p || !state_of(a, service, &st, NULL)) {
+        char *m = xasprintf("no service '%s' is configured", service);
+        finish(w, 404, "not_found", m, 0);
+        free(m);
+        return w;
+    }
+    if (st == SVC_READY) {
+        finish(w, 200, NULL, NULL, 0);
+        return w;
+    }
+    int policy = policy_of(a, p);
+    act_svc *v = svc_get(a, service);
+    if (policy == ACT_REJECT && !v->op) {
+        char *m = xasprintf("'%s' is %s and its activation is reject: start it with gpumod service start %s",
+                            service, svc_state_names[st], service);
+        finish(w, 503, "unavailable", m, ACT_RETRY_AFTER_S);
+        free(m);
+        return w;
+    }
+    if (st == SVC_FAILED && !v->op) {
+        char *m = failed_message(service);
+        finish(w, 503, "unavailable", m, 0);
+        free(m);
+        return w;
+    }
+    int64_t qmax = a->cfg->set.router.queue_max;
+    if ((int64_t)v->n >= qmax) {
+        char *m = xasprintf("the queue for '%s' is full: %zu requests wait for it to be ready (router.queue_max %lld)",
+                            service, v->n, (long long)qmax);
+        finish(w, 429, "queue_full", m, 0);
+        free(m);
+        return w;
+    }
+    w->queued = true;
+    w->deadline_ms = w->t0_ms + a->cfg->set.router.queue_timeout_ms;
+    w->v = v;
+    w->prev = v->tail;
+    if (v->tail)
+        v->tail->next = w;
+    else
+        v->head = w;
+    v->tail = w;
+    v->n++;
+    rm_queue_depth(a->m, service, (int64_t)v->n);
+    tick_arm(a);
+    if (!v->op && st != SVC_STOPPING) begin_load(a, v, policy, st);
+    return w;
+}
+
+void act_cancel(act_wait *w)
+{
+    if (!w) return;
+    if (w->v)
+        unlink_queued(w);
+    else
+        unlink_done(w);
+    wait_free(w);
+}
+
+void act_json(activator *a, buf *out)
+{
+    size_t total = 0;
+    buf_adds(out, "{\"queues\":[");
+    bool first = true;
+    for (size_t i = 0; i < a->nsvcs; i++) {
+        act_svc *v = a->svcs[i];
+        if (!v->n && !v->op) continue;
+        total += v->n;
+        buf_adds(out, first ? "{\"service\":" : ",{\"service\":");
+        first = false;
+        buf_json_str(out, v->id);
+        buf_printf(out, ",\"depth\":%zu,\"load\":", v->n);
+        if (!v->op) {
+            buf_adds(out, "null");
+        } else {
+            buf_adds(out, v->op->stage == OP_SWITCH ? "{\"kind\":\"switch\",\"mode\":" : "{\"kind\":\"start\",\"mode\":");
+            if (v->op->stage == OP_SWITCH && v->op->mode)
+                buf_json_str(out, v->op->mode);
+            else
+                buf_adds(out, "null");
+            buf_printf(out, ",\"elapsed_ms\":%lld}", (long long)(clock_mono_ms() - v->op->t0_ms));
+        }
+        buf_addc(out, '}');
+    }
+    buf_printf(out, "],\"waiting\":%zu}", total);
+}
+
+size_t act_queue_depth(activator *a, const char *service)
+{
+    act_svc *v = svc_find(a, service);
+    return v ? v->n : 0;
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+void act_free(activator *a)
+{
+    if (!a) return;
+    a->closing = true;
+    for (size_t i = 0; i < a->nsvcs; i++) {
+        act_svc *v = a->svcs[i];
+        while (v->head) finish(v->head, 503, "shutting_down", "the daemon is shutting down", 0);
+        if (v->op) v->op->a = NULL; /* its callback only frees it */
+    }
+    /* answers already decided are overruled: nothing is served any more */
+    while (a->done_head) {
+        act_wait *w = a->done_head;
+        unlink_done(w);
+        if (w->status == 200) {
+            w->status = 503;
+            snprintf(w->code, sizeof w->code, "shutting_down");
+            free(w->message);
+            w->message = xstrdup("the daemon is shutting down");
+        }
+        deliver(w);
+    }
+    uv_close((uv_handle_t *)a->tick, timer_closed);
+    uv_close((uv_handle_t *)a->flush, timer_closed);
+    for (size_t i = 0; i < a->nsvcs; i++) {
+        free(a->svcs[i]->id);
+        free(a->svcs[i]);
+    }
+    free(a->svcs);
+    free(a);
+}

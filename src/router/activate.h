@@ -1,0 +1,64 @@
+/* activate.h - activation on demand: a request for a service that is not
+ * ready waits here while the service is brought up, per the service's
+ * `activation` (else router.activation):
+ *   switch  switch to the smallest mode containing the service, or start
+ *           it beside the current services when the gate allows
+ *   start   start it beside the others only if the gate allows, else 503
+ *   reject  503 with Retry-After
+ * Waiters of one service share one load; each service has a bounded
+ * queue (router.queue_max: overflow 429) and every waiter a deadline
+ * (router.queue_timeout: 504).  Progress (llama.cpp load percentage) is
+ * reported to waiters so a streaming client can get `: loading 42%`
+ * comments.  Everything on the daemon's loop. */
+#ifndef GPUMOD_ACTIVATE_H
+#define GPUMOD_ACTIVATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "daemon/supervisor.h"
+#include "daemon/switch.h"
+#include "router/rmetrics.h"
+#include "util/buf.h"
+
+typedef struct activator activator;
+typedef struct act_wait act_wait;
+
+/* The outcome for one waiter: status 200 (ready: go ahead), else an
+ * error to answer with: 429 queue_full, 503 unavailable (reject, or the
+ * gate said no and no switch can help; retry_after_s > 0 then; a FAILED
+ * service is 503 unavailable with retry_after_s 0: "service 'X' failed; a
+ * person must start it (gpumod service start X)"), 503 shutting_down,
+ * 504 timeout, 404 not_found (no such service), 409 (switch_in_progress
+ * that could not be queued, ambiguous), 422 (start_failed, need_unknown,
+ * with the reason).  Strings borrowed for the call; the act_wait is freed
+ * after it (no act_cancel then). */
+typedef void (*act_done_cb)(void *ud, int status, const char *code, const char *message, int retry_after_s);
+/* Progress while waiting: pct -1 when unknown; state the service's state
+ * name.  Called once within ~100 ms of a request that has to wait, then
+ * whenever either changes (not per tick).  May call act_cancel. */
+typedef void (*act_progress_cb)(void *ud, int pct, const char *state);
+
+/* cfg borrowed (act_set_config on reload); m may be NULL. */
+activator *act_new(uv_loop_t *loop, sup *s, swx *sw, const config *cfg, rmetrics *m);
+void act_set_config(activator *a, const config *cfg);
+
+/* Wait until service (configured id) is ready.  The callback is never
+ * called from inside this call (a ready service answers on the next loop
+ * turn).  Returns a handle for act_cancel (NULL only if out of memory,
+ * then done is called with 503). */
+act_wait *act_request(activator *a, const char *service, act_done_cb done, act_progress_cb progress, void *ud);
+/* The client went away: no callback after this. */
+void act_cancel(act_wait *w);
+
+/* Queue depth per service and totals, as JSON for status and the metrics. */
+void act_json(activator *a, buf *out);
+size_t act_queue_depth(activator *a, const char *service);
+
+/* Answers every waiter 503 shutting_down, frees. */
+void act_free(activator *a);
+
+#endif

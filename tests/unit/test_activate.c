@@ -1,0 +1,693 @@
+/* test_activate.c - activation on demand (src/router/activate.c) on a
+ * real libuv loop against stubs of the supervisor (sup_states, sup_start)
+ * and the switch (switch_request, switch_current_json) that record every
+ * call and complete them when the test says: one shared load per service,
+ * the `switch` rule (start beside, else the smallest mode containing the
+ * service, else 503 with the gate's reason), `start` (503 with the gate's
+ * reason and Retry-After, never a switch), `reject`, a failed service
+ * (never reset: 503 saying a person must start it), the bounded queue
+ * (429), the deadline (504, the load goes on), progress callbacks on
+ * change only, a failed start reaching every waiter (422), act_cancel,
+ * answers never given inside act_request, a switch already in progress,
+ * a stopping service, the metrics calls, act_json, and act_free answering
+ * 503 with a load still in flight (its late callback finds nothing). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "testenv.h" /* before config.h: its parameter named mode */
+
+#include "../../src/router/activate.c"
+
+/* ---- stubs ---- */
+
+typedef struct fake_svc {
+    const char *id;
+    svc_state state;
+    int pct;
+} fake_svc;
+
+static fake_svc g_svc[8];
+static size_t g_nsvc;
+
+static fake_svc *fake(const char *id)
+{
+    for (size_t i = 0; i < g_nsvc; i++)
+        if (!strcmp(g_svc[i].id, id)) return &g_svc[i];
+    return NULL;
+}
+
+size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < g_nsvc && n < max; i++)
+        if (!id || !strcmp(id, g_svc[i].id)) out[n++] = (sup_state_info){g_svc[i].id, g_svc[i].state, g_svc[i].pct};
+    return n;
+}
+
+/* sup_start: recorded; answered by sup_finish (or at once when g_now_status is set) */
+static int g_starts;
+static char g_start_id[64], g_start_origin[32];
+static sup_cb g_start_cb;
+static void *g_start_ud;
+static int g_now_status; /* answer inside sup_start, as the supervisor does for errors found at once */
+static const char *g_now_code, *g_now_msg;
+
+uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
+{
+    g_starts++;
+    snprintf(g_start_id, sizeof g_start_id, "%s", id);
+    snprintf(g_start_origin, sizeof g_start_origin, "%s", origin ? origin : "(null)");
+    if (g_now_status) {
+        sup_result r = {g_now_status, g_now_code, g_now_msg, NULL};
+        cb(&r, ud);
+        return 0;
+    }
+    assert_null(g_start_cb); /* one load per service in these tests */
+    g_start_cb = cb;
+    g_start_ud = ud;
+    fake_svc *f = fake(id);
+    if (f && f->state == SVC_DOWN) f->state = SVC_STARTING;
+    return 1;
+}
+
+static void sup_finish(int status, const char *code, const char *msg)
+{
+    sup_cb cb = g_start_cb;
+    assert_non_null(cb);
+    g_start_cb = NULL;
+    fake_svc *f = fake(g_start_id);
+    if (f) f->state = status == 200 ? SVC_READY : status == 422 ? SVC_FAILED : SVC_DOWN;
+    char detail[256];
+    snprintf(detail, sizeof detail, "{\"ok\":false,\"reason\":\"%s\"}", msg ? msg : "");
+    sup_result r = {status, code, msg, status == 409 ? detail : NULL};
+    cb(&r, g_start_ud);
+}
+
+static int g_switches;
+static char g_sw_mode[64], g_sw_origin[32];
+static bool g_sw_queue;
+static switch_cb g_sw_cb;
+static void *g_sw_ud;
+static const char *g_current; /* the mode of a switch in progress, or NULL */
+
+int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
+{
+    g_switches++;
+    snprintf(g_sw_mode, sizeof g_sw_mode, "%s", rq->mode);
+    snprintf(g_sw_origin, sizeof g_sw_origin, "%s", rq->origin ? rq->origin : "(null)");
+    g_sw_queue = rq->queue;
+    assert_false(rq->dry_run);
+    g_sw_cb = cb;
+    g_sw_ud = ud;
+    return 0; /* queued */
+}
+
+static void switch_finish(int status, const char *code, const char *msg, const char *ready_id)
+{
+    switch_cb cb = g_sw_cb;
+    assert_non_null(cb);
+    g_sw_cb = NULL;
+    if (ready_id) fake(ready_id)->state = SVC_READY;
+    switch_result r = {status, code, msg, NULL};
+    cb(&r, g_sw_ud);
+}
+
+void switch_current_json(swx *x, buf *out)
+{
+    if (!g_current) {
+        buf_adds(out, "null");
+        return;
+    }
+    buf_adds(out, "{\"switch_id\":3,\"mode\":");
+    buf_json_str(out, g_current);
+    buf_adds(out, ",\"from\":null,\"origin\":\"cli\"}");
+}
+
+static int g_depth_calls, g_waits, g_act_ok, g_act_failed, g_sw_ok, g_sw_failed;
+static int64_t g_depth_last;
+void rm_queue_depth(rmetrics *m, const char *service, int64_t depth)
+{
+    g_depth_calls++;
+    g_depth_last = depth;
+}
+void rm_queue_wait(rmetrics *m, double seconds)
+{
+    assert_true(seconds >= 0);
+    g_waits++;
+}
+void rm_activation(rmetrics *m, double seconds, bool ok)
+{
+    *(ok ? &g_act_ok : &g_act_failed) += 1;
+}
+void rm_switch(rmetrics *m, double seconds, bool ok)
+{
+    *(ok ? &g_sw_ok : &g_sw_failed) += 1;
+}
+
+/* ---- the configuration ---- */
+
+static config g_cfg;
+
+static void add_preset(const char *id, int activation, int64_t gpu_mb)
+{
+    g_cfg.presets = xrealloc(g_cfg.presets, (g_cfg.n_presets + 1) * sizeof *g_cfg.presets);
+    preset *p = &g_cfg.presets[g_cfg.n_presets++];
+    memset(p, 0, sizeof *p);
+    p->id = xstrdup(id);
+    p->activation = activation;
+    p->mem_host_mb = -1;
+    p->mem_gpu_mb = xcalloc(1, sizeof(int64_t));
+    p->mem_gpu_mb[0] = gpu_mb;
+    p->n_mem_gpu = 1;
+    g_svc[g_nsvc++] = (fake_svc){p->id, SVC_DOWN, -1};
+}
+
+static void add_mode(const char *id, const char *const *services)
+{
+    g_cfg.modes = xrealloc(g_cfg.modes, (g_cfg.n_modes + 1) * sizeof *g_cfg.modes);
+    mode *md = &g_cfg.modes[g_cfg.n_modes++];
+    memset(md, 0, sizeof *md);
+    md->id = xstrdup(id);
+    for (; *services; services++) strv_push(&md->services, *services);
+}
+
+static uv_loop_t g_loop;
+static activator *g_a;
+
+static int setup(void **state)
+{
+    memset(&g_cfg, 0, sizeof g_cfg);
+    settings_defaults(&g_cfg.set);
+    g_cfg.set.router.queue_max = 4;
+    g_cfg.set.router.queue_timeout_ms = 60000;
+    g_nsvc = 0;
+    add_preset("chat", ACT_INHERIT, 8000);  /* the router's: switch */
+    add_preset("code", ACT_INHERIT, 20000);
+    add_preset("embed", ACT_START, 1000);
+    add_preset("vision", ACT_REJECT, 1000);
+    add_preset("lonely", ACT_INHERIT, 1000); /* in no mode */
+    add_mode("all", (const char *const[]){"chat", "code", "embed", NULL});
+    add_mode("heavy", (const char *const[]){"code", "embed", NULL}); /* 21000 MiB */
+    add_mode("light", (const char *const[]){"code", "chat", NULL});  /* 28000 MiB */
+    add_mode("solo-b", (const char *const[]){"chat", NULL});
+    add_mode("solo-a", (const char *const[]){"chat", NULL}); /* same size: the id decides */
+    g_starts = g_switches = 0;
+    g_start_cb = NULL;
+    g_sw_cb = NULL;
+    g_now_status = 0;
+    g_current = NULL;
+    g_depth_calls = g_waits = g_act_ok = g_act_failed = g_sw_ok = g_sw_failed = 0;
+    assert_int_equal(uv_loop_init(&g_loop), 0);
+    g_a = act_new(&g_loop, (sup *)1, (swx *)1, &g_cfg, (rmetrics *)1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    act_free(g_a);
+    /* a load still in flight answers the freed activator's op: nothing to do but free it */
+    if (g_start_cb) sup_finish(503, "shutting_down", "the daemon is shutting down");
+    if (g_sw_cb) switch_finish(503, "shutting_down", "the daemon is shutting down", NULL);
+    while (uv_run(&g_loop, UV_RUN_NOWAIT)) {
+    }
+    assert_int_equal(uv_loop_close(&g_loop), 0);
+    for (size_t i = 0; i < g_cfg.n_presets; i++) {
+        free(g_cfg.presets[i].id);
+        free(g_cfg.presets[i].mem_gpu_mb);
+    }
+    free(g_cfg.presets);
+    for (size_t i = 0; i < g_cfg.n_modes; i++) {
+        free(g_cfg.modes[i].id);
+        strv_release(&g_cfg.modes[i].services);
+    }
+    free(g_cfg.modes);
+    settings_release(&g_cfg.set);
+    return 0;
+}
+
+/* ---- a client ----
+ * Tests keep their clients static: what still waits when a test returns
+ * is answered by act_free in the teardown. */
+
+typedef struct client {
+    int answers, status, retry;
+    char code[32], msg[512];
+    int progress_calls, pct;
+    char state[16];
+    act_wait *w;
+} client;
+
+static void on_done(void *ud, int status, const char *code, const char *message, int retry_after_s)
+{
+    client *c = ud;
+    c->answers++;
+    c->status = status;
+    c->retry = retry_after_s;
+    snprintf(c->code, sizeof c->code, "%s", code ? code : "");
+    snprintf(c->msg, sizeof c->msg, "%s", message ? message : "");
+    c->w = NULL;
+}
+
+static void on_progress(void *ud, int pct, const char *st)
+{
+    client *c = ud;
+    c->progress_calls++;
+    c->pct = pct;
+    snprintf(c->state, sizeof c->state, "%s", st);
+}
+
+static void ask(client *c, const char *service)
+{
+    memset(c, 0, sizeof *c);
+    c->w = act_request(g_a, service, on_done, on_progress, c);
+    assert_non_null(c->w);
+    assert_int_equal(c->answers, 0); /* never from inside act_request */
+}
+
+/* Run the loop until cond() or a (scaled) deadline. */
+static bool run_until(bool (*cond)(void *), void *arg)
+{
+    int64_t end = mono_ms() + 5000 * scale();
+    while (!cond(arg)) {
+        if (mono_ms() > end) return false;
+        uv_run(&g_loop, UV_RUN_ONCE);
+    }
+    return true;
+}
+
+static bool answered(void *arg)
+{
+    return ((client *)arg)->answers > 0;
+}
+
+typedef struct many {
+    client *c;
+    size_t n;
+} many;
+
+static bool all_answered(void *arg)
+{
+    many *m = arg;
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->c[i].answers) return false;
+    return true;
+}
+
+static void wait_answer(client *c)
+{
+    if (!run_until(answered, c)) fail_msg("no answer within the deadline");
+    assert_int_equal(c->answers, 1);
+}
+
+/* a few loop turns: what is due happens */
+static void spin(int ms)
+{
+    int64_t end = mono_ms() + ms;
+    while (mono_ms() < end) uv_run(&g_loop, UV_RUN_NOWAIT), usleep(2000);
+}
+
+/* ---- tests ---- */
+
+static void ready_answers_next_turn(void **state)
+{
+    fake("chat")->state = SVC_READY;
+    static client c;
+    ask(&c, "chat");
+    wait_answer(&c);
+    assert_int_equal(c.status, 200);
+    assert_int_equal(g_starts, 0);
+    assert_int_equal(g_waits, 0); /* it never waited */
+    static client u;
+    ask(&u, "nope");
+    wait_answer(&u);
+    assert_int_equal(u.status, 404);
+    assert_string_equal(u.code, "not_found");
+    assert_string_equal(u.msg, "no service 'nope' is configured");
+}
+
+static bool progress_at(void *arg)
+{
+    client *c = arg;
+    return c->progress_calls >= 1 && c->pct == 60;
+}
+
+/* Four waiters (queue_max) share one start; progress on change only. */
+static void one_load_shared(void **state)
+{
+    static client c[4];
+    for (int i = 0; i < 4; i++) ask(&c[i], "chat");
+    assert_int_equal(g_starts, 1);
+    assert_string_equal(g_start_id, "chat");
+    assert_string_equal(g_start_origin, "router");
+    assert_int_equal(act_queue_depth(g_a, "chat"), 4);
+    assert_int_equal(g_depth_last, 4);
+    buf j = BUF_INIT;
+    act_json(g_a, &j);
+    assert_non_null(strstr(j.p, "{\"service\":\"chat\",\"depth\":4,\"load\":{\"kind\":\"start\",\"mode\":null"));
+    assert_non_null(strstr(j.p, "\"waiting\":4}"));
+    buf_release(&j);
+
+    fake("chat")->pct = 10;
+    /* the first tick tells every waiter the state */
+    int64_t end = mono_ms() + 5000 * scale();
+    while (c[3].progress_calls < 1 && mono_ms() < end) uv_run(&g_loop, UV_RUN_ONCE);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c[i].progress_calls, 1);
+        assert_int_equal(c[i].pct, 10);
+        assert_string_equal(c[i].state, "starting");
+    }
+    spin(250); /* no change: no call */
+    assert_int_equal(c[0].progress_calls, 1);
+    fake("chat")->pct = 60;
+    assert_true(run_until(progress_at, &c[0]));
+    assert_int_equal(c[0].progress_calls, 2);
+
+    sup_finish(200, NULL, NULL);
+    many m = {c, 4};
+    assert_true(run_until(all_answered, &m));
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(c[i].answers, 1);
+        assert_int_equal(c[i].status, 200);
+    }
+    assert_int_equal(g_starts, 1);
+    assert_int_equal(g_act_ok, 1);
+    assert_int_equal(g_waits, 4);
+    assert_int_equal(act_queue_depth(g_a, "chat"), 0);
+    assert_int_equal(g_depth_last, 0);
+}
+
+static void queue_full_429(void **state)
+{
+    static client c[5];
+    for (int i = 0; i < 4; i++) ask(&c[i], "chat");
+    ask(&c[4], "chat");
+    wait_answer(&c[4]);
+    assert_int_equal(c[4].status, 429);
+    assert_string_equal(c[4].code, "queue_full");
+    assert_string_equal(c[4].msg, "the queue for 'chat' is full: 4 requests wait for it to be ready (router.queue_max 4)");
+    assert_int_equal(c[0].answers, 0);
+    assert_int_equal(g_starts, 1);
+}
+
+/* The switch rule: the gate refuses a start beside the others, so the
+ * smallest mode containing the service is switched to, queued. */
+static void switch_to_smallest_mode(void **state)
+{
+    static client c[2];
+    ask(&c[0], "chat");
+    ask(&c[1], "chat");
+    sup_finish(409, "gate_refused", "refused: 'chat': gpu 0: free 4000 MiB < required 9024 MiB");
+    assert_int_equal(g_switches, 1);
+    assert_string_equal(g_sw_mode, "solo-a"); /* one service; solo-b has the same size, a later id */
+    assert_string_equal(g_sw_origin, "router");
+    assert_true(g_sw_queue);
+    spin(20);
+    assert_int_equal(c[0].answers, 0);
+    switch_finish(200, NULL, NULL, "chat");
+    many m = {c, 2};
+    assert_true(run_until(all_answered, &m));
+    assert_int_equal(c[0].status, 200);
+    assert_int_equal(c[1].status, 200);
+    assert_int_equal(g_starts, 1);
+    assert_int_equal(g_sw_ok, 1);
+    assert_int_equal(g_act_ok, 1);
+}
+
+/* Ties on the number of services go to the smaller declared memory. */
+static void smallest_mode_rule(void **state)
+{
+    const mode *md = smallest_mode(&g_cfg, "code");
+    assert_non_null(md);
+    assert_string_equal(md->id, "heavy"); /* 2 services, 21000 MiB < light's 28000 */
+    md = smallest_mode(&g_cfg, "embed");
+    assert_string_equal(md->id, "heavy");
+    assert_null(smallest_mode(&g_cfg, "lonely"));
+}
+
+static void no_mode_503_with_reason(void **state)
+{
+    static client c;
+    ask(&c, "lonely");
+    sup_finish(409, "gate_refused", "refused: 'lonely': MemAvailable 100 MiB < required 2100 MiB");
+    wait_answer(&c);
+    assert_int_equal(c.status, 503);
+    assert_string_equal(c.code, "unavailable");
+    assert_string_equal(c.msg, "refused: 'lonely': MemAvailable 100 MiB < required 2100 MiB; no mode contains "
+                               "'lonely', so no switch can make room");
+    assert_int_equal(c.retry, ACT_RETRY_AFTER_S);
+    assert_int_equal(g_switches, 0);
+    assert_int_equal(g_act_failed, 1);
+}
+
+static void start_policy_never_switches(void **state)
+{
+    static client c;
+    ask(&c, "embed");
+    assert_int_equal(g_starts, 1);
+    sup_finish(409, "gate_refused", "refused: 'embed': gpu 0: free 10 MiB < required 2024 MiB");
+    wait_answer(&c);
+    assert_int_equal(c.status, 503);
+    assert_string_equal(c.code, "unavailable");
+    assert_string_equal(c.msg, "refused: 'embed': gpu 0: free 10 MiB < required 2024 MiB");
+    assert_true(c.retry > 0);
+    assert_int_equal(g_switches, 0);
+}
+
+static void reject_policy(void **state)
+{
+    static client c;
+    ask(&c, "vision");
+    wait_answer(&c);
+    assert_int_equal(c.status, 503);
+    assert_string_equal(c.code, "unavailable");
+    assert_string_equal(c.msg, "'vision' is down and its activation is reject: start it with gpumod service start vision");
+    assert_int_equal(c.retry, ACT_RETRY_AFTER_S);
+    assert_int_equal(g_starts, 0);
+    /* the router's setting applies when the preset says nothing */
+    g_cfg.set.router.activation = ACT_REJECT;
+    static client d;
+    ask(&d, "chat");
+    wait_answer(&d);
+    assert_int_equal(d.status, 503);
+    assert_int_equal(g_starts, 0);
+    /* ready: served whatever the policy */
+    fake("vision")->state = SVC_READY;
+    static client e;
+    ask(&e, "vision");
+    wait_answer(&e);
+    assert_int_equal(e.status, 200);
+}
+
+static void failed_service_not_reset(void **state)
+{
+    fake("chat")->state = SVC_FAILED;
+    static client c;
+    ask(&c, "chat");
+    wait_answer(&c);
+    assert_int_equal(c.status, 503);
+    assert_string_equal(c.msg, "service 'chat' failed; a person must start it (gpumod service start chat)");
+    assert_int_equal(g_starts, 0);
+    /* the supervisor says so too (a race): the same answer */
+    fake("chat")->state = SVC_DOWN;
+    g_now_status = 409;
+    g_now_code = "conflict";
+    g_now_msg = "service 'chat' failed; a person must start it";
+    static client d;
+    ask(&d, "chat"); /* answered inside sup_start, still not inside act_request */
+    wait_answer(&d);
+    assert_int_equal(d.status, 503);
+    assert_string_equal(d.msg, "service 'chat' failed; a person must start it (gpumod service start chat)");
+}
+
+static void start_failed_422_to_all(void **state)
+{
+    static client c[3];
+    for (int i = 0; i < 3; i++) ask(&c[i], "code");
+    sup_finish(422, "start_failed", "'code' exited during load (status 1): out of memory");
+    many m = {c, 3};
+    assert_true(run_until(all_answered, &m));
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(c[i].status, 422);
+        assert_string_equal(c[i].code, "start_failed");
+        assert_string_equal(c[i].msg, "'code' exited during load (status 1): out of memory");
+    }
+    assert_int_equal(g_act_failed, 1);
+    /* now failed: the next request does not reset it */
+    static client d;
+    ask(&d, "code");
+    wait_answer(&d);
+    assert_int_equal(d.status, 503);
+    assert_int_equal(g_starts, 1);
+}
+
+static void switch_failure_reaches_waiters(void **state)
+{
+    static client c;
+    ask(&c, "chat");
+    sup_finish(409, "gate_refused", "refused: 'chat': no room");
+    switch_finish(422, "start_failed", "'chat' exited during load; rolled back to 'heavy'", NULL);
+    wait_answer(&c);
+    assert_int_equal(c.status, 422);
+    assert_string_equal(c.code, "start_failed");
+    assert_string_equal(c.msg, "switch to mode 'solo-a' for 'chat': 'chat' exited during load; rolled back to 'heavy'");
+    assert_int_equal(g_sw_failed, 1);
+    assert_int_equal(g_act_failed, 1);
+}
+
+/* The deadline answers 504; the load goes on and ends with nobody waiting. */
+static void deadline_504(void **state)
+{
+    g_cfg.set.router.queue_timeout_ms = 150;
+    static client c;
+    ask(&c, "chat");
+    wait_answer(&c);
+    assert_int_equal(c.status, 504);
+    assert_string_equal(c.code, "timeout");
+    assert_string_equal(c.msg, "'chat' was not ready within router.queue_timeout (150 ms); its activation goes on");
+    assert_non_null(g_start_cb); /* not cancelled */
+    assert_int_equal(g_waits, 1);
+    sup_finish(200, NULL, NULL);
+    spin(20);
+    assert_int_equal(c.answers, 1);
+    assert_int_equal(g_act_ok, 1);
+}
+
+static void cancel_no_callback(void **state)
+{
+    static client c[2];
+    ask(&c[0], "chat");
+    ask(&c[1], "chat");
+    act_cancel(c[0].w);
+    assert_int_equal(act_queue_depth(g_a, "chat"), 1);
+    act_cancel(c[1].w); /* the last one: the start goes on */
+    assert_int_equal(act_queue_depth(g_a, "chat"), 0);
+    assert_non_null(g_start_cb);
+    /* a cancelled answer already decided is not delivered either */
+    fake("code")->state = SVC_READY;
+    static client d;
+    ask(&d, "code");
+    act_cancel(d.w);
+    sup_finish(200, NULL, NULL);
+    spin(150);
+    assert_int_equal(c[0].answers + c[1].answers + d.answers, 0);
+    assert_int_equal(c[0].progress_calls + c[1].progress_calls, 0);
+}
+
+/* A progress callback that cancels its own waiter (the client went away
+ * while the SSE comment was written) and the waiter after it. */
+static void cancel_from_progress_cb(void *ud, int pct, const char *st)
+{
+    client *c = ud;
+    c->progress_calls++;
+    act_cancel(c->w);
+    c->w = NULL;
+    client *next = c + 1;
+    if (next->w) {
+        act_cancel(next->w);
+        next->w = NULL;
+    }
+}
+
+static void cancel_inside_progress(void **state)
+{
+    static client c[3];
+    for (int i = 0; i < 3; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        c[i].w = act_request(g_a, "chat", on_done, i == 0 ? cancel_from_progress_cb : on_progress, &c[i]);
+    }
+    int64_t end = mono_ms() + 5000 * scale();
+    while (c[2].progress_calls == 0 && mono_ms() < end) uv_run(&g_loop, UV_RUN_ONCE);
+    assert_int_equal(c[0].progress_calls, 1);
+    assert_int_equal(c[1].progress_calls, 0); /* cancelled before its turn */
+    assert_int_equal(c[2].progress_calls, 1);
+    assert_int_equal(act_queue_depth(g_a, "chat"), 1);
+    sup_finish(200, NULL, NULL);
+    wait_answer(&c[2]);
+    assert_int_equal(c[2].status, 200);
+    assert_int_equal(c[0].answers + c[1].answers, 0);
+}
+
+/* A switch in progress to a mode that has the service: ours queues
+ * behind it for that mode; nothing is started beside it. */
+static void switch_in_progress_joins(void **state)
+{
+    g_current = "light";
+    static client c;
+    ask(&c, "chat");
+    assert_int_equal(g_starts, 0);
+    assert_int_equal(g_switches, 1);
+    assert_string_equal(g_sw_mode, "light");
+    assert_true(g_sw_queue);
+    /* its first start makes chat ready: the waiter need not wait for the rest */
+    fake("chat")->state = SVC_READY;
+    wait_answer(&c);
+    assert_int_equal(c.status, 200);
+    switch_finish(200, NULL, NULL, NULL);
+    spin(20);
+    assert_int_equal(c.answers, 1);
+    g_current = NULL;
+}
+
+/* A stopping service is waited for, then started. */
+static void stopping_then_start(void **state)
+{
+    fake("chat")->state = SVC_STOPPING;
+    static client c;
+    ask(&c, "chat");
+    spin(250);
+    assert_int_equal(g_starts, 0);
+    fake("chat")->state = SVC_DOWN;
+    int64_t end = mono_ms() + 5000 * scale();
+    while (!g_starts && mono_ms() < end) uv_run(&g_loop, UV_RUN_ONCE);
+    assert_int_equal(g_starts, 1);
+    sup_finish(200, NULL, NULL);
+    wait_answer(&c);
+    assert_int_equal(c.status, 200);
+}
+
+/* act_free: every waiter 503 shutting_down at once; the start's late
+ * callback (teardown) finds an orphaned op and only frees it. */
+static void free_answers_waiters(void **state)
+{
+    static client c[2];
+    ask(&c[0], "chat");
+    ask(&c[1], "chat");
+    act_free(g_a);
+    g_a = NULL;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(c[i].answers, 1);
+        assert_int_equal(c[i].status, 503);
+        assert_string_equal(c[i].code, "shutting_down");
+    }
+    assert_non_null(g_start_cb);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(ready_answers_next_turn, setup, teardown),
+        cmocka_unit_test_setup_teardown(one_load_shared, setup, teardown),
+        cmocka_unit_test_setup_teardown(queue_full_429, setup, teardown),
+        cmocka_unit_test_setup_teardown(switch_to_smallest_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(smallest_mode_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_mode_503_with_reason, setup, teardown),
+        cmocka_unit_test_setup_teardown(start_policy_never_switches, setup, teardown),
+        cmocka_unit_test_setup_teardown(reject_policy, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_service_not_reset, setup, teardown),
+        cmocka_unit_test_setup_teardown(start_failed_422_to_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(switch_failure_reaches_waiters, setup, teardown),
+        cmocka_unit_test_setup_teardown(deadline_504, setup, teardown),
+        cmocka_unit_test_setup_teardown(cancel_no_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(cancel_inside_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown(switch_in_progress_joins, setup, teardown),
+        cmocka_unit_test_setup_teardown(stopping_then_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(free_answers_waiters, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
