@@ -75,7 +75,7 @@ help:
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N"
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
-	@echo "make fuzz       the GGUF and HTTP parsers under libFuzzer, FUZZ_SECONDS (600) each"
+	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
 	@scripts/install-deps

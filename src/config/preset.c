@@ -12,6 +12,7 @@
 #include "config/schema.h"
 #include "util/argsplit.h"
 #include "util/buf.h"
+#include "util/url.h"
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -735,9 +736,25 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
     case DRV_REMOTE:
         if (!p->remote.base_url)
             schema_error(c, root, "driver remote needs remote.base_url");
-        else if (strncmp(p->remote.base_url, "http://", 7) && strncmp(p->remote.base_url, "https://", 8))
-            schema_error(c, ymap_get(ymap_get(root, "remote"), "base_url"),
-                         "remote.base_url '%s' must start with http:// or https://", p->remote.base_url);
+        else {
+            url_base ub;
+            char uerr[512];
+            if (url_base_parse(p->remote.base_url, &ub, uerr, sizeof uerr))
+                schema_error(c, ymap_get(ymap_get(root, "remote"), "base_url"), "remote.%s", uerr);
+        }
+        if (p->remote.api_key_env && *p->remote.api_key_env) {
+            /* the key goes out as a header value: a space or a control
+             * character in it would be refused there, silently */
+            const char *k = getenv(p->remote.api_key_env);
+            bool clean = true;
+            for (const char *q = k ? k : ""; *q; q++)
+                if ((unsigned char)*q < 0x21 || *q == 0x7f) clean = false;
+            if (!clean)
+                schema_error(c, ymap_get(ymap_get(root, "remote"), "api_key_env"),
+                             "remote.api_key_env: the variable '%s' holds a key with a space or a control character; "
+                             "it cannot be sent as 'Authorization: Bearer KEY' (remove the stray characters)",
+                             p->remote.api_key_env);
+        }
         break;
     default: break;
     }

@@ -977,7 +977,7 @@ static void route_table(req *r)
 static void not_built(req *r)
 {
     reply_error(r->c, 501, "not_implemented", NULL,
-                "%.*s %s: comes with a later issue (the router: issue 6, results: issue 7); this daemon does not do it yet",
+                "%.*s %s: comes with gpumod bench (issue 7); this daemon does not do it yet",
                 (int)r->m->method.len, r->m->method.p, r->path);
 }
 

@@ -376,6 +376,16 @@ static void on_event(const store_event *e, void *ud)
                  e->reason ? e->reason : "");
 }
 
+/* Every switch's duration into the router's metrics (a person's too, not
+ * only those the activator asked for). */
+static void on_switch_end(swx *x, int64_t id, const char *to_mode, const char *origin, const char *outcome,
+                          int64_t duration_ms, void *ud)
+{
+    dmn *m = ud;
+    if (m->g.router)
+        rm_switch(router_metrics(m->g.router), (double)duration_ms / 1000.0, !strcmp(outcome, "committed"));
+}
+
 static int start_listening(dmn *m)
 {
     gpumodd *g = &m->g;
@@ -451,6 +461,8 @@ static void reconciled(void *ud)
     router_env re = {.loop = &m->loop, .sup = g->sup, .hm = g->hm, .sw = g->sw, .state_dir = g->state_dir,
                      .listen = m->opts.listen, .no_router = m->opts.no_router, .insecure = m->opts.insecure};
     g->router = router_new(&re, g->cfg);
+    act_set_events(router_activator(g->router), g->st, on_event, m);
+    switch_set_end(g->sw, on_switch_end, m);
     if (start_listening(m)) {
         m->exit_code = 1;
         shutdown_daemon(m, "cannot listen");

@@ -131,6 +131,10 @@ struct svc {
     bool reserved;
     need admitted;
     bool has_admitted;
+    /* MemAvailable of the admission snapshot (taken while this start held
+     * the load slot): a unified device's footprint is the drop from it */
+    uint64_t adm_mem_available;
+    bool adm_meminfo_ok;
     /* the result a start gets when its kill completes (failed, stopped) */
     int pend_status;
     char *pend_code, *pend_msg;
@@ -802,6 +806,15 @@ static void kill_done(svc *v, const char *warning)
 
 static void probe_step(uv_timer_t *t);
 
+/* The footprint of a start that became ready.  Host: the summed RSS of
+ * the process group.  Per GPU, how the figure is obtained (db.h
+ * fp_gpu_how): NVML's per-process memory of the group's pids; where the
+ * device has no such figure for them (NOT_AVAILABLE, or none listed) and
+ * the admission counted it, a unified device's figure is the drop in
+ * MemAvailable since the admission snapshot (one load at a time: the
+ * start held the load slot) minus the RSS already counted, floored at 0,
+ * and a discrete one's is the admitted bytes, which makes the footprint
+ * partial.  Never a measured 0 that was not measured. */
 static void measured(svc *v, const snapshot *snap)
 {
     sup *s = v->s;
@@ -816,23 +829,54 @@ static void measured(svc *v, const snapshot *snap)
     snprintf(f->service, sizeof f->service, "%s", v->id);
     f->measured_at_ms = wall_ms();
     f->host_bytes = host;
+    bool delta_used = false; /* the pool's drop is counted once, on the first unified device */
+    buf why = BUF_INIT;      /* per device, for the event's reason and the stored detail */
     for (size_t g = 0; g < snap->ngpus && f->ngpu < HOST_MAX_GPUS; g++) {
+        const gpu_dev *dev = &snap->gpus[g];
         uint64_t sum = 0;
         bool any = false;
-        for (size_t i = 0; i < snap->gpus[g].nprocs; i++)
+        for (size_t i = 0; i < dev->nprocs; i++)
             for (int k = 0; k < n; k++)
-                if ((pid_t)snap->gpus[g].procs[i].pid == pids[k] && snap->gpus[g].procs[i].used_bytes != UINT64_MAX) {
-                    sum += snap->gpus[g].procs[i].used_bytes;
+                if ((pid_t)dev->procs[i].pid == pids[k] && dev->procs[i].used_bytes != UINT64_MAX) {
+                    sum += dev->procs[i].used_bytes;
                     any = true;
                 }
         bool admitted = false;
-        for (size_t a = 0; a < v->admitted.ngpu; a++)
-            if (v->admitted.gpu[a].index == snap->gpus[g].index) admitted = true;
+        uint64_t adm_bytes = 0;
+        for (size_t a = 0; v->has_admitted && a < v->admitted.ngpu; a++)
+            if (v->admitted.gpu[a].index == dev->index) {
+                admitted = true;
+                adm_bytes = v->admitted.gpu[a].bytes;
+            }
         if (!any && !admitted) continue;
-        f->gpu[f->ngpu].index = snap->gpus[g].index;
-        f->gpu[f->ngpu].bytes = sum;
-        f->ngpu++;
+        size_t j = f->ngpu++;
+        f->gpu[j].index = dev->index;
+        if (any) {
+            f->gpu[j].bytes = sum;
+            f->gpu[j].how = FP_GPU_NVML;
+            buf_printf(&why, ", gpu %d %llu MiB (NVML per-process)", dev->index, (unsigned long long)(sum >> 20));
+        } else if (dev->unified && !delta_used && v->adm_meminfo_ok && snap->host.meminfo_ok) {
+            uint64_t before = v->adm_mem_available, after = snap->host.mem_available;
+            uint64_t drop = before > after ? before - after : 0;
+            f->gpu[j].bytes = drop > host ? drop - host : 0;
+            f->gpu[j].how = FP_GPU_UNIFIED;
+            delta_used = true;
+            buf_printf(&why,
+                       ", gpu %d %llu MiB (unified: MemAvailable delta: %llu MiB at admission - %llu MiB at ready"
+                       " - %llu MiB RSS)",
+                       dev->index, (unsigned long long)(f->gpu[j].bytes >> 20), (unsigned long long)(before >> 20),
+                       (unsigned long long)(after >> 20), (unsigned long long)(host >> 20));
+        } else {
+            f->gpu[j].bytes = adm_bytes;
+            f->gpu[j].how = FP_GPU_ADMITTED;
+            buf_printf(&why, ", gpu %d %llu MiB (admitted: %s)", dev->index, (unsigned long long)(adm_bytes >> 20),
+                       !dev->unified        ? "no per-process figure"
+                       : delta_used         ? "unified, the pool's drop is counted on another device"
+                                            : "unified, MemAvailable unreadable");
+        }
     }
+    snprintf(f->detail, sizeof f->detail, "%s%s", footprint_partial(f) ? "partial: " : "",
+             why.len > 2 ? why.p + 2 : "no GPU");
     v->has_fp = true;
     char err[256];
     if (s->env.st && v->run_hash[0] && store_footprint_put(s->env.st, f, err, sizeof err) != 0)
@@ -841,12 +885,27 @@ static void measured(svc *v, const snapshot *snap)
     buf_printf(&d, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)f->host_bytes);
     for (size_t g = 0; g < f->ngpu; g++)
         buf_printf(&d, "%s\"%d\":%llu", g ? "," : "", f->gpu[g].index, (unsigned long long)f->gpu[g].bytes);
-    buf_printf(&d, "},\"load_ms\":%lld,\"config_hash\":", (long long)v->load_ms);
+    buf_adds(&d, "},\"gpu_how\":{");
+    for (size_t g = 0; g < f->ngpu; g++)
+        buf_printf(&d, "%s\"%d\":\"%s\"", g ? "," : "", f->gpu[g].index, fp_gpu_how_names[f->gpu[g].how]);
+    buf_printf(&d, "},\"partial\":%s,\"detail\":", footprint_partial(f) ? "true" : "false");
+    buf_json_str(&d, f->detail);
+    if (v->adm_meminfo_ok)
+        buf_printf(&d, ",\"admission_mem_available_bytes\":%llu", (unsigned long long)v->adm_mem_available);
+    else
+        buf_adds(&d, ",\"admission_mem_available_bytes\":null");
+    if (snap->host.meminfo_ok)
+        buf_printf(&d, ",\"ready_mem_available_bytes\":%llu", (unsigned long long)snap->host.mem_available);
+    else
+        buf_adds(&d, ",\"ready_mem_available_bytes\":null");
+    buf_printf(&d, ",\"load_ms\":%lld,\"config_hash\":", (long long)v->load_ms);
     buf_json_str(&d, v->run_hash);
     buf_adds(&d, "}");
-    char words[160];
-    snprintf(words, sizeof words, "measured %llu MiB host over %d process(es)", (unsigned long long)(host >> 20), n);
+    char *words = xasprintf("measured %llu MiB host over %d process(es)%s%s", (unsigned long long)(host >> 20), n,
+                            why.p ? why.p : "", footprint_partial(f) ? " (partial)" : "");
     emit(s, v->id, "footprint", NULL, NULL, words, d.p);
+    free(words);
+    buf_release(&why);
     buf_release(&d);
     release_reservation(v);
     end_start(v, "ready", 200, NULL, NULL, NULL);
@@ -1270,6 +1329,8 @@ static void admit_with(svc *v, const snapshot *snap)
     }
     v->admitted = nd.n;
     v->has_admitted = true;
+    v->adm_mem_available = snap->host.mem_available;
+    v->adm_meminfo_ok = snap->host.meminfo_ok;
     v->reserved = true;
     spawn_it(v, p);
 }
@@ -1773,7 +1834,12 @@ static void service_json(sup *s, svc *v, buf *out)
         buf_printf(out, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)v->fp.host_bytes);
         for (size_t g = 0; g < v->fp.ngpu; g++)
             buf_printf(out, "%s\"%d\":%llu", g ? "," : "", v->fp.gpu[g].index, (unsigned long long)v->fp.gpu[g].bytes);
-        buf_printf(out, "},\"load_ms\":%lld,\"measured_at\":", (long long)v->load_ms);
+        buf_adds(out, "},\"gpu_how\":{");
+        for (size_t g = 0; g < v->fp.ngpu; g++)
+            buf_printf(out, "%s\"%d\":\"%s\"", g ? "," : "", v->fp.gpu[g].index, fp_gpu_how_names[v->fp.gpu[g].how]);
+        buf_printf(out, "},\"partial\":%s,\"detail\":", footprint_partial(&v->fp) ? "true" : "false");
+        buf_json_str(out, v->fp.detail);
+        buf_printf(out, ",\"load_ms\":%lld,\"measured_at\":", (long long)v->load_ms);
         json_ts(out, v->fp.measured_at_ms);
         buf_adds(out, "}");
     } else {

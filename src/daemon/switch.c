@@ -80,6 +80,8 @@ struct swx {
     void *drain_ud;
     switch_undrain_fn undrain_fn;
     void *undrain_ud;
+    switch_end_fn end_fn;
+    void *end_ud;
     uint64_t drain_ticket;
     run *dry_head;                     /* dry runs waiting for their snapshot */
     kept_result results[RESULTS_KEPT]; /* a ring */
@@ -95,6 +97,7 @@ struct run {
     switch_cb cb;
     void *ud;
     bool answered, abandoned;
+    bool end_reported; /* the end hook was called */
     int refs; /* callbacks outstanding */
     run *next_dry;
 
@@ -589,11 +592,22 @@ static void answer(run *r, int status, const char *code, const char *message, co
 
 static void queue_next(swx *x);
 
+/* The end hook, once per switch that began (switch_set_end). */
+static void report_end(run *r, const char *outcome)
+{
+    swx *x = r->x;
+    if (r->dry || r->end_reported || !x->end_fn) return;
+    r->end_reported = true;
+    x->end_fn(x, r->id, r->mode, r->origin, outcome, clock_mono_ms() - r->t0_mono, x->end_ud);
+}
+
 /* The run is over (answered): let the next one in, free it when nothing
  * it waits for is left. */
 static void run_done(run *r)
 {
     swx *x = r->x;
+    /* the journal's final state; no journal entry (it could not be written): refused */
+    report_end(r, r->id > 0 && r->rec.state ? r->rec.state : "refused");
     r->st = ST_DONE;
     if (x->cur == r) {
         x->cur = NULL;
@@ -867,6 +881,12 @@ static void drain_timeout(uv_timer_t *t)
     run *r = x->cur;
     if (!r || r->st != ST_DRAIN || !r->drain_ticket) return;
     drain_end(r, true, "drain_timeout passed: in-flight requests were cut off");
+}
+
+void switch_set_end(swx *x, switch_end_fn fn, void *ud)
+{
+    x->end_fn = fn;
+    x->end_ud = ud;
 }
 
 void switch_drained(swx *x, uint64_t ticket)
@@ -1827,6 +1847,7 @@ void switch_shutdown(swx *x)
         r->abandoned = true;
         journal_state(r, "interrupted", true,
                       "the daemon shut down during the switch; no rollback was tried (every service is stopped)");
+        report_end(r, "interrupted");
         answer(r, 503, "shutting_down", "the daemon is shutting down; the switch was abandoned", NULL);
         r->st = ST_DONE;
         x->cur = NULL;

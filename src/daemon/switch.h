@@ -113,6 +113,19 @@ void switch_set_drain(swx *x, switch_drain_fn fn, void *ud);
 void switch_set_undrain(swx *x, switch_undrain_fn fn, void *ud);
 void switch_drained(swx *x, uint64_t ticket);
 
+/* The end hook (optional; the daemon feeds its metrics from it): called
+ * on the loop once for every switch that began, whoever asked for it,
+ * when its outcome is decided: outcome "committed", "rolled_back",
+ * "failed" (also: settled in none), "refused" (ended at its plan, or the
+ * journal could not be written: nothing was touched) or "interrupted"
+ * (the daemon shut down during it); duration_ms from the request to the
+ * answer; origin as asked ("cli", "api", "startup", "router").  Not
+ * called for a dry run.  Strings borrowed for the call; the hook may not
+ * call switch_request or switch_shutdown. */
+typedef void (*switch_end_fn)(swx *x, int64_t id, const char *to_mode, const char *origin, const char *outcome,
+                              int64_t duration_ms, void *ud);
+void switch_set_end(swx *x, switch_end_fn fn, void *ud);
+
 /* Once, after reconcile: close every journal entry a crash left open
  * (state interrupted, a switch.phase event saying so), then bring up
  * switch.startup_mode (none | last | a mode id) through a switch with

@@ -230,6 +230,49 @@ static int declared_need(const preset *p, const snapshot *snap, need_detail *out
     return 0;
 }
 
+void need_from_footprint(const footprint *f, need_detail *out)
+{
+    snprintf(out->n.source, sizeof out->n.source, "measured");
+    out->n.host_bytes = f->host_bytes;
+    out->n.ngpu = f->ngpu < HOST_MAX_GPUS ? f->ngpu : HOST_MAX_GPUS;
+    for (size_t i = 0; i < out->n.ngpu; i++) {
+        out->n.gpu[i].index = f->gpu[i].index;
+        out->n.gpu[i].bytes = f->gpu[i].bytes;
+    }
+    buf b = BUF_INIT;
+    if (footprint_partial(f)) {
+        buf_adds(&b, "measured (host");
+        for (size_t i = 0; i < out->n.ngpu; i++)
+            if (f->gpu[i].how != FP_GPU_ADMITTED) buf_printf(&b, ", gpu %d", f->gpu[i].index);
+        buf_adds(&b, ") + admitted (");
+        const char *sep = "";
+        for (size_t i = 0; i < out->n.ngpu; i++)
+            if (f->gpu[i].how == FP_GPU_ADMITTED) {
+                buf_printf(&b, "%sgpu %d", sep, f->gpu[i].index);
+                sep = ", ";
+            }
+        buf_adds(&b, ")");
+    } else {
+        buf_adds(&b, "measured");
+    }
+    buf_printf(&b, " after a start of '%s' with the same configuration: host: RSS of the process group", f->service);
+    for (size_t i = 0; i < out->n.ngpu; i++) {
+        switch (f->gpu[i].how) {
+        case FP_GPU_NVML: buf_printf(&b, "; gpu %d: NVML per-process memory", f->gpu[i].index); break;
+        case FP_GPU_UNIFIED:
+            buf_printf(&b, "; gpu %d: unified: MemAvailable delta (admission to ready) minus the group's RSS",
+                       f->gpu[i].index);
+            break;
+        case FP_GPU_ADMITTED:
+            buf_printf(&b, "; gpu %d: per-process figures not available, the admitted bytes stand in",
+                       f->gpu[i].index);
+            break;
+        }
+    }
+    snprintf(out->detail, sizeof out->detail, "%s", b.p ? b.p : "");
+    buf_release(&b);
+}
+
 int service_need(const preset *p, const settings *s, const snapshot *snap, store *st, need_detail *out, char *err,
                  size_t errlen)
 {
@@ -245,15 +288,7 @@ int service_need(const preset *p, const settings *s, const snapshot *snap, store
         footprint f;
         int r = store_footprint_get(st, out->hash, &f, herr, sizeof herr);
         if (r == 1) {
-            snprintf(out->n.source, sizeof out->n.source, "measured");
-            out->n.host_bytes = f.host_bytes;
-            out->n.ngpu = f.ngpu;
-            for (size_t i = 0; i < f.ngpu; i++) {
-                out->n.gpu[i].index = f.gpu[i].index;
-                out->n.gpu[i].bytes = f.gpu[i].bytes;
-            }
-            snprintf(out->detail, sizeof out->detail, "measured after a start of '%s' with the same configuration",
-                     f.service);
+            need_from_footprint(&f, out);
             return 0;
         }
     }

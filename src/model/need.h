@@ -27,6 +27,12 @@ typedef struct need_detail {
 /* st may be NULL (no measurements).  0, or -1 with err. */
 int service_need(const preset *p, const settings *s, const snapshot *snap, store *st, need_detail *out, char *err,
                  size_t errlen);
+/* The need a measured footprint stands for (source "measured"), with a
+ * detail that says how each figure was obtained: the host's RSS of the
+ * process group, per GPU NVML's per-process figures, a unified device's
+ * MemAvailable delta, or, for a partial footprint, the admitted bytes
+ * ("measured (host) + admitted (gpu N) ..."). */
+void need_from_footprint(const footprint *f, need_detail *out);
 /* The estimator's parameters for a llama.cpp preset on this snapshot, and
  * the snapshot indices of the devices it uses (dev_index[0..ndev)). */
 void need_est_params(const preset *p, const snapshot *snap, est_params *ep, int *dev_index);

@@ -120,6 +120,9 @@ struct srv_conn {
     bool congested;   /* queued output passed write_high */
     bool nobody;      /* the streamed response has no body (HEAD, 204, 304) */
     int64_t body_left; /* srv_respond_head with a length: bytes still owed; else -1 */
+    int fail_status;   /* the error status the server answered the current request with, or 0 */
+    uint64_t body_deadline; /* uv_now when the body deadline passes (T_BODY) */
+    uint64_t body_rest;     /* ms of it left while the body is paused */
     void *ud;         /* srv_conn_set_ud */
 };
 
@@ -391,8 +394,12 @@ static void req_fail(srv_conn *c, int status, const char *msg)
         return;
     }
     c->req_dead = true;
-    if (c->streaming) conn_kill(c);
-    else send_error(c, status, msg);
+    if (c->streaming) {
+        conn_kill(c);
+    } else {
+        c->fail_status = status;
+        send_error(c, status, msg);
+    }
     fire_abort(c);
 }
 
@@ -501,6 +508,7 @@ static void req_begin(srv_conn *c)
     c->streaming = c->chunked = c->nobody = false;
     c->body_left = -1;
     c->req_dead = c->aborted = false;
+    c->fail_status = 0;
     c->keep_alive = c->msg.keep_alive && !c->s->closing;
     c->is_head = view_ieq(&c->msg.method, "HEAD");
     c->n_requests++;
@@ -572,6 +580,7 @@ static void conn_process(srv_conn *c)
             c->phase = PH_BODY;
             if (c->msg.framing != HTTP_FRAME_NONE) {
                 timer_arm(c, T_BODY, c->s->o.body_timeout_ms);
+                c->body_deadline = uv_now(c->s->loop) + (uint64_t)c->s->o.body_timeout_ms;
                 const view *ex = http_msg_field(&c->msg, "expect", 0);
                 if (ex && c->msg.minor == 1 && view_ieq(ex, "100-continue")) {
                     buf b = BUF_INIT;
@@ -824,7 +833,11 @@ void srv_pause_body(srv_conn *c)
         uv_read_stop(&c->h.stream);
         c->reading = false;
     }
-    timer_arm(c, T_NONE, 0); /* the client is not the slow one now */
+    /* the client is not the slow one now: its deadline stops, keeping
+     * what is left of it for srv_resume_body */
+    uint64_t now = uv_now(c->s->loop);
+    c->body_rest = c->body_deadline > now ? c->body_deadline - now : 1;
+    timer_arm(c, T_NONE, 0);
 }
 
 void srv_resume_body(srv_conn *c)
@@ -832,8 +845,16 @@ void srv_resume_body(srv_conn *c)
     if (c->closed || !c->body_paused) return;
     c->body_paused = false;
     if (c->phase != PH_BODY) return;
-    timer_arm(c, T_BODY, c->s->o.body_timeout_ms);
+    /* what was left of the body deadline, not a fresh one: a client and a
+     * backend that are both slow cannot hold the connection forever */
+    c->body_deadline = uv_now(c->s->loop) + c->body_rest;
+    timer_arm(c, T_BODY, (int64_t)c->body_rest);
     if (!c->in_process) conn_process(c); /* buffered bytes first; reads again at NEED_MORE */
+}
+
+int srv_conn_fail_status(const srv_conn *c)
+{
+    return c->fail_status;
 }
 
 void srv_conn_set_ud(srv_conn *c, void *ud)

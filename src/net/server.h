@@ -23,7 +23,8 @@
  * started its response the server answers the error itself, and either
  * way on_abort follows.  srv_pause_body / srv_resume_body stop and
  * restart reading (backpressure toward a slow backend; the body deadline
- * does not run while paused).  A peer EOF while a streamed request is
+ * does not run while paused, and resuming continues it with the time it
+ * had left, not a fresh one).  A peer EOF while a streamed request is
  * owed is taken as the client leaving (on_abort), not as a half-close:
  * HTTP clients close to cancel, and a backend generating for nobody costs
  * GPU time.
@@ -189,6 +190,11 @@ bool srv_conn_congested(const srv_conn *c);
  * streamed request body. */
 void srv_pause_body(srv_conn *c);
 void srv_resume_body(srv_conn *c);
+
+/* The status of the error the server answered the current request with
+ * itself (413, 408, 400 ... while a streamed body was read), or 0.  A
+ * handler that gets on_abort may read it to record what the client got. */
+int srv_conn_fail_status(const srv_conn *c);
 
 /* The handler's own pointer for this connection (NULL at accept); it
  * lives as long as c, across requests, and is never freed by the server. */

@@ -23,6 +23,7 @@
  * the supervisor or the switch finds nothing to answer and frees the op. */
 #include "router/activate.h"
 
+#include "daemon/log.h"
 #include "util/clock.h"
 
 #include <cjson/cJSON.h>
@@ -67,6 +68,13 @@ struct act_op {
     op_stage stage;
     int64_t t0_ms, switch_t0_ms;
     char *mode;
+    /* for the router.activation event */
+    int policy;
+    bool tried_start;   /* a start beside the others came first (then the switch) */
+    size_t served, timed_out;
+    int status;         /* the last answer given to its waiters */
+    char code[24];
+    char *message;
 };
 
 struct activator {
@@ -82,6 +90,10 @@ struct activator {
     bool tick_on, flush_on;
     act_wait *iter_next; /* the waiter a progress walk visits next (act_cancel moves it) */
     bool closing;
+    /* the event sink (act_set_events) */
+    store *st;
+    act_event_fn on_event;
+    void *ev_ud;
 };
 
 /* ---- small things --------------------------------------------------------- */
@@ -201,10 +213,86 @@ static void finish(act_wait *w, int status, const char *code, const char *messag
     flush_arm(a);
 }
 
-/* Every waiter of v gets the same answer. */
+/* Every waiter of v gets the same answer; a load in flight counts them
+ * and keeps the answer for its event. */
 static void finish_all(act_svc *v, int status, const char *code, const char *message, int retry_after)
 {
-    while (v->head) finish(v->head, status, code, message, retry_after);
+    size_t n = 0;
+    while (v->head) {
+        finish(v->head, status, code, message, retry_after);
+        n++;
+    }
+    if (v->op) {
+        act_op *op = v->op;
+        op->served += n;
+        op->status = status;
+        snprintf(op->code, sizeof op->code, "%s", code ? code : "");
+        free(op->message);
+        op->message = message ? xstrdup(message) : NULL;
+    }
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
+static void act_event(activator *a, const char *service, int policy, const char *action, const char *to_mode,
+                      bool tried_start, size_t waiters, size_t timed_out, int64_t duration_ms, int status,
+                      const char *code, const char *message)
+{
+    if (!a->st && !a->on_event) return;
+    const char *pol = policy >= 0 && policy <= ACT_REJECT ? activation_names[policy] : "switch";
+    const char *outcome = status == 200 ? "ready" : code && *code ? code : "failed";
+    buf r = BUF_INIT;
+    buf_printf(&r, "'%s': ", service);
+    if (!strcmp(action, "switch"))
+        buf_printf(&r, "%sswitch to '%s'", tried_start ? "start refused by the gate, then " : "",
+                   to_mode ? to_mode : "?");
+    else
+        buf_adds(&r, action);
+    buf_printf(&r, " (activation %s): ", pol);
+    if (status == 200)
+        buf_printf(&r, "ready after %lld ms", (long long)duration_ms);
+    else
+        buf_printf(&r, "%s (%d) after %lld ms", outcome, status, (long long)duration_ms);
+    buf_printf(&r, ", %zu waiter(s) served", waiters);
+    if (timed_out) buf_printf(&r, ", %zu timed out", timed_out);
+    buf d = BUF_INIT;
+    buf_adds(&d, "{\"service\":");
+    buf_json_str(&d, service);
+    buf_adds(&d, ",\"policy\":");
+    buf_json_str(&d, pol);
+    buf_adds(&d, ",\"action\":");
+    buf_json_str(&d, action);
+    buf_adds(&d, ",\"mode\":");
+    if (to_mode)
+        buf_json_str(&d, to_mode);
+    else
+        buf_adds(&d, "null");
+    buf_printf(&d, ",\"tried_start\":%s,\"waiters\":%zu,\"timed_out\":%zu,\"duration_ms\":%lld,\"outcome\":",
+               tried_start ? "true" : "false", waiters, timed_out, (long long)duration_ms);
+    buf_json_str(&d, outcome);
+    buf_printf(&d, ",\"status\":%d,\"message\":", status);
+    if (message && status != 200)
+        buf_json_str(&d, message);
+    else
+        buf_adds(&d, "null");
+    buf_addc(&d, '}');
+    store_event e = {.ts_ms = clock_unix_ms(), .service = service, .kind = "router.activation", .reason = r.p,
+                     .data = d.p};
+    if (a->st) {
+        char err[256];
+        if (store_event_add(a->st, &e, &e.id, err, sizeof err) != 0)
+            log_warn("activator: cannot store a 'router.activation' event of '%s': %s", service, err);
+    }
+    if (a->on_event) a->on_event(&e, a->ev_ud);
+    buf_release(&d);
+    buf_release(&r);
+}
+
+/* A refusal without a load: one event for the waiters it answered. */
+static void refused_event(activator *a, const char *service, int policy, size_t waiters, int status, const char *code,
+                          const char *message)
+{
+    act_event(a, service, policy, "refused", NULL, false, waiters, 0, 0, status, code, message);
 }
 
 static void deliver(act_wait *w)
@@ -285,13 +373,23 @@ static char *switch_in_progress(activator *a)
 
 /* ---- loads ------------------------------------------------------------------ */
 
+static void op_free(act_op *op)
+{
+    free(op->mode);
+    free(op->message);
+    free(op);
+}
+
 static void op_end(act_op *op, bool ok)
 {
     activator *a = op->a;
-    rm_activation(a->m, (double)(clock_mono_ms() - op->t0_ms) / 1000.0, ok);
+    int64_t ms = clock_mono_ms() - op->t0_ms;
+    rm_activation(a->m, (double)ms / 1000.0, ok);
     op->v->op = NULL;
-    free(op->mode);
-    free(op);
+    act_event(a, op->v->id, op->policy, op->stage == OP_SWITCH ? "switch" : "start",
+              op->stage == OP_SWITCH ? op->mode : NULL, op->tried_start, op->served, op->timed_out, ms,
+              ok ? 200 : op->status, op->code, op->message);
+    op_free(op);
 }
 
 static void on_switch(const switch_result *r, void *ud);
@@ -312,8 +410,7 @@ static void on_sup(const sup_result *r, void *ud)
     act_op *op = ud;
     activator *a = op->a;
     if (!a) {
-        free(op->mode);
-        free(op);
+        op_free(op);
         return;
     }
     act_svc *v = op->v;
@@ -328,6 +425,7 @@ static void on_sup(const sup_result *r, void *ud)
         if (op->stage == OP_START_FIRST && a->sw && a->cfg) {
             const mode *md = smallest_mode(a->cfg, id);
             if (md) {
+                op->tried_start = true;
                 begin_switch(op, md->id);
                 return;
             }
@@ -354,12 +452,11 @@ static void on_switch(const switch_result *r, void *ud)
     act_op *op = ud;
     activator *a = op->a;
     if (!a) {
-        free(op->mode);
-        free(op);
+        op_free(op);
         return;
     }
     act_svc *v = op->v;
-    rm_switch(a->m, (double)(clock_mono_ms() - op->switch_t0_ms) / 1000.0, r->status == 200);
+    /* the switch's duration is counted by the daemon's switch-end hook (every switch, not only ours) */
     if (r->status == 200) {
         svc_state st;
         if (state_of(a, v->id, &st, NULL) && st == SVC_READY) {
@@ -392,6 +489,7 @@ static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
     op->a = a;
     op->v = v;
     op->t0_ms = clock_mono_ms();
+    op->policy = policy;
     v->op = op;
     if (policy == ACT_SWITCH && st == SVC_DOWN && a->sw && a->cfg) {
         /* a switch in progress owns the memory: ours waits for it, then
@@ -432,7 +530,9 @@ static void drive(activator *a, act_svc *v)
     if (st == SVC_STOPPING) return; /* the tick comes back once it is down */
     if (st == SVC_FAILED) {
         char *m = failed_message(v->id);
+        size_t n = v->n;
         finish_all(v, 503, "unavailable", m, 0);
+        refused_event(a, v->id, policy_of(a, preset_for(a, v->id)), n, 503, "unavailable", m);
         free(m);
         return;
     }
@@ -457,6 +557,7 @@ static void tick_cb(uv_timer_t *t)
                 char *m = xasprintf("'%s' was not ready within router.queue_timeout (%lld ms); its activation goes on",
                                     v->id, (long long)limit);
                 finish(w, 504, "timeout", m, 0);
+                if (v->op) v->op->timed_out++;
                 free(m);
             }
         }
@@ -511,6 +612,13 @@ activator *act_new(uv_loop_t *loop, sup *s, swx *sw, const config *cfg, rmetrics
     return a;
 }
 
+void act_set_events(activator *a, store *st, act_event_fn on_event, void *ud)
+{
+    a->st = st;
+    a->on_event = on_event;
+    a->ev_ud = ud;
+}
+
 void act_set_config(activator *a, const config *cfg)
 {
     a->cfg = cfg;
@@ -551,12 +659,14 @@ act_wait *act_request(activator *a, const char *service, act_done_cb done, act_p
         char *m = xasprintf("'%s' is %s and its activation is reject: start it with gpumod service start %s",
                             service, svc_state_names[st], service);
         finish(w, 503, "unavailable", m, ACT_RETRY_AFTER_S);
+        refused_event(a, service, policy, 1, 503, "unavailable", m);
         free(m);
         return w;
     }
     if (st == SVC_FAILED && !v->op) {
         char *m = failed_message(service);
         finish(w, 503, "unavailable", m, 0);
+        refused_event(a, service, policy, 1, 503, "unavailable", m);
         free(m);
         return w;
     }

@@ -22,6 +22,7 @@
 #include "daemon/supervisor.h"
 #include "daemon/switch.h"
 #include "router/rmetrics.h"
+#include "store/db.h"
 #include "util/buf.h"
 
 typedef struct activator activator;
@@ -45,6 +46,21 @@ typedef void (*act_progress_cb)(void *ud, int pct, const char *state);
 /* cfg borrowed (act_set_config on reload); m may be NULL. */
 activator *act_new(uv_loop_t *loop, sup *s, swx *sw, const config *cfg, rmetrics *m);
 void act_set_config(activator *a, const config *cfg);
+
+/* The event sink (optional; none until set): one `router.activation`
+ * event per activation, stored in st (NULL: not stored) and passed to
+ * on_event (NULL: nobody), both borrowed.  An activation is one shared
+ * load (a start, or a switch to a mode, with every waiter it served) or
+ * a refusal without a load (activation reject, a failed service).
+ * reason: "'chat': start (activation switch): ready after 812 ms, 2
+ * waiter(s) served"; data: {service, policy, action ("start", "switch",
+ * "refused"), mode (the switch's, else null), tried_start (a switch
+ * after the gate refused a start beside the others), waiters (answered
+ * by the activation), timed_out (waiters that hit router.queue_timeout
+ * meanwhile), duration_ms, outcome ("ready", else the error code the
+ * waiters got), status, message}. */
+typedef void (*act_event_fn)(const store_event *e, void *ud);
+void act_set_events(activator *a, store *st, act_event_fn on_event, void *ud);
 
 /* Wait until service (configured id) is ready.  The callback is never
  * called from inside this call (a ready service answers on the next loop

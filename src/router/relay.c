@@ -65,6 +65,8 @@ struct relay {
     bool own_sse;    /* ... and it was ours: SSE while waiting */
     bool resp_sse;   /* the response is an event stream */
     bool want_sse;   /* the client asked for a stream */
+    char tail[4];    /* the last bytes relayed to the client (SSE: does an event end there?) */
+    size_t ntail;
     int up_status;
     buf errbody;     /* own_sse and a backend error: its body */
     int status;      /* what the client got */
@@ -149,11 +151,15 @@ static void finish(relay *x)
                    ttfb >= 0 ? (double)ttfb / 1e6 : -1.0, (double)dur / 1e6);
         rm_inflight(rt->rm, -1);
     }
-    srv_conn_set_ud(x->c, NULL);
     if (!x->ended) {
+        /* the connection may carry the next pipelined request (another
+         * relay) only after srv_end, so the pointer is still ours here */
+        if (srv_conn_ud(x->c) == x) srv_conn_set_ud(x->c, NULL);
         x->ended = true;
         srv_end(x->c); /* frees c when the peer has gone */
     }
+    /* x->c is not touched after srv_end: it may be freed, or answering
+     * the next request on the connection */
     if (x->prev) x->prev->next = x->next;
     else rt->all = x->next;
     if (x->next) x->next->prev = x->prev;
@@ -164,10 +170,39 @@ static void finish(relay *x)
 
 /* "event: error" with the error JSON: how a stream that has begun learns
  * that it failed. */
+static void tail_note(relay *x, const char *p, size_t n)
+{
+    if (n >= 4) {
+        memcpy(x->tail, p + n - 4, 4);
+        x->ntail = 4;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (x->ntail == 4) {
+            memmove(x->tail, x->tail + 1, 3);
+            x->ntail = 3;
+        }
+        x->tail[x->ntail++] = p[i];
+    }
+}
+
+/* Whether what went to the client ends between two SSE events (a blank
+ * line: \n\n, \r\r or \r\n\r\n), or nothing went yet. */
+static bool sse_at_boundary(const relay *x)
+{
+    const char *t = x->tail;
+    size_t n = x->ntail;
+    if (!n) return true;
+    if (n >= 2 && ((t[n - 2] == '\n' && t[n - 1] == '\n') || (t[n - 2] == '\r' && t[n - 1] == '\r'))) return true;
+    return n == 4 && !memcmp(t, "\r\n\r\n", 4);
+}
+
 static void sse_error(relay *x, int status, const char *code, const char *message)
 {
     buf j = BUF_INIT, b = BUF_INIT;
     router_error_json(&j, x->anthropic, status, code, message);
+    /* a half-written event is ended first, so the error is an event of its own */
+    if (!sse_at_boundary(x)) buf_adds(&b, "\n\n");
     buf_printf(&b, "event: error\ndata: %s\n\n", j.p);
     if (srv_write(x->c, b.p, b.len) == 0) x->bytes_out += b.len;
     buf_release(&j);
@@ -185,7 +220,7 @@ static void fail(relay *x, int status, const char *code, const char *message, in
         x->up = NULL;
     }
     if (!x->ended) {
-        srv_conn_set_ud(x->c, NULL);
+        if (srv_conn_ud(x->c) == x) srv_conn_set_ud(x->c, NULL);
         if (!x->head_sent) {
             buf b = BUF_INIT;
             router_error_json(&b, x->anthropic, status, code, message);
@@ -214,7 +249,15 @@ void relay_kill(relay *x, int status, const char *code, const char *message)
 
 void relay_client_gone(relay *x)
 {
-    x->client_gone = true;
+    /* the server itself answered (413 body too large, 408 body deadline,
+     * a malformed body): the client got that status, it did not leave */
+    int st = x->ended ? 0 : srv_conn_fail_status(x->c);
+    if (st) {
+        x->status = st;
+        x->head_sent = true;
+    } else {
+        x->client_gone = true;
+    }
     if (x->up) { /* the backend must see the disconnect now, so it stops generating */
         upstream_abort(x->up);
         x->up = NULL;
@@ -254,8 +297,9 @@ static void up_head(upstream_req *r, const http_msg *m, void *ud)
     http_field *f = n <= 64 ? stackf : xmalloc(n * sizeof *f);
     size_t k = 0;
     for (size_t i = 0; i < m->n_fields; i++) {
-        /* our own CORS fields replace the backend's */
-        if (origin && m->fields[i].name.len > 28 && !strncasecmp(m->fields[i].name.p, "access-control-", 15)) continue;
+        /* the backend's CORS fields never reach the client: the router's
+         * own (for an allowed origin) replace them */
+        if (m->fields[i].name.len >= 15 && !strncasecmp(m->fields[i].name.p, "access-control-", 15)) continue;
         f[k++] = m->fields[i];
     }
     if (origin) {
@@ -279,6 +323,7 @@ static void up_data(upstream_req *r, const view *d, void *ud)
         return;
     }
     if (srv_write(x->c, d->p, d->len) == 0) x->bytes_out += d->len;
+    if (x->resp_sse || x->own_sse) tail_note(x, d->p, d->len);
     if (!x->up_paused && srv_conn_congested(x->c)) {
         x->up_paused = true;
         upstream_pause(x->up);
@@ -315,7 +360,7 @@ static void up_end(upstream_req *r, int err, const char *msg, void *ud)
             return;
         }
         if (!x->ended) {
-            srv_conn_set_ud(x->c, NULL);
+            if (srv_conn_ud(x->c) == x) srv_conn_set_ud(x->c, NULL);
             x->ended = true;
             srv_end(x->c);
         }
@@ -519,6 +564,7 @@ static void act_progress(void *ud, int pct, const char *state)
     int n = pct >= 0 ? snprintf(b, sizeof b, ": loading %d%%\n\n", pct)
                      : snprintf(b, sizeof b, ": loading (%s)\n\n", state ? state : "waiting");
     if (srv_write(x->c, b, (size_t)n) == 0) x->bytes_out += (uint64_t)n;
+    tail_note(x, b, (size_t)n);
 }
 
 static void dispatch(relay *x)

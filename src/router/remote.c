@@ -14,6 +14,7 @@
 #include "router/rint.h"
 #include "router/tls.h"
 #include "util/clock.h"
+#include "util/url.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -42,7 +43,8 @@ int rsvc_endpoint(rsvc *s, const preset *p, char *err, size_t errlen)
     free(s->prefix);
     free(s->auth);
     free(s->key_env);
-    s->host = s->prefix = s->auth = s->key_env = NULL;
+    free(s->conf_err);
+    s->host = s->prefix = s->auth = s->key_env = s->conf_err = NULL;
     s->remote = p->driver == DRV_REMOTE;
     s->https = false;
     s->router_mode = p->driver == DRV_LLAMACPP && p->llama.models_dir && !p->model_path;
@@ -57,54 +59,25 @@ int rsvc_endpoint(rsvc *s, const preset *p, char *err, size_t errlen)
         return 0;
     }
     const char *u = p->remote.base_url;
+    url_base ub;
+    char uerr[400];
+    char *err0 = err;
+    size_t errlen0 = errlen;
     if (!u) {
         snprintf(err, errlen, "remote service '%s': remote.base_url is not set", p->id);
+    } else if (url_base_parse(u, &ub, uerr, sizeof uerr)) {
+        snprintf(err, errlen, "remote service '%s': %s", p->id, uerr);
+    } else {
+        s->https = ub.https;
+        s->host = xstrdup(ub.host);
+        s->port = ub.port;
+        s->prefix = xstrdup(ub.path);
+        err = NULL;
+    }
+    if (err) {
+        s->conf_err = xstrdup(err);
         return -1;
     }
-    const char *rest;
-    if (!strncasecmp(u, "https://", 8)) {
-        s->https = true;
-        rest = u + 8;
-    } else if (!strncasecmp(u, "http://", 7)) {
-        rest = u + 7;
-    } else {
-        snprintf(err, errlen, "remote service '%s': base_url '%s' must start with http:// or https://", p->id, u);
-        return -1;
-    }
-    const char *slash = strchr(rest, '/');
-    size_t alen = slash ? (size_t)(slash - rest) : strlen(rest);
-    char *auth = xstrndup(rest, alen);
-    int port = s->https ? 443 : 80;
-    char *host;
-    if (auth[0] == '[') { /* [v6]:port */
-        char *close = strchr(auth, ']');
-        if (!close) goto bad;
-        host = xstrndup(auth + 1, (size_t)(close - auth - 1));
-        if (close[1] == ':') port = atoi(close + 2);
-        else if (close[1]) {
-            free(host);
-            goto bad;
-        }
-    } else {
-        char *colon = strrchr(auth, ':');
-        if (colon) {
-            host = xstrndup(auth, (size_t)(colon - auth));
-            port = atoi(colon + 1);
-        } else {
-            host = xstrdup(auth);
-        }
-    }
-    if (!*host || port <= 0 || port > 65535 || strchr(host, '@')) {
-        free(host);
-        goto bad;
-    }
-    free(auth);
-    s->host = host;
-    s->port = port;
-    const char *path = slash ? slash : "";
-    size_t plen = strlen(path);
-    while (plen && path[plen - 1] == '/') plen--;
-    s->prefix = xstrndup(path, plen);
     if (p->remote.api_key_env && *p->remote.api_key_env) {
         s->key_env = xstrdup(p->remote.api_key_env);
         const char *k = getenv(p->remote.api_key_env);
@@ -112,14 +85,19 @@ int rsvc_endpoint(rsvc *s, const preset *p, char *err, size_t errlen)
             bool clean = true;
             for (const char *q = k; *q; q++)
                 if ((unsigned char)*q < 0x21 || *q == 0x7f) clean = false;
-            if (clean) s->auth = xasprintf("Bearer %s", k);
+            if (clean) {
+                s->auth = xasprintf("Bearer %s", k);
+            } else {
+                /* never sent without it, silently: every request says why */
+                s->conf_err = xasprintf("remote service '%s': the variable '%s' (remote.api_key_env) holds a key "
+                                        "with a space or a control character; it cannot be sent",
+                                        p->id, p->remote.api_key_env);
+                snprintf(err0, errlen0, "%s", s->conf_err);
+                return -1;
+            }
         }
     }
     return 0;
-bad:
-    free(auth);
-    snprintf(err, errlen, "remote service '%s': base_url '%s' is not scheme://host[:port][/path]", p->id, u);
-    return -1;
 }
 
 char *rsvc_target(const rsvc *s, const char *target, size_t len)
@@ -133,20 +111,25 @@ char *rsvc_target(const rsvc *s, const char *target, size_t len)
 
 bool rsvc_forward_field(const rsvc *s, const http_field *f)
 {
-    if (!s->remote) return true;
+    if (!s->remote && !(s->rt && s->rt->keys.n)) return true;
     if (f->name.len == 13 && !strncasecmp(f->name.p, "authorization", 13)) return false;
     if (f->name.len == 9 && !strncasecmp(f->name.p, "x-api-key", 9)) return false;
     return true;
 }
 
-static upstream_pool *pool_make(router *rt, rsvc *s, const char *ip, char *err, size_t errlen)
+#define GAI_MAX 8 /* addresses of a name tried in turn */
+
+static upstream_pool *pool_make(router *rt, rsvc *s, const char *const *ips, size_t n_ips, char *err,
+                                size_t errlen)
 {
+    const char *ip = ips[0];
     char hh[300];
     bool dflt = s->port == (s->https ? 443 : 80);
     bool v6 = strchr(s->host, ':') != NULL;
     if (dflt) snprintf(hh, sizeof hh, v6 ? "[%s]" : "%s", s->host);
     else snprintf(hh, sizeof hh, v6 ? "[%s]:%d" : "%s:%d", s->host, s->port);
-    upstream_opts o = {.host = ip, .port = s->port, .host_header = s->remote ? hh : NULL};
+    upstream_opts o = {.host = ip, .port = s->port, .host_header = s->remote ? hh : NULL,
+                       .more_hosts = n_ips > 1 ? ips + 1 : NULL, .n_more_hosts = n_ips > 1 ? n_ips - 1 : 0};
     if (s->https) {
         if (tls_require(s->id, err, errlen)) return NULL;
         o.tls = &tls_upstream_ops;
@@ -197,16 +180,26 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         return;
     }
     s->gai = NULL;
-    char ip[INET6_ADDRSTRLEN] = "";
+    /* every address, in getaddrinfo's order: a connect that fails goes on
+     * to the next (a name giving ::1 first to a server on IPv4 only) */
+    char ipb[GAI_MAX][INET6_ADDRSTRLEN];
+    const char *ips[GAI_MAX];
+    size_t n_ips = 0;
     if (status == 0 && res) {
-        for (struct addrinfo *a = res; a && !*ip; a = a->ai_next) {
+        for (struct addrinfo *a = res; a && n_ips < GAI_MAX; a = a->ai_next) {
+            char *ip = ipb[n_ips];
             if (a->ai_family == AF_INET)
-                inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, ip, sizeof ip);
+                inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, ip, INET6_ADDRSTRLEN);
             else if (a->ai_family == AF_INET6)
-                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, ip, sizeof ip);
+                inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, ip, INET6_ADDRSTRLEN);
+            else continue;
+            bool dup = false;
+            for (size_t k = 0; k < n_ips; k++) dup = dup || !strcmp(ips[k], ip);
+            if (!dup) ips[n_ips++] = ip;
         }
     }
     uv_freeaddrinfo(res);
+    const char *ip = n_ips ? ips[0] : "";
     router *rt = op->rt;
     gai_free_maybe(op);
     char err[512];
@@ -217,7 +210,7 @@ static void on_gai(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
         rsvc_unref(s);
         return;
     }
-    upstream_pool *p = pool_make(rt, s, ip, err, sizeof err);
+    upstream_pool *p = pool_make(rt, s, ips, n_ips, err, sizeof err);
     if (!p) {
         fail_waiters(s, 502, "upstream_unreachable", err);
         rsvc_unref(s);
@@ -255,6 +248,10 @@ void rsvc_gai_abandon(rsvc *s)
 
 int rsvc_pool(router *rt, rsvc *s, relay *x, upstream_pool **out, char *err, size_t errlen)
 {
+    if (s->conf_err) {
+        snprintf(err, errlen, "%s", s->conf_err);
+        return -1;
+    }
     if (!s->host) {
         snprintf(err, errlen, "service '%s' has no usable address (remote.base_url)", s->id);
         return -1;
@@ -268,7 +265,8 @@ int rsvc_pool(router *rt, rsvc *s, relay *x, upstream_pool **out, char *err, siz
         return 1;
     }
     if (!named) {
-        upstream_pool *p = pool_make(rt, s, s->host, err, errlen);
+        const char *one[1] = {s->host};
+        upstream_pool *p = pool_make(rt, s, one, 1, err, errlen);
         if (!p) return -1;
         pool_set(rt, s, p, s->host, INT64_MAX);
         *out = p;
@@ -313,4 +311,22 @@ void rsvc_pool_drop(router *rt, rsvc *s)
     free(s->pool_ip);
     s->pool_ip = NULL;
     s->pool_expires = 0;
+}
+
+void rsvc_endpoint_changed(rsvc *s, const char *fail_msg)
+{
+    rsvc_gai_abandon(s); /* its late answer is dropped */
+    size_t n = 0;
+    for (relay *x = s->waiting; x; x = relay_next(x)) n++;
+    if (!n) return;
+    /* taken first: a redispatched relay may wait on the list again, for a
+     * lookup of the new host */
+    relay **v = xmalloc(n * sizeof *v);
+    n = 0;
+    for (relay *x = s->waiting; x; x = relay_next(x)) v[n++] = x;
+    for (size_t i = 0; i < n; i++) {
+        if (fail_msg) relay_kill(v[i], 503, "unavailable", fail_msg);
+        else relay_redispatch(v[i]);
+    }
+    free(v);
 }

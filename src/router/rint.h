@@ -42,6 +42,7 @@ typedef struct rsvc {
     char *prefix; /* remote: base_url's path without a trailing '/' ("" for none) */
     char *auth;   /* remote: the Authorization value ("Bearer ..."), NULL without a key */
     char *key_env;
+    char *conf_err;         /* why this service cannot be reached as configured (a bad base_url or key), or NULL */
     upstream_pool *pool;
     char *pool_ip;          /* the address the pool connects to */
     int64_t pool_expires;   /* remote with a DNS name: clock_mono_ms when to resolve again */
@@ -53,6 +54,7 @@ typedef struct rsvc {
     relay *parked;          /* new requests held while it drains */
     upstream_req *listing;  /* GET /models of a router-mode service in flight */
     buf list_body;
+    bool list_over;         /* the answer passed ROUTER_LIST_MAX: dropped */
 } rsvc;
 
 struct router {
@@ -152,11 +154,17 @@ int rsvc_pool(router *rt, rsvc *s, relay *x, upstream_pool **out, char *err, siz
 void rsvc_pool_drop(router *rt, rsvc *s);
 /* Cancel a resolution in flight (its waiters must be gone). */
 void rsvc_gai_abandon(rsvc *s);
+/* The endpoint changed or the service was dropped: a resolution in
+ * flight is abandoned and its waiters go on afresh (redispatched: a new
+ * lookup of the new host, or their error), or are failed when fail_msg is
+ * given. */
+void rsvc_endpoint_changed(rsvc *s, const char *fail_msg);
 /* The upstream target for a client target on s: the remote's prefix
  * replaces a leading "/v1". Caller frees. */
 char *rsvc_target(const rsvc *s, const char *target, size_t len);
 /* Whether a client field is passed on to s (a remote never gets the
- * client's Authorization or x-api-key). */
+ * client's Authorization or x-api-key; a local engine does not either when
+ * the router's API keys are configured: the router consumed them). */
 bool rsvc_forward_field(const rsvc *s, const http_field *f);
 
 #endif

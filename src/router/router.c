@@ -58,12 +58,16 @@ void rsvc_ref(rsvc *s)
 void rsvc_unref(rsvc *s)
 {
     if (--s->refs > 0) return;
+    if (s->pool) upstream_pool_close(s->pool, NULL, NULL); /* in-flight requests finish first */
+    free(s->pool_ip);
+    s->pool = NULL;
+    s->pool_ip = NULL;
+    free(s->conf_err);
     free(s->id);
     free(s->host);
     free(s->prefix);
     free(s->auth);
     free(s->key_env);
-    free(s->pool_ip);
     buf_release(&s->list_body);
     free(s);
 }
@@ -269,12 +273,19 @@ int router_check_listen(const settings *set, const char *listen, bool insecure, 
         snprintf(err, errlen, "router: listen address '%s' is not HOST:PORT (e.g. 127.0.0.1:8010)", l ? l : "");
         return -1;
     }
-    if (is_loopback(host) || insecure) return 0;
     strv keys = STRV_INIT;
     load_keys(&keys, set->router.api_keys_env);
     size_t n = keys.n;
     strv_release(&keys);
-    if (n) return 0;
+    if (set->router.api_keys_env && *set->router.api_keys_env && !n) {
+        /* keys were asked for: never serve without them, whatever the address */
+        snprintf(err, errlen,
+                 "router: router.api_keys_env names the variable '%s', but it is %s: refusing to serve without the "
+                 "API keys it should hold; set it to comma-separated keys, or remove router.api_keys_env",
+                 set->router.api_keys_env, getenv(set->router.api_keys_env) ? "empty (no key in it)" : "not set");
+        return -1;
+    }
+    if (is_loopback(host) || insecure || n) return 0;
     if (set->router.api_keys_env)
         snprintf(err, errlen,
                  "router: listen address '%s' is not loopback and the variable '%s' (router.api_keys_env) holds no "
@@ -390,8 +401,16 @@ static void kill_list(relay **head, int status, const char *code, const char *ms
 
 static void apply_config(router *rt, const config *cfg)
 {
+    /* API keys are read once, at start (the daemon's environment does not
+     * change after it): a reload naming another variable says so */
+    const char *oenv = rt->cfg ? rt->cfg->set.router.api_keys_env : NULL, *nenv = cfg->set.router.api_keys_env;
+    if (!rt->cfg)
+        load_keys(&rt->keys, nenv);
+    else if (strcmp(oenv ? oenv : "", nenv ? nenv : ""))
+        log_warn("router: router.api_keys_env changed from '%s' to '%s': API keys are read at start; the keys "
+                 "of '%s' stay in force until the daemon is restarted",
+                 oenv ? oenv : "", nenv ? nenv : "", oenv ? oenv : "");
     rt->cfg = cfg;
-    load_keys(&rt->keys, cfg->set.router.api_keys_env);
     strv_release(&rt->cors);
     rt->cors = (strv)STRV_INIT;
     strv_copy(&rt->cors, &cfg->set.router.cors_origins);
@@ -419,7 +438,12 @@ static void apply_config(router *rt, const config *cfg)
         bool ohttps = s->https;
         char err[512];
         if (rsvc_endpoint(s, p, err, sizeof err)) log_warn("router: %s", err);
-        if (!oh || !s->host || strcmp(oh, s->host) || oport != s->port || ohttps != s->https) rsvc_pool_drop(rt, s);
+        if (!oh || !s->host || strcmp(oh, s->host) || oport != s->port || ohttps != s->https) {
+            /* a lookup of the old host is abandoned; its waiters go on
+             * with the new endpoint (or its error) */
+            rsvc_pool_drop(rt, s);
+            rsvc_endpoint_changed(s, NULL);
+        }
         free(oh);
         free(op);
         nv[i] = s;
@@ -430,6 +454,7 @@ static void apply_config(router *rt, const config *cfg)
         if (!s) continue;
         s->live = false;
         kill_list(&s->parked, 503, "unavailable", "the service was removed from the configuration");
+        rsvc_endpoint_changed(s, "the service was removed from the configuration");
         if (s->listing) {
             upstream_abort(s->listing);
             s->listing = NULL;
@@ -453,7 +478,9 @@ static void apply_config(router *rt, const config *cfg)
 static void list_data(upstream_req *r, const view *d, void *ud)
 {
     rsvc *s = ud;
-    if (s->list_body.len + d->len <= ROUTER_LIST_MAX) buf_add(&s->list_body, d->p, d->len);
+    /* past the bound nothing more is kept: a body with a hole is no JSON */
+    if (s->list_over || s->list_body.len + d->len > ROUTER_LIST_MAX) s->list_over = true;
+    else buf_add(&s->list_body, d->p, d->len);
 }
 
 static void list_end(upstream_req *r, int err, const char *msg, void *ud)
@@ -465,6 +492,10 @@ static void list_end(upstream_req *r, int err, const char *msg, void *ud)
     if (idx != SIZE_MAX) {
         if (err) {
             log_warn("router: cannot list the models of router-mode service '%s': %s", s->id, msg ? msg : "");
+        } else if (s->list_over) {
+            log_warn("router: router-mode service '%s': GET /models answered more than %zu bytes; its model list is "
+                     "kept as it was",
+                     s->id, (size_t)ROUTER_LIST_MAX);
         } else {
             cJSON *j = cJSON_ParseWithLength(s->list_body.p, s->list_body.len);
             const cJSON *data = j ? cJSON_GetObjectItemCaseSensitive(j, "data") : NULL, *e;
@@ -484,6 +515,7 @@ static void list_end(upstream_req *r, int err, const char *msg, void *ud)
         }
     }
     buf_clear(&s->list_body);
+    s->list_over = false;
     rsvc_unref(s);
 }
 
@@ -500,6 +532,7 @@ static void list_fetch(router *rt, rsvc *s)
     }
     upstream_head h = {.method = {"GET", 3}, .target = {"/models", 7}, .body_len = 0};
     buf_clear(&s->list_body);
+    s->list_over = false;
     s->listing = upstream_start(pool, &h, &list_cbs, s);
     if (!s->listing) return;
     rsvc_ref(s);
@@ -513,6 +546,16 @@ static int state_from_name(const char *n)
     for (int i = 0; i < SVC__STATES; i++)
         if (!strcmp(svc_state_names[i], n)) return i;
     return -1;
+}
+
+activator *router_activator(router *rt)
+{
+    return rt ? rt->act : NULL;
+}
+
+rmetrics *router_metrics(router *rt)
+{
+    return rt ? rt->rm : NULL;
 }
 
 void router_on_event(router *rt, const store_event *e)
@@ -575,8 +618,13 @@ static void on_drain_hook(swx *x, uint64_t ticket, const char *const *leaving, s
     }
     log_info("router: draining %zu service(s) for a mode switch: %zu request(s) in flight, up to %lld ms", n,
              inflight, (long long)timeout_ms);
-    /* switch_drained from a later loop turn, never from inside the hook */
-    uv_timer_start(&rt->drain_timer, drain_timer_cb, inflight ? (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) : 0, 0);
+    /* switch_drained from a later loop turn, never from inside the hook.
+     * The switch's own backstop timer runs for the same drain_timeout and
+     * was started first (libuv fires equal deadlines in start order): ours
+     * is due 1 ms earlier, so what still runs is cut off, with its
+     * "draining" error, before the switch stops the service under it. */
+    int64_t due = timeout_ms > 1 ? timeout_ms - 1 : 0;
+    uv_timer_start(&rt->drain_timer, drain_timer_cb, inflight ? (uint64_t)due : 0, 0);
 }
 
 static void on_undrain_hook(swx *x, uint64_t ticket, const char *const *names, size_t n, void *ud)
@@ -677,6 +725,42 @@ static void preflight(router *rt, srv_conn *c, const http_msg *m)
     router_access_log(rt, &a, NULL, NULL, 204, 0, 0, 0, 0, false);
 }
 
+/* Why a path given after /upstream/{service} is refused, or NULL: a "."
+ * or ".." segment (also written %2e), an encoded '/' or '\\' (%2f, %5c)
+ * or a '\\' would reach paths above a remote's base path, with the
+ * operator's key. */
+static const char *upstream_path_bad(view p)
+{
+    for (size_t i = 0; i < p.len; i++) {
+        if (p.p[i] == '\\') return "a '\\' is not allowed in the path";
+        if (p.p[i] == '%' && i + 2 < p.len) {
+            char a = p.p[i + 1], b = (char)(p.p[i + 2] | 0x20);
+            if ((a == '2' && b == 'f') || (a == '5' && b == 'c'))
+                return "an encoded '/' or '\\' (%2F, %5C) is not allowed in the path";
+        }
+    }
+    size_t i = 0;
+    while (i < p.len) {
+        while (i < p.len && p.p[i] == '/') i++;
+        size_t j = i, dots = 0, other = 0;
+        while (j < p.len && p.p[j] != '/') {
+            if (p.p[j] == '.') {
+                dots++;
+                j++;
+            } else if (p.p[j] == '%' && j + 2 < p.len && p.p[j + 1] == '2' && (p.p[j + 2] | 0x20) == 'e') {
+                dots++;
+                j += 3;
+            } else {
+                other++;
+                j++;
+            }
+        }
+        if (j > i && !other && dots <= 2) return "a '.' or '..' segment is not allowed in the path";
+        i = j;
+    }
+    return NULL;
+}
+
 static const struct {
     const char *path;
     rep ep;
@@ -730,15 +814,25 @@ static srv_mode on_head(srv_conn *c, const http_msg *m, void *ud)
         return SRV_STREAM;
     }
     if (path.len > 10 && !memcmp(path.p, "/upstream/", 10)) {
-        const char *sid = path.p + 10, *end = m->target.p + m->target.len;
-        const char *slash = memchr(sid, '/', (size_t)(end - sid));
-        size_t sl = slash ? (size_t)(slash - sid) : (size_t)(path.p + path.len - sid);
+        /* the service id and the rest are split on the path only; the
+         * query is appended as it came */
+        const char *sid = path.p + 10, *pend = path.p + path.len;
+        const char *slash = memchr(sid, '/', (size_t)(pend - sid));
+        size_t sl = slash ? (size_t)(slash - sid) : (size_t)(pend - sid);
         char id[128];
         snprintf(id, sizeof id, "%.*s", (int)(sl < sizeof id ? sl : sizeof id - 1), sid);
         rsvc *s = sl < sizeof id ? router_svc_find(rt, id) : NULL;
         if (!s) {
             answer_error(rt, c, m, false, 404, "service_not_found", "/upstream/%s/...: no service '%s' is configured",
                          id, id);
+            return SRV_STREAM;
+        }
+        view rest = slash ? (view){slash, (size_t)(pend - slash)} : (view){"/", 1};
+        const char *why = upstream_path_bad(rest);
+        if (why) {
+            answer_error(rt, c, m, false, 400, "bad_path",
+                         "/upstream/%s%.*s: %s; the path goes to the service as it is written, below its base path",
+                         id, (int)(rest.len > 200 ? 200 : rest.len), rest.p, why);
             return SRV_STREAM;
         }
         if (s->state != SVC_READY) {
@@ -748,7 +842,8 @@ static srv_mode on_head(srv_conn *c, const http_msg *m, void *ud)
                          s->id, svc_state_names[s->state], s->id);
             return SRV_STREAM;
         }
-        char *t = slash ? xstrndup(slash, (size_t)(end - slash)) : xstrdup("/");
+        size_t ql = q ? (size_t)(m->target.p + m->target.len - q) : 0;
+        char *t = xasprintf("%.*s%.*s", (int)rest.len, rest.p, (int)ql, q ? q : "");
         char *target = rsvc_target(s, t, strlen(t));
         free(t);
         relay_begin(rt, c, m, EP_UPSTREAM, s, target);
@@ -915,10 +1010,12 @@ void router_api_table(router *rt, srv_conn *c)
     buf_adds(&b, ",\"default\":");
     default_json(rt, &b);
     buf_adds(&b, ",\"names\":[");
+    bool first = true;
     for (size_t i = 0; i < rt->table.n_names; i++) {
         const route_name *n = &rt->table.names[i];
         if (n->service >= rt->n_svcs) continue;
-        buf_adds(&b, i ? ",{\"name\":" : "{\"name\":");
+        buf_adds(&b, first ? "{\"name\":" : ",{\"name\":");
+        first = false;
         buf_json_str(&b, n->name);
         buf_adds(&b, ",\"service\":");
         buf_json_str(&b, rt->svcs[n->service]->id);

@@ -22,6 +22,8 @@
 #include "daemon/switch.h"
 #include "net/server.h"
 #include "store/db.h"
+#include "router/activate.h"
+#include "router/rmetrics.h"
 #include "util/buf.h"
 
 typedef struct router router;
@@ -58,6 +60,11 @@ void router_set_config(router *r, const config *cfg);
 /* Every event the supervisor stores (state transitions feed the router's
  * view of each service, router-mode model lists, drain ends). */
 void router_on_event(router *r, const store_event *e);
+
+/* The router's activator and metrics, for the daemon's wiring (the
+ * activator's event sink, the switch-end hook); owned by the router. */
+activator *router_activator(router *r);
+rmetrics *router_metrics(router *r);
 
 /* Control API: GET|PUT /route/default, GET /route (the table). */
 void router_api_default(router *r, srv_conn *c, const http_msg *m, const view *body);

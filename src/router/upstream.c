@@ -44,7 +44,9 @@ struct upstream_pool {
     uv_loop_t *loop;
     upstream_opts o;
     char *host, *host_header, *tls_name, *name;
-    struct sockaddr_storage addr;
+    struct sockaddr_storage *addrs; /* the host, then more_hosts */
+    char **names;                   /* "host:port" of each; name is names[cur] */
+    size_t n_addrs, cur;            /* cur: the address new connections go to */
     up_conn *idle; /* most recently used first */
     size_t n_idle;
     size_t n_conns; /* open or closing */
@@ -55,7 +57,7 @@ struct upstream_pool {
     void *close_ud;
 };
 
-enum ctimer { CT_NONE, CT_CONNECT, CT_HEADER, CT_IDLE, CT_POOL };
+enum ctimer { CT_NONE, CT_CONNECT, CT_HEADER, CT_IDLE, CT_POOL, CT_WRITE };
 
 struct up_conn {
     uv_tcp_t tcp;
@@ -75,6 +77,8 @@ struct up_conn {
     bool in_parse;
     enum ctimer tk;
     uint64_t last_rx; /* uv_now at the last read (idle deadline) */
+    uint64_t last_tx; /* uv_now at the last completed write (write deadline) */
+    size_t ai;        /* the pool address it connects to */
     http_parser p;
     char *rb; /* read buffer; plain TCP: parsed from [roff, rlen) */
     size_t roff, rlen, rcap;
@@ -100,7 +104,9 @@ struct upstream_req {
     bool got_head;
     bool paused;
     bool congested;
+    bool kick_writable; /* on_writable is owed, from the kick timer */
     bool aborted;
+    size_t addr_tries;  /* addresses tried after the first failed to connect */
     int in_cb;
     int fail_code; /* recorded failure, delivered at close */
     char *fail_msg;
@@ -109,6 +115,8 @@ struct upstream_req {
 static void conn_kill(up_conn *c);
 static void conn_parse(up_conn *c);
 static void on_timer(uv_timer_t *t);
+static void on_kick(uv_timer_t *t);
+static up_conn *conn_new(upstream_pool *p, upstream_req *r);
 static int req_flush(upstream_req *r);
 
 /* ---- small helpers ---- */
@@ -130,7 +138,9 @@ static void pool_maybe_free(upstream_pool *p)
     free(p->host);
     free(p->host_header);
     free(p->tls_name);
-    free(p->name);
+    for (size_t i = 0; i < p->n_addrs; i++) free(p->names[i]);
+    free(p->names);
+    free(p->addrs);
     free(p);
     if (cb) cb(ud);
 }
@@ -166,6 +176,35 @@ static size_t queued(const upstream_req *r)
     size_t n = r->out.len;
     if (r->c && !r->c->closed) n += uv_stream_get_write_queue_size((const uv_stream_t *)&r->c->tcp);
     return n;
+}
+
+/* After any write: congestion, the write deadline, and on_writable (from
+ * the kick timer: never from inside an upstream_* call, and also when the
+ * bytes went out at once, when no uv_write callback will ever come). */
+static void write_state(upstream_req *r)
+{
+    up_conn *c = r->c;
+    size_t q = queued(r);
+    if (!r->congested && q > WRITE_HIGH) r->congested = true;
+    if (!c || c->closed || !c->ready) return; /* the connect deadline runs */
+    upstream_pool *p = c->pool;
+    if (r->congested && q <= WRITE_LOW) {
+        r->congested = false;
+        if (r->cb.on_writable && !r->kick_writable) {
+            r->kick_writable = true;
+            uv_timer_start(&c->kick, on_kick, 0, 0);
+        }
+    }
+    if (r->congested) {
+        if (c->tk != CT_WRITE) {
+            c->last_tx = uv_now(p->loop);
+            timer_arm(c, CT_WRITE, p->o.idle_timeout_ms);
+        }
+    } else if (c->tk == CT_WRITE) {
+        if (r->got_head) timer_arm(c, CT_IDLE, p->o.idle_timeout_ms);
+        else if (r->ended) timer_arm(c, CT_HEADER, p->o.header_timeout_ms);
+        else timer_arm(c, CT_NONE, 0);
+    }
 }
 
 /* ---- connection lifetime ---- */
@@ -240,14 +279,8 @@ static void on_written(uv_write_t *wr, int status)
         else conn_kill(c);
         return;
     }
-    if (r && r->congested && queued(r) <= WRITE_LOW) {
-        r->congested = false;
-        if (r->cb.on_writable) {
-            r->in_cb++;
-            r->cb.on_writable(r, r->ud);
-            if (--r->in_cb == 0 && r->aborted) req_free(r);
-        }
-    }
+    c->last_tx = uv_now(c->pool->loop);
+    if (r) write_state(r);
 }
 
 /* Raw bytes to the socket: at once when nothing is queued, the rest
@@ -407,9 +440,14 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
             return;
         }
         if (rc < 0) {
-            req_fail(c->req, c->ready ? UPSTREAM_E_TLS : UPSTREAM_E_CONNECT,
-                     "tls %s backend %s: %s", c->ready ? "with" : "handshake with",
-                     c->pool->name, err[0] ? err : "failed");
+            /* the hook's message says what failed ("TLS handshake with
+             * 'api.x' failed: certificate verify failed: ..."): said once */
+            if (c->ready)
+                req_fail(c->req, UPSTREAM_E_TLS, "backend %s: TLS: %s", c->pool->name,
+                         err[0] ? err : "failed");
+            else
+                req_fail(c->req, UPSTREAM_E_CONNECT, "backend %s: %s", c->pool->name,
+                         err[0] ? err : "TLS handshake failed");
             return;
         }
         if (!c->ready) {
@@ -560,7 +598,21 @@ static void conn_parse(up_conn *c)
 static void on_kick(uv_timer_t *t)
 {
     up_conn *c = t->data;
-    if (!c->closed && c->req && !c->req->paused) conn_parse(c);
+    upstream_req *r = c->req;
+    if (c->closed || !r) return;
+    if (r->kick_writable) {
+        r->kick_writable = false;
+        if (r->cb.on_writable && !r->congested) {
+            r->in_cb++;
+            r->cb.on_writable(r, r->ud);
+            if (--r->in_cb == 0 && r->aborted) {
+                req_free(r);
+                return;
+            }
+            if (r->aborted || c->closed || c->req != r) return;
+        }
+    }
+    if (!r->paused) conn_parse(c);
 }
 
 /* ---- timers ---- */
@@ -589,6 +641,17 @@ static void on_timer(uv_timer_t *t)
                      p->name, (long long)p->o.header_timeout_ms);
         else conn_kill(c);
         break;
+    case CT_WRITE: {
+        if (!r || !r->congested) break;
+        uint64_t now = uv_now(p->loop), lim = (uint64_t)p->o.idle_timeout_ms;
+        if (now - c->last_tx < lim)
+            timer_arm(c, CT_WRITE, (int64_t)(lim - (now - c->last_tx)));
+        else
+            req_fail(r, UPSTREAM_E_TIMEOUT,
+                     "backend %s took none of the request body for %lld ms (%zu bytes waiting)", p->name,
+                     (long long)p->o.idle_timeout_ms, queued(r));
+        break;
+    }
     case CT_IDLE: {
         if (!r) break;
         uint64_t now = uv_now(p->loop), lim = (uint64_t)p->o.idle_timeout_ms;
@@ -624,7 +687,7 @@ static int req_flush(upstream_req *r)
     }
     r->wrote_any = r->wrote_any || wrote;
     buf_clear(&r->out);
-    if (queued(r) > WRITE_HIGH) r->congested = true;
+    write_state(r);
     return 0;
 }
 
@@ -635,8 +698,19 @@ static void on_connect(uv_connect_t *cr, int status)
     upstream_pool *p = c->pool;
     upstream_req *r = c->req;
     if (status < 0) {
+        if (r && !r->wrote_any && !r->fail_code && r->addr_tries + 1 < p->n_addrs) {
+            /* the name's next address (::1 refused by a server on IPv4 only) */
+            p->cur = (c->ai + 1) % p->n_addrs;
+            p->name = p->names[p->cur];
+            r->addr_tries++;
+            c->req = NULL;
+            r->c = NULL;
+            conn_kill(c);
+            conn_new(p, r);
+            return;
+        }
         if (r)
-            req_fail(r, UPSTREAM_E_CONNECT, "cannot connect to backend %s: %s", p->name,
+            req_fail(r, UPSTREAM_E_CONNECT, "cannot connect to backend %s: %s", p->names[c->ai],
                      uv_strerror(status));
         else conn_kill(c);
         return;
@@ -651,8 +725,8 @@ static void on_connect(uv_connect_t *cr, int status)
         c->tls = p->o.tls->open(p->o.tls_ctx, p->tls_name, &out, err, sizeof err);
         if (!c->tls) {
             buf_release(&out);
-            req_fail(r, UPSTREAM_E_CONNECT, "tls with backend %s: %s", p->name,
-                     err[0] ? err : "cannot start a session");
+            req_fail(r, UPSTREAM_E_CONNECT, "backend %s: %s", p->name,
+                     err[0] ? err : "cannot start a TLS session");
             return;
         }
         bool wrote;
@@ -660,7 +734,7 @@ static void on_connect(uv_connect_t *cr, int status)
         int rc = sock_writev(c, &ub, 1, &wrote);
         buf_release(&out);
         if (rc < 0)
-            req_fail(r, UPSTREAM_E_CONNECT, "tls handshake with backend %s: %s", p->name,
+            req_fail(r, UPSTREAM_E_CONNECT, "backend %s: cannot send the TLS handshake: %s", p->name,
                      uv_strerror(rc));
         return; /* the deadline runs on until the handshake is done */
     }
@@ -671,6 +745,7 @@ static void on_connect(uv_connect_t *cr, int status)
 
 static up_conn *conn_new(upstream_pool *p, upstream_req *r)
 {
+    size_t ai = p->cur;
     up_conn *c = xcalloc(1, sizeof *c);
     c->pool = p;
     uv_tcp_init(p->loop, &c->tcp);
@@ -682,9 +757,10 @@ static up_conn *conn_new(upstream_pool *p, upstream_req *r)
     p->n_conns++;
     p->connects++;
     c->req = r;
+    c->ai = ai;
     r->c = c;
     timer_arm(c, CT_CONNECT, p->o.connect_timeout_ms);
-    int rc = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&p->addr, on_connect);
+    int rc = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&p->addrs[ai], on_connect);
     if (rc < 0)
         req_fail(r, UPSTREAM_E_CONNECT, "cannot connect to backend %s: %s", p->name,
                  uv_strerror(rc));
@@ -734,6 +810,7 @@ static void req_attach(upstream_pool *p, upstream_req *r)
         }
         r->wrote_any = wrote;
         buf_clear(&r->out);
+        write_state(r);
         return;
     }
     up_conn *c = conn_new(p, r);
@@ -831,24 +908,38 @@ upstream_pool *upstream_pool_new(uv_loop_t *loop, const upstream_opts *o, char *
                  o->host ? o->host : "", o->port);
         return NULL;
     }
-    struct sockaddr_storage ss;
-    const char *h = strcmp(o->host, "localhost") == 0 ? "127.0.0.1" : o->host;
+    size_t n = 1 + o->n_more_hosts;
+    struct sockaddr_storage *addrs = xcalloc(n, sizeof *addrs);
+    char **names = xcalloc(n, sizeof *names);
     bool v6 = false;
-    if (uv_ip4_addr(h, o->port, (struct sockaddr_in *)&ss) != 0) {
-        if (uv_ip6_addr(h, o->port, (struct sockaddr_in6 *)&ss) != 0) {
-            snprintf(err, errlen,
-                     "backend host '%s' is not a numeric IP address or localhost (no DNS here)",
-                     o->host);
-            return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const char *hi = i ? o->more_hosts[i - 1] : o->host;
+        const char *h = strcmp(hi, "localhost") == 0 ? "127.0.0.1" : hi;
+        bool six = false;
+        if (uv_ip4_addr(h, o->port, (struct sockaddr_in *)&addrs[i]) != 0) {
+            if (uv_ip6_addr(h, o->port, (struct sockaddr_in6 *)&addrs[i]) != 0) {
+                snprintf(err, errlen,
+                         "backend host '%s' is not a numeric IP address or localhost (no DNS here)", hi);
+                for (size_t k = 0; k < i; k++) free(names[k]);
+                free(names);
+                free(addrs);
+                return NULL;
+            }
+            six = true;
         }
-        v6 = true;
+        if (!i) v6 = six;
+        names[i] = six ? xasprintf("[%s]:%d", hi, o->port) : xasprintf("%s:%d", hi, o->port);
     }
     upstream_pool *p = xcalloc(1, sizeof *p);
     p->loop = loop;
     p->o = *o;
-    p->addr = ss;
+    p->o.more_hosts = NULL;
+    p->o.n_more_hosts = 0;
+    p->addrs = addrs;
+    p->names = names;
+    p->n_addrs = n;
     p->host = xstrdup(o->host);
-    p->name = v6 ? xasprintf("[%s]:%d", o->host, o->port) : xasprintf("%s:%d", o->host, o->port);
+    p->name = names[0];
     if (o->host_header) p->host_header = xstrdup(o->host_header);
     else if ((o->port == 80 && !o->tls) || (o->port == 443 && o->tls))
         p->host_header = v6 ? xasprintf("[%s]", o->host) : xstrdup(o->host);
@@ -944,7 +1035,7 @@ int upstream_write(upstream_req *r, const void *data, size_t len)
         }
         r->wrote_any = r->wrote_any || wrote;
     }
-    if (queued(r) > WRITE_HIGH) r->congested = true;
+    write_state(r);
     return 0;
 }
 

@@ -93,6 +93,10 @@ typedef struct upstream_opts {
     const upstream_tls_ops *tls; /* NULL: plain TCP */
     void *tls_ctx;              /* passed to tls->open */
     const char *tls_name;       /* SNI and certificate name; NULL: host; copied */
+    const char *const *more_hosts; /* further numeric addresses of the same backend (a DNS
+                                 * name's other answers), tried in turn when a connect to
+                                 * the current one fails; copied */
+    size_t n_more_hosts;
 } upstream_opts;
 
 /* A pool for one backend on loop (borrowed; must outlive the pool).
@@ -139,7 +143,11 @@ typedef struct upstream_cbs {
     void (*on_end)(upstream_req *r, int err, const char *msg, void *ud);
     /* The request bytes queued toward the backend fell below the low mark
      * after passing the high mark (upstream_congested was true): the
-     * caller may resume reading the client's body.  Optional. */
+     * caller may resume reading the client's body.  Always from a later
+     * loop turn (also when the bytes held before the connection was up
+     * went out at once), never from inside an upstream_* call.  While the
+     * request is congested a write deadline runs (idle_timeout_ms without
+     * the backend taking a byte: UPSTREAM_E_TIMEOUT).  Optional. */
     void (*on_writable)(upstream_req *r, void *ud);
 } upstream_cbs;
 

@@ -117,7 +117,28 @@ static const char *const migrations[] = {
     "FROM switch_phases_v3;"
     "DROP TABLE switch_phases_v3;"
     "DROP TABLE switches_v3;",
+    /* 5: how a footprint's figures were obtained (a unified device measured
+     * through MemAvailable, a GPU whose per-process figures are hidden
+     * standing in with its admitted bytes).  Older rows keep NULL: NVML. */
+    "ALTER TABLE footprints ADD COLUMN detail TEXT;"
+    "ALTER TABLE footprint_gpus ADD COLUMN how TEXT;",
 };
+
+const char *const fp_gpu_how_names[] = {"nvml", "unified", "admitted", NULL};
+
+bool footprint_partial(const footprint *f)
+{
+    for (size_t i = 0; i < f->ngpu; i++)
+        if (f->gpu[i].how == FP_GPU_ADMITTED) return true;
+    return false;
+}
+
+static fp_gpu_how how_by_name(const char *n)
+{
+    for (int i = 0; n && fp_gpu_how_names[i]; i++)
+        if (!strcmp(n, fp_gpu_how_names[i])) return (fp_gpu_how)i;
+    return FP_GPU_NVML;
+}
 
 const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
                                          "watchdog", "footprint", "switch.phase", "reload", "router.activation",
@@ -380,14 +401,15 @@ int store_footprint_put(store *s, const footprint *f, char *err, size_t errlen)
     sqlite3_stmt *st = NULL;
     if (exec(s, "BEGIN IMMEDIATE", err, errlen)) return -1;
     int ok = sqlite3_prepare_v2(s->db,
-                                "INSERT OR REPLACE INTO footprints(hash, service, measured_at_ms, host_bytes) "
-                                "VALUES (?, ?, ?, ?)",
+                                "INSERT OR REPLACE INTO footprints(hash, service, measured_at_ms, host_bytes, detail) "
+                                "VALUES (?, ?, ?, ?, ?)",
                                 -1, &st, NULL) == SQLITE_OK;
     if (ok) {
         sqlite3_bind_text(st, 1, f->hash, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, f->service, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 3, f->measured_at_ms);
         sqlite3_bind_int64(st, 4, (sqlite3_int64)f->host_bytes);
+        bind_text_or_null(st, 5, f->detail[0] ? f->detail : NULL);
         ok = sqlite3_step(st) == SQLITE_DONE;
     }
     sqlite3_finalize(st);
@@ -402,12 +424,14 @@ int store_footprint_put(store *s, const footprint *f, char *err, size_t errlen)
         st = NULL;
     }
     for (size_t i = 0; ok && i < f->ngpu; i++) {
-        ok = sqlite3_prepare_v2(s->db, "INSERT INTO footprint_gpus(hash, device, bytes) VALUES (?, ?, ?)", -1, &st,
-                                NULL) == SQLITE_OK;
+        ok = sqlite3_prepare_v2(s->db, "INSERT INTO footprint_gpus(hash, device, bytes, how) VALUES (?, ?, ?, ?)", -1,
+                                &st, NULL) == SQLITE_OK;
         if (ok) {
             sqlite3_bind_text(st, 1, f->hash, -1, SQLITE_STATIC);
             sqlite3_bind_int(st, 2, f->gpu[i].index);
             sqlite3_bind_int64(st, 3, (sqlite3_int64)f->gpu[i].bytes);
+            unsigned how = (unsigned)f->gpu[i].how;
+            sqlite3_bind_text(st, 4, fp_gpu_how_names[how <= FP_GPU_ADMITTED ? how : 0], -1, SQLITE_STATIC);
             ok = sqlite3_step(st) == SQLITE_DONE;
         }
         sqlite3_finalize(st);
@@ -426,8 +450,12 @@ int store_footprint_get(store *s, const char *hash, footprint *out, char *err, s
 {
     sqlite3_stmt *st = NULL;
     memset(out, 0, sizeof *out);
-    if (sqlite3_prepare_v2(s->db, "SELECT service, measured_at_ms, host_bytes FROM footprints WHERE hash = ?", -1,
-                           &st, NULL) != SQLITE_OK) {
+    /* a read-only open does not migrate: a database from before v5 has no detail or how columns */
+    bool v5 = store_schema_version(s) >= 5;
+    if (sqlite3_prepare_v2(s->db,
+                           v5 ? "SELECT service, measured_at_ms, host_bytes, detail FROM footprints WHERE hash = ?"
+                              : "SELECT service, measured_at_ms, host_bytes, NULL FROM footprints WHERE hash = ?",
+                           -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
         return -1;
     }
@@ -446,9 +474,13 @@ int store_footprint_get(store *s, const char *hash, footprint *out, char *err, s
     snprintf(out->service, sizeof out->service, "%s", (const char *)sqlite3_column_text(st, 0));
     out->measured_at_ms = sqlite3_column_int64(st, 1);
     out->host_bytes = (uint64_t)sqlite3_column_int64(st, 2);
+    const unsigned char *det = sqlite3_column_text(st, 3);
+    if (det) snprintf(out->detail, sizeof out->detail, "%s", (const char *)det);
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(s->db, "SELECT device, bytes FROM footprint_gpus WHERE hash = ? ORDER BY device", -1, &st,
-                           NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(s->db,
+                           v5 ? "SELECT device, bytes, how FROM footprint_gpus WHERE hash = ? ORDER BY device"
+                              : "SELECT device, bytes, NULL FROM footprint_gpus WHERE hash = ? ORDER BY device",
+                           -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
         return -1;
     }
@@ -456,6 +488,7 @@ int store_footprint_get(store *s, const char *hash, footprint *out, char *err, s
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && out->ngpu < HOST_MAX_GPUS) {
         out->gpu[out->ngpu].index = sqlite3_column_int(st, 0);
         out->gpu[out->ngpu].bytes = (uint64_t)sqlite3_column_int64(st, 1);
+        out->gpu[out->ngpu].how = how_by_name((const char *)sqlite3_column_text(st, 2));
         out->ngpu++;
     }
     sqlite3_finalize(st);

@@ -1,6 +1,7 @@
 /* db.h - the state database (SQLite, WAL): schema versioning and the
- * tables the daemon fills: measured footprints (v1), events (v2) and the
- * mode-switch journal with the committed mode (v3). */
+ * tables the daemon fills: measured footprints (v1; how each figure was
+ * obtained since v5), events (v2) and the mode-switch journal with the
+ * committed mode (v3, v4). */
 #ifndef GPUMOD_DB_H
 #define GPUMOD_DB_H
 
@@ -24,6 +25,19 @@ void store_close(store *s);
 int store_schema_version(store *s);
 extern const int store_schema_latest;
 
+/* How a footprint's GPU figure was obtained (schema v5; rows written
+ * before it read FP_GPU_NVML, the only way there was):
+ *   nvml       NVML's per-process memory of the group's pids
+ *   unified    a unified device (GB10) without per-process figures: the
+ *              drop in MemAvailable from the admission snapshot (the
+ *              service held the load slot) to ready, minus the group's
+ *              host RSS already counted, floored at 0
+ *   admitted   no honest figure (per-process figures hidden on a discrete
+ *              GPU, or MemAvailable unreadable): the admitted bytes stand
+ *              in, and the footprint is partial */
+typedef enum { FP_GPU_NVML, FP_GPU_UNIFIED, FP_GPU_ADMITTED } fp_gpu_how;
+extern const char *const fp_gpu_how_names[]; /* "nvml" "unified" "admitted" */
+
 typedef struct footprint {
     char hash[65];
     char service[65];
@@ -33,8 +47,13 @@ typedef struct footprint {
     struct {
         int index;
         uint64_t bytes;
+        fp_gpu_how how;
     } gpu[HOST_MAX_GPUS];
+    char detail[256]; /* how the figures were obtained, one line ("" for rows before v5) */
 } footprint;
+
+/* Some GPU figure stands in for a measurement (FP_GPU_ADMITTED). */
+bool footprint_partial(const footprint *f);
 
 int store_footprint_put(store *s, const footprint *f, char *err, size_t errlen);
 /* 1 found, 0 none, -1 error. */

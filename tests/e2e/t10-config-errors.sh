@@ -302,6 +302,32 @@ t_has err "e.yaml:3:20: error: preset 'e': remote.base_url 'ftp://x' must start 
 t_has err "f.yaml:1:1: error: preset 'f': required key 'port' is missing"
 t_end
 
+t_begin "remote.base_url is checked whole: userinfo, port, query, fragment, host; a remote key with a space"
+reset_cfg
+n=0
+for u in "https://user@api.x/v1" "http://api.x:80x/v1" "http://api.x:+80" "http://api.x:99999" "http://api.x/v1?k=1" \
+    "http://api.x/v1#f" "http://:80/v1" "http://a b/v1" "http://[::1/v1"; do
+    n=$((n + 1))
+    printf 'id: r%s\ndriver: remote\nremote:\n  base_url: "%s"\n' "$n" "$u" >"$C/presets/r$n.yaml"
+done
+printf 'id: good\ndriver: remote\nremote:\n  base_url: "https://[::1]:8443/api/v1/"\n' >"$C/presets/good.yaml"
+printf 'id: k\ndriver: remote\nremote:\n  base_url: "https://api.x/v1"\n  api_key_env: T10_KEY\n' >"$C/presets/k.yaml"
+T10_KEY="sk-abc def" t_run 2 gpumod --config-dir "$C" config check --no-files
+t_has err "r1.yaml:4:13: error: preset 'r1': remote.base_url 'https://user@api.x/v1' has user information"
+t_has err "r2.yaml:4:13: error: preset 'r2': remote.base_url 'http://api.x:80x/v1' has a port that is not all digits"
+t_has err "r3.yaml:4:13: error: preset 'r3': remote.base_url 'http://api.x:+80' has a port that is not all digits"
+t_has err "r4.yaml:4:13: error: preset 'r4': remote.base_url 'http://api.x:99999' has a port that is not 1..65535"
+t_has err "r5.yaml:4:13: error: preset 'r5': remote.base_url 'http://api.x/v1?k=1' has a query"
+t_has err "r6.yaml:4:13: error: preset 'r6': remote.base_url 'http://api.x/v1#f' has a fragment"
+t_has err "r7.yaml:4:13: error: preset 'r7': remote.base_url 'http://:80/v1' has no host"
+t_has err "r8.yaml:4:13: error: preset 'r8': remote.base_url 'http://a b/v1' contains a space"
+t_has err "r9.yaml:4:13: error: preset 'r9': remote.base_url 'http://[::1/v1' has an IPv6 literal without its ']'"
+t_has err "k.yaml:5:16: error: preset 'k': remote.api_key_env: the variable 'T10_KEY' holds a key with a space or a control character"
+t_lacks err "sk-abc"
+t_lacks err "good.yaml"
+t_has out "11 presets, 0 modes: 10 errors"
+t_end
+
 t_begin "a command preset with an unknown placeholder"
 reset_cfg
 preset cmd <<'YAML'

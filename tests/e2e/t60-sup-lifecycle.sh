@@ -25,6 +25,8 @@ t_has out "ready: load"
 t_eq "$(state_of load)" ready "state"
 t_eq "$(field load .last_start.outcome)" ready "last_start.outcome"
 t_eq "$(field load '.footprint.host_bytes > 0')" true "footprint measured"
+# no GPU on this host: the detail says so (it once read past the end of an empty string)
+t_eq "$(field load '.footprint.detail')" "no GPU" "footprint detail without a GPU"
 t_eq "$(field load '.pgid == null')" false "pgid shown"
 events load
 t_eq "$(jq -r 'select(.kind == "state") | .from + ">" + .to' "$T/ev" | tr '\n' ' ')" "down>starting starting>ready " "state events"

@@ -15,7 +15,7 @@
 
 PA=$(free_port) PB=$(free_port) PR=$(free_port) PX=$(free_port) PY=$(free_port)
 export RKEYS="k-one, k-two" REMOTE_SECRET="sk-remote-7f3a9c"
-rsettings 'api_keys_env: RKEYS, default: a, max_body_mb: 1, max_header_kb: 2, header_timeout: 500ms, cors_origins: ["https://app.example"]'
+rsettings 'api_keys_env: RKEYS, default: a, max_body_mb: 1, max_header_kb: 2, header_timeout: 500ms, body_timeout: 700ms, cors_origins: ["https://app.example"]'
 rpreset a "$PA" 128 'aliases: [alpha]'
 rpreset b "$PB" 128 'model_id: shared-model'
 rpreset x "$PX" 128 'model_id: twin'
@@ -24,11 +24,23 @@ printf 'id: far\ndriver: remote\nremote: {base_url: "http://127.0.0.1:%s/v1", ap
     >"$C/presets/far.yaml"
 K=(-H "Authorization: Bearer k-two")
 
-t_begin "a non-loopback listen without API keys is refused (exit 2); a listen that is not HOST:PORT too"
+t_begin "api_keys_env naming an unset or empty variable is refused (exit 2) on any address; so is a non-loopback listen without keys"
 env -u RKEYS "$GPUMOD_BIN" serve --foreground --listen "0.0.0.0:$RP" >"$T/out" 2>"$T/err" </dev/null
 t_eq "$?" 2 "exit code"
-t_has err "router: listen address '0.0.0.0:$RP' is not loopback and the variable 'RKEYS' (router.api_keys_env) holds no API key"
+t_has err "router: router.api_keys_env names the variable 'RKEYS', but it is not set: refusing to serve without the API keys it should hold"
+RKEYS=" , " "$GPUMOD_BIN" serve --foreground >"$T/out" 2>"$T/err" </dev/null
+t_eq "$?" 2 "exit code (loopback, empty)"
+t_has err "router: router.api_keys_env names the variable 'RKEYS', but it is empty (no key in it)"
+env -u RKEYS "$GPUMOD_BIN" serve --foreground --insecure >"$T/out" 2>"$T/err" </dev/null
+t_eq "$?" 2 "exit code (--insecure does not lift it)"
+sed 's/api_keys_env: RKEYS, //' "$C/gpumod.yaml" >"$T/nokeys.yaml"
+cp "$C/gpumod.yaml" "$T/keys.yaml"
+cp "$T/nokeys.yaml" "$C/gpumod.yaml"
+"$GPUMOD_BIN" serve --foreground --listen "0.0.0.0:$RP" >"$T/out" 2>"$T/err" </dev/null
+t_eq "$?" 2 "exit code (no api_keys_env, non-loopback)"
+t_has err "router: listen address '0.0.0.0:$RP' is not loopback and no API keys are configured (router.api_keys_env)"
 t_has err "--insecure"
+cp "$T/keys.yaml" "$C/gpumod.yaml"
 t_run 2 gpumod serve --foreground --listen nonsense
 t_has err "router: listen address 'nonsense' is not HOST:PORT"
 t_end
@@ -76,16 +88,34 @@ t_eq "$(rcurl "$T/o" "${K[@]}" -X GET "$RURL/v1/chat/completions")" 405 "GET"
 t_eq "$(rcurl "$T/o" "${K[@]}" "$RURL/nowhere")" 404 "unknown path"
 t_end
 
-t_begin "limits: 413 body, 431 header, 408 slow client"
+t_begin "limits: 413 body, 431 header, 408 slow head and slow body, with their documented error bodies"
 head -c $((2 * 1048576)) /dev/zero | tr '\0' ' ' >"$T/big"
 t_eq "$(rcurl "$T/o" "${K[@]}" "$RURL/v1/chat/completions" --data-binary @"$T/big")" 413 "a 2 MiB body"
+t_jq "$T/o" .error.code too_large
 t_has "$T/o" "body"
+# chunked: the limit is passed while the router reads the body itself
+t_eq "$(rcurl "$T/o" "${K[@]}" -H "Transfer-Encoding: chunked" "$RURL/v1/chat/completions" --data-binary @"$T/big")" \
+    413 "a 2 MiB chunked body"
+t_jq "$T/o" .error.code too_large
+t_wait 5 grep -q '"POST /v1/chat/completions" model=- -> - status=413 .* aborted=no' "$T/daemon.log" ||
+    t_fail "the access log does not record the 413 the client got: $(grep -c 'status=413' "$T/daemon.log") line(s)"
 t_eq "$(rcurl "$T/o" "${K[@]}" -H "X-Big: $(head -c 3000 /dev/zero | tr '\0' a)" "$RURL/v1/models")" 431 "a 3 KB header"
+t_jq "$T/o" .error.code too_large
 exec 7<>"/dev/tcp/127.0.0.1/$RP"
 printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n' >&7
 timeout $((5 * S)) cat <&7 >"$T/slow"
 exec 7<&-
 t_has "$T/slow" "HTTP/1.1 408"
+t_has "$T/slow" '{"error":{"code":"timeout","message":"request head not received in time"}}'
+# the body deadline: a head, then a few bytes of a 100-byte body
+exec 7<>"/dev/tcp/127.0.0.1/$RP"
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k-one\r\nContent-Length: 100\r\n\r\n{"mo' >&7
+timeout $((5 * S)) cat <&7 >"$T/slowbody"
+exec 7<&-
+t_has "$T/slowbody" "HTTP/1.1 408"
+t_has "$T/slowbody" '{"error":{"code":"timeout","message":"request body not received in time"}}'
+t_wait 5 grep -q '"POST /v1/chat/completions" model=- -> - status=408 in=4 .* aborted=no' "$T/daemon.log" ||
+    t_fail "the access log does not record the 408 the client got"
 t_end
 
 t_begin "\"model\": \"default\" follows route default, rewritten to the target's id, kept across a restart"

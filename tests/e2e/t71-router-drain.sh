@@ -52,7 +52,14 @@ t_run 0 gpumod mode switch A
 wait $cpid
 t_has "$T/cut.sse" "event: error"
 t_lacks "$T/cut.sse" "[DONE]"
-t_match "$T/cut.sse" "service 'b' is being switched out and drain_timeout passed|backend .* closed the connection"
+# the drain deadline cut it (not b's stop closing the connection), before b was stopped
+t_has "$T/cut.sse" "service 'b' is being switched out and drain_timeout passed"
+t_has "$T/cut.sse" '"code":"draining"'
+t_lacks "$T/cut.sse" "closed the connection"
+cut=$(grep -n '"POST /v1/chat/completions" model=b -> b status=200' "$T/daemon.log" | tail -1 | cut -d: -f1)
+stop=$(grep -n 'state b: [a-z]* -> stopping' "$T/daemon.log" | tail -1 | cut -d: -f1)
+[ -n "$cut" ] && [ -n "$stop" ] && [ "$cut" -lt "$stop" ] ||
+    t_fail "the stream's access line (line ${cut:-none}) is not before b's stop (line ${stop:-none}) in the daemon log: $(sed -n "$((${stop:-1} - 5)),$((${cut:-1} + 2))p" "$T/daemon.log")"
 t_eq "$(state_of a),$(state_of b)" "ready,down" "states"
 t_end
 

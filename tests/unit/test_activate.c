@@ -150,6 +150,19 @@ void rm_switch(rmetrics *m, double seconds, bool ok)
     *(ok ? &g_sw_ok : &g_sw_failed) += 1;
 }
 
+/* ---- the event sink: router.activation events as they come ---- */
+
+static int g_nev;
+static char g_ev_reason[512], g_ev_data[1024], g_ev_service[64];
+static void on_act_event(const store_event *e, void *ud)
+{
+    assert_string_equal(e->kind, "router.activation");
+    g_nev++;
+    snprintf(g_ev_reason, sizeof g_ev_reason, "%s", e->reason);
+    snprintf(g_ev_data, sizeof g_ev_data, "%s", e->data);
+    snprintf(g_ev_service, sizeof g_ev_service, "%s", e->service);
+}
+
 /* ---- the configuration ---- */
 
 static config g_cfg;
@@ -205,6 +218,8 @@ static int setup(void **state)
     g_depth_calls = g_waits = g_act_ok = g_act_failed = g_sw_ok = g_sw_failed = 0;
     assert_int_equal(uv_loop_init(&g_loop), 0);
     g_a = act_new(&g_loop, (sup *)1, (swx *)1, &g_cfg, (rmetrics *)1);
+    g_nev = 0;
+    act_set_events(g_a, NULL, on_act_event, NULL);
     return 0;
 }
 
@@ -415,8 +430,17 @@ static void switch_to_smallest_mode(void **state)
     assert_int_equal(c[0].status, 200);
     assert_int_equal(c[1].status, 200);
     assert_int_equal(g_starts, 1);
-    assert_int_equal(g_sw_ok, 1);
+    assert_int_equal(g_sw_ok, 0); /* a switch's duration is the daemon's switch-end hook's, not the activator's */
     assert_int_equal(g_act_ok, 1);
+    /* one router.activation event for the shared load */
+    assert_int_equal(g_nev, 1);
+    assert_string_equal(g_ev_service, "chat");
+    assert_non_null(strstr(g_ev_reason, "'chat': start refused by the gate, then switch to 'solo-a' (activation switch): "
+                                        "ready after "));
+    assert_non_null(strstr(g_ev_reason, " ms, 2 waiter(s) served"));
+    assert_non_null(strstr(g_ev_data, "\"policy\":\"switch\",\"action\":\"switch\",\"mode\":\"solo-a\","
+                                      "\"tried_start\":true,\"waiters\":2,\"timed_out\":0,"));
+    assert_non_null(strstr(g_ev_data, "\"outcome\":\"ready\",\"status\":200,\"message\":null}"));
 }
 
 /* Ties on the number of services go to the smaller declared memory. */
@@ -469,6 +493,11 @@ static void reject_policy(void **state)
     assert_string_equal(c.msg, "'vision' is down and its activation is reject: start it with gpumod service start vision");
     assert_int_equal(c.retry, ACT_RETRY_AFTER_S);
     assert_int_equal(g_starts, 0);
+    assert_int_equal(g_nev, 1);
+    assert_string_equal(g_ev_service, "vision");
+    assert_non_null(strstr(g_ev_data, "\"policy\":\"reject\",\"action\":\"refused\",\"mode\":null,"
+                                      "\"tried_start\":false,\"waiters\":1,"));
+    assert_non_null(strstr(g_ev_data, "\"outcome\":\"unavailable\",\"status\":503,"));
     /* the router's setting applies when the preset says nothing */
     g_cfg.set.router.activation = ACT_REJECT;
     static client d;
@@ -536,8 +565,11 @@ static void switch_failure_reaches_waiters(void **state)
     assert_int_equal(c.status, 422);
     assert_string_equal(c.code, "start_failed");
     assert_string_equal(c.msg, "switch to mode 'solo-a' for 'chat': 'chat' exited during load; rolled back to 'heavy'");
-    assert_int_equal(g_sw_failed, 1);
+    assert_int_equal(g_sw_failed, 0); /* counted by the daemon's switch-end hook */
     assert_int_equal(g_act_failed, 1);
+    assert_int_equal(g_nev, 1);
+    assert_non_null(strstr(g_ev_data, "\"action\":\"switch\",\"mode\":\"solo-a\",\"tried_start\":true,\"waiters\":1,"));
+    assert_non_null(strstr(g_ev_data, "\"outcome\":\"start_failed\",\"status\":422,\"message\":\"switch to mode "));
 }
 
 /* The deadline answers 504; the load goes on and ends with nobody waiting. */

@@ -951,6 +951,33 @@ static void stream_pause_resume(void **state)
     assert_int_equal(f.aborts, 0);
 }
 
+/* A pause does not give the client a fresh body deadline: what it had
+ * left goes on after srv_resume_body (a slow client behind a slow backend
+ * cannot hold a connection forever).  The client spends 2/3 of the
+ * deadline before its first chunk and then never finishes in time. */
+static void stream_pause_keeps_deadline(void **state)
+{
+    (void)state;
+    fx f;
+    srv_opts o = stream_opts();
+    int64_t sc = scale();
+    o.body_timeout_ms = 300 * sc;
+    fx_start_opts(&f, o);
+    int fd = raw_connect(f.sock);
+    buf b = BUF_INIT;
+    raw_send(fd, "POST /pause HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    poll(NULL, 0, (int)(200 * sc));
+    raw_send(fd, "3\r\none\r\n"); /* paused here for 100 ms, not counted */
+    poll(NULL, 0, (int)(350 * sc));   /* a fresh deadline would still run now */
+    raw_send(fd, "3\r\ntwo\r\n0\r\n\r\n");
+    raw_read(fd, &b, "\r\n\r\n", 1, 5000 * sc);
+    assert_non_null(strstr(b.p, "HTTP/1.1 408"));
+    close(fd);
+    buf_release(&b);
+    fx_stop(&f);
+    assert_int_equal(f.aborts, 1);
+}
+
 static void stream_client_gone(void **state)
 {
     (void)state;
@@ -1238,6 +1265,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(round_trip_time),
         cmocka_unit_test(stream_body),      cmocka_unit_test(stream_answer_early),
         cmocka_unit_test(stream_limits),    cmocka_unit_test(stream_pause_resume),
+        cmocka_unit_test(stream_pause_keeps_deadline),
         cmocka_unit_test(stream_client_gone), cmocka_unit_test(stream_drain),
         cmocka_unit_test(relay_head),
     };

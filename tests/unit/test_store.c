@@ -54,6 +54,8 @@ static void create_migrates_and_round_trips(void **state)
     f.gpu[0].bytes = 20ull << 30;
     f.gpu[1].index = 1;
     f.gpu[1].bytes = 4ull << 30;
+    f.gpu[1].how = FP_GPU_ADMITTED;
+    snprintf(f.detail, sizeof f.detail, "gpu 1: per-process figures hidden");
     assert_int_equal(store_footprint_put(s, &f, err, sizeof err), 0);
     f.gpu[1].bytes = 5ull << 30; /* replace */
     assert_int_equal(store_footprint_put(s, &f, err, sizeof err), 0);
@@ -66,6 +68,12 @@ static void create_migrates_and_round_trips(void **state)
     assert_int_equal(g.host_bytes, 123);
     assert_int_equal(g.ngpu, 2);
     assert_int_equal(g.gpu[1].bytes, 5ull << 30);
+    assert_int_equal(g.gpu[0].how, FP_GPU_NVML);
+    assert_int_equal(g.gpu[1].how, FP_GPU_ADMITTED);
+    assert_string_equal(g.detail, "gpu 1: per-process figures hidden");
+    assert_true(footprint_partial(&g));
+    g.gpu[1].how = FP_GPU_UNIFIED;
+    assert_false(footprint_partial(&g));
     assert_int_equal(store_footprint_get(s, "nope", &g, err, sizeof err), 0);
     /* read-only: writes fail with a clear error */
     assert_int_equal(store_footprint_put(s, &f, err, sizeof err), -1);
@@ -207,13 +215,25 @@ static void v2_database_is_migrated_keeping_events_and_footprints(void **state)
     sqlite3_close(db);
     store *s;
     char err[256];
+    /* read-only (preflight, simulate) before any daemon migrated it: the old rows read */
+    assert_int_equal(store_open(&s, sub, false, 100, NULL, err, sizeof err), 0);
+    assert_int_equal(store_schema_version(s), 2);
+    footprint f0;
+    assert_int_equal(store_footprint_get(s, "h", &f0, err, sizeof err), 1);
+    assert_int_equal(f0.gpu[0].bytes, 77);
+    assert_int_equal(f0.gpu[0].how, FP_GPU_NVML);
+    store_close(s);
     assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
-    assert_int_equal(store_schema_version(s), 4);
-    assert_int_equal(store_schema_latest, 4);
+    assert_int_equal(store_schema_version(s), 5);
+    assert_int_equal(store_schema_latest, 5);
     footprint f;
     assert_int_equal(store_footprint_get(s, "h", &f, err, sizeof err), 1);
     assert_int_equal(f.ngpu, 1);
     assert_int_equal(f.gpu[0].bytes, 77);
+    /* a row from before v5 reads as NVML-measured, with no detail */
+    assert_int_equal(f.gpu[0].how, FP_GPU_NVML);
+    assert_string_equal(f.detail, "");
+    assert_false(footprint_partial(&f));
     store_event *v;
     size_t n;
     assert_int_equal(store_events(s, 0, NULL, 0, &v, &n, err, sizeof err), 0);
