@@ -414,6 +414,21 @@ static void apply_config(router *rt, const config *cfg)
     strv_release(&rt->cors);
     rt->cors = (strv)STRV_INIT;
     strv_copy(&rt->cors, &cfg->set.router.cors_origins);
+    /* the names router-mode services listed survive the table's rebuild
+     * (until their next GET /models answer, or down/failed): taken out of
+     * the old table here, matched to the new index by rsvc (the new ones
+     * are allocated before any dropped one is released, so none can reuse
+     * an old address) */
+    size_t n_old = rt->n_svcs;
+    rsvc **old = xcalloc(n_old ? n_old : 1, sizeof *old);
+    char ***old_listed = xcalloc(n_old ? n_old : 1, sizeof *old_listed);
+    for (size_t k = 0; k < n_old; k++) {
+        old[k] = rt->svcs[k];
+        if (rt->table.listed && k < rt->table.n_svc) {
+            old_listed[k] = rt->table.listed[k];
+            rt->table.listed[k] = NULL;
+        }
+    }
     rsvc **nv = xcalloc(cfg->n_presets ? cfg->n_presets : 1, sizeof *nv);
     for (size_t i = 0; i < cfg->n_presets; i++) {
         const preset *p = &cfg->presets[i];
@@ -469,6 +484,19 @@ static void apply_config(router *rt, const config *cfg)
     rt->max_body = (size_t)cfg->set.router.max_body_mb << 20;
     seed_states(rt);
     build_table(rt);
+    for (size_t i = 0; i < rt->n_svcs; i++) {
+        size_t k = 0, n = 0;
+        while (k < n_old && old[k] != rt->svcs[i]) k++;
+        if (k == n_old || !old_listed[k] || !rt->svcs[i]->router_mode) continue;
+        while (old_listed[k][n]) n++;
+        route_table_set_listed(&rt->table, i, (const char *const *)old_listed[k], n);
+    }
+    for (size_t k = 0; k < n_old; k++) {
+        for (char **l = old_listed[k]; l && *l; l++) free(*l);
+        free(old_listed[k]);
+    }
+    free(old_listed);
+    free(old);
     for (size_t i = 0; i < rt->n_svcs; i++)
         if (rt->svcs[i]->router_mode && rt->svcs[i]->state == SVC_READY) list_fetch(rt, rt->svcs[i]);
 }

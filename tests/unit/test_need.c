@@ -169,6 +169,7 @@ static void service_need_reads_the_stored_footprint(void **state)
     assert_int_equal(nd.n.gpu[0].bytes, 4000 * MIB);
     assert_non_null(strstr(nd.detail, "measured (host) + admitted (gpu 0)"));
     store_close(st);
+    settings_release(&s);
     rm_rf(dir);
 }
 
