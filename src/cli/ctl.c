@@ -55,6 +55,8 @@ int ctl_call(const cli *c, const char *method, const char *target, const char *b
                     sock);
         else if (rc == HTTPC_E_CONNECT && strstr(err, "daemon unreachable"))
             fprintf(stderr, "gpumod: no daemon is running (socket %s); start one with 'gpumod serve'\n", sock);
+        else if (rc == HTTPC_E_GONE)
+            fprintf(stderr, "gpumod: %s %s: %s (the daemon stopped or restarted)\n", method, target, err);
         else
             fprintf(stderr, "gpumod: %s %s: %s\n", method, target, err);
     }

@@ -181,6 +181,9 @@ static int send_all(int fd, const char *p, size_t n, int64_t deadline, int64_t t
                             (long long)timeout_ms, where);
             if (r > 0) continue;
         }
+        if (errno == EPIPE || errno == ECONNRESET)
+            return fail(HTTPC_E_GONE, err, errlen, "'%s' closed the connection before the request was sent: %s",
+                        where, strerror(errno));
         return fail(HTTPC_E_IO, err, errlen, "sending to '%s': %s", where, strerror(errno));
     }
     return 0;
@@ -242,10 +245,8 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
             rc = fail(HTTPC_E_PROTOCOL, err, errlen, "bad reply from '%s': %s", where,
                       p.err.msg);
         } else if (eof) {
-            rc = fail(HTTPC_E_PROTOCOL, err, errlen,
-                      got_any ? "'%s' closed the connection inside its reply"
-                              : "'%s' closed the connection without a reply",
-                      where);
+            rc = got_any ? fail(HTTPC_E_PROTOCOL, err, errlen, "'%s' closed the connection inside its reply", where)
+                         : fail(HTTPC_E_GONE, err, errlen, "'%s' closed the connection without a reply", where);
         } else {
             if (off == len) off = len = 0;
             if (off > 0) {
@@ -269,8 +270,8 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
                 else if (w < 0)
                     rc = fail(HTTPC_E_IO, err, errlen, "poll: %s", strerror(errno));
             } else if (errno != EINTR) {
-                rc = fail(HTTPC_E_IO, err, errlen, "reading from '%s': %s", where,
-                          strerror(errno));
+                rc = fail(!got_any && errno == ECONNRESET ? HTTPC_E_GONE : HTTPC_E_IO, err, errlen,
+                          "reading from '%s': %s", where, strerror(errno));
             }
         }
     }
@@ -345,7 +346,8 @@ int http_client_exit_code(int rc)
 {
     switch (rc) {
     case HTTPC_OK: return 0;
-    case HTTPC_E_CONNECT: return 3;
+    case HTTPC_E_CONNECT:
+    case HTTPC_E_GONE: return 3;
     case HTTPC_E_TIMEOUT: return 4;
     default: return 1;
     }

@@ -19,6 +19,8 @@ typedef enum http_client_err {
     HTTPC_E_CONNECT,  /* nothing listening: ENOENT, ECONNREFUSED ("daemon unreachable") */
     HTTPC_E_TIMEOUT,  /* the deadline passed */
     HTTPC_E_PROTOCOL, /* the reply was not valid HTTP, or the peer closed mid-reply */
+    HTTPC_E_GONE,     /* connected, then the peer closed or reset before a byte of the reply
+                         (a daemon stopping or killed): like no connection, exit 3 */
     HTTPC_E_IO,       /* a send/recv error after connecting, a bad address, a bad argument */
 } http_client_err;
 
@@ -51,8 +53,8 @@ int http_request(const char *where, const char *method, const char *target,
 void http_reply_release(http_reply *r);
 /* The first field named name (case-insensitive), or NULL. */
 const view *http_reply_field(const http_reply *r, const char *name);
-/* The CLI's exit code for a failed request: 3 unreachable, 4 timed out,
- * 1 otherwise (and 0 for HTTPC_OK). */
+/* The CLI's exit code for a failed request: 3 unreachable or gone before
+ * replying, 4 timed out, 1 otherwise (and 0 for HTTPC_OK). */
 int http_client_exit_code(int rc);
 
 #endif

@@ -119,7 +119,7 @@ t_wait 10 restart_scheduled limp2 || t_fail "no restart scheduled (state $(state
 daemon_stop
 reap "$jp" 10 || t_fail "the joined start was never answered"
 t_eq "$rc" 3 "exit code of the joined start (503)"
-t_match "$T/joiner2.log" "shutting down|no daemon is running"
+t_match "$T/joiner2.log" "shutting down|no daemon is running|the daemon stopped or restarted"
 t_end
 
 t_begin "a preset host that is not an address is a config error"
