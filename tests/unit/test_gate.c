@@ -14,49 +14,8 @@
 
 #include "core/gate.h"
 
-#define MIB ((uint64_t)1 << 20)
-#define GIB ((uint64_t)1 << 30)
+#include "gate_fixture.h"
 
-/* A comfortable host with one discrete GPU, NVIDIA driver loaded. */
-static void host_ok(snapshot *s)
-{
-    memset(s, 0, sizeof *s);
-    s->host.meminfo_ok = true;
-    s->host.mem_total = 128 * GIB;
-    s->host.mem_available = 64 * GIB;
-    s->host.buddyinfo_ok = true;
-    s->host.page_size = 4096;
-    s->host.order_2m = 9;
-    s->host.contig_2m_bytes = 16 * GIB;
-    s->host.psi_ok = true;
-    s->host.psi_some_avg10 = 0.5;
-    s->nvml = NVML_OK;
-    s->source = GPU_SRC_NVML;
-    s->nvidia_driver = true;
-}
-
-static gpu_dev *add_gpu(snapshot *s, int index, uint64_t total, uint64_t free_bytes, bool unified)
-{
-    gpu_dev *d = &s->gpus[s->ngpus++];
-    d->index = index;
-    snprintf(d->name, sizeof d->name, unified ? "NVIDIA GB10" : "NVIDIA H100");
-    d->unified = unified;
-    d->total_bytes = total;
-    d->free_bytes = free_bytes;
-    d->used_bytes = total - free_bytes;
-    return d;
-}
-
-static void policy_default(gate_policy *p)
-{
-    /* docs/interfaces.md settings memory: defaults */
-    p->host_factor = 1.1;
-    p->host_margin_bytes = 1024 * MIB;
-    p->gpu_margin_bytes = 1024 * MIB;
-    p->uma_reserve_bytes = 8192 * MIB;
-    p->min_contig_bytes = 2048 * MIB;
-    p->psi_some_avg10_max = 10;
-}
 
 static void need_host(need *n, uint64_t host)
 {
