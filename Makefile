@@ -41,10 +41,16 @@ ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out src/main.c src/exec/%,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_SRC := $(filter-out src/main.c src/exec/% src/bench/%,$(shell find src -name '*.c' | LC_ALL=C sort))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 GPUMOD  := $(BUILD)/gpumod
-HELPERS :=
+# gpumod-bench: the only program that links libcurl (src/bench/); its
+# parts other than main.c are an archive the unit tests link too.
+BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c)))
+BENCH_OBJ  := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
+BENCH_LIB  := $(BUILD)/libbench.a
+CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
+HELPERS := $(BUILD)/gpumod-bench
 
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -61,7 +67,7 @@ FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
         bench-status bench-cycles bench-switch
-all: $(GPUMOD) $(FAKELLM)
+all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
 help:
 	@echo "make            build gpumod and the test fakes into $(BUILD)/"
@@ -91,9 +97,16 @@ $(BUILD)/libgpumod.a: $(LIB_OBJ)
 $(GPUMOD): $(BUILD)/obj/src/main.o $(BUILD)/libgpumod.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libgpumod.a
+$(BENCH_LIB): $(BENCH_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/gpumod-bench: $(BUILD)/obj/src/bench/main.o $(BENCH_LIB) $(BUILD)/libgpumod.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
+
+$(BUILD)/tests/%: tests/unit/%.c $(BENCH_LIB) $(BUILD)/libgpumod.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BENCH_LIB) $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS) $(CURL_LIBS) -lcmocka -lpthread
 
 $(LLHTTP_SRC) $(LLHTTP_DIR)/include/llhttp/llhttp.h $(PROMTOOL):
 	@scripts/install-deps --test-cache $(CACHE)

@@ -1,0 +1,142 @@
+/* bench.h - the parts of gpumod-bench, the git-style helper that `gpumod
+ * bench` execs (the only program that links libcurl).  Pure logic lives
+ * in src/core/ (bstats, sse, breq, bagg, bserver, svg, bcompare); this
+ * directory holds the world: the libcurl-multi client on a libuv loop,
+ * the load generator, the target's identity, memory telemetry, the result
+ * document and its renderings.  docs/bench.md is the user's contract. */
+#ifndef GPUMOD_BENCH_H
+#define GPUMOD_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/bagg.h"
+#include "core/breq.h"
+#include "core/bstats.h"
+#include "util/buf.h"
+
+/* ---- load.c + client.c: the load generator ---------------------------- */
+
+typedef enum bload_shape { BLOAD_CLOSED, BLOAD_OPEN } bload_shape;
+
+typedef struct bload_body {
+    char *json;  /* the whole request body (stream: true) */
+    size_t len;
+} bload_body;
+
+typedef struct bload_spec {
+    const char *url;             /* the endpoint, e.g. http://h:p/v1/chat/completions */
+    const char *const *headers;  /* extra "Name: value" lines, NULL-terminated (may be NULL) */
+    bload_shape shape;
+    int concurrency;             /* closed: streams kept in flight; open: cap (0 none) */
+    double rate, burstiness;     /* open: requests/s; gamma shape (1 Poisson, INFINITY constant) */
+    uint64_t seed;
+    long requests;               /* measured requests (> 0), or 0 with duration_s */
+    double duration_s;           /* measured send window; 0 with requests */
+    long warmup;                 /* requests before the window, not measured */
+    const bload_body *bodies;    /* used round-robin, warmup first */
+    size_t n_bodies;
+    int64_t request_timeout_ms;  /* each request's whole deadline */
+    const char *id_prefix;       /* X-Request-Id: <prefix>-<n> on each request (may be NULL) */
+    /* called about every 100 ms on the loop thread (may be NULL) */
+    void (*progress)(void *ud, long done, long total, double elapsed_s);
+    void *ud;
+} bload_spec;
+
+/* The client's check on itself, per run: is the client or the server
+ * the bottleneck?  client_bound when cpu_pct > 85 % of one core, or the
+ * p99 schedule lag (open loop) or loop lag exceeds max(1 ms, 5 % of the
+ * median ITL); warnings say which and by how much. */
+typedef struct bself {
+    double cpu_pct;          /* (user + sys) / wall of the run, % of one core */
+    double user_s, sys_s, wall_s;
+    bsum sched_lag_ms;       /* t_send - t_sched (open loop: the schedule; closed: the free slot) */
+    bsum loop_lag_ms;        /* a 10 ms loop timer's lateness */
+    double bytes_per_s;      /* body bytes read / wall */
+    long max_in_flight;
+    bool client_bound;
+    char warnings[4][200];
+    int n_warnings;
+} bself;
+
+typedef struct bload_result {
+    breq *reqs;              /* the measured requests, in send order */
+    size_t n;
+    int64_t w_start, w_end;  /* first measured send, last completion (ns) */
+    size_t n_warmup;         /* warmup requests done (not in reqs) */
+    bself self;
+} bload_result;
+
+/* Run one load point on a fresh loop.  0 when it ran (requests may have
+ * failed: see reqs[i].error), -1 with err when it could not run at all
+ * (bad spec, libcurl init).  A SIGINT during the run stops sending, lets
+ * requests in flight end within 2 s, and returns what was measured with
+ * *interrupted set. */
+int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupted, char *err, size_t errlen);
+void bload_result_release(bload_result *r);
+/* The self-check verdict once the caller knows the median ITL (ms, NaN
+ * when unknown): fills client_bound and warnings. */
+void bself_judge(bself *s, double median_itl_ms, bool open_loop);
+
+/* ---- fetch.c: one blocking request with a deadline (libcurl easy) ----- */
+
+typedef struct bfetch {
+    int status;      /* 0 when no reply */
+    buf body;
+    char err[256];   /* "" on a reply */
+} bfetch;
+
+/* GET when body is NULL, else POST of a JSON body.  0 when a reply came
+ * (any status), -1 with f->err ("connect to URL: ...", "timed out after
+ * N ms"). */
+int bfetch_do(const char *url, const char *const *headers, const char *body, int64_t timeout_ms, bfetch *f);
+void bfetch_release(bfetch *f);
+
+/* ---- target.c: what is being measured ---------------------------------- */
+
+typedef struct btarget {
+    char *spec;          /* as given: a service id, a model name or a URL */
+    char *via;           /* "router" or "url" */
+    char *service;       /* the service id through the router, else NULL */
+    char *base_url;      /* http(s)://host:port (no trailing slash) */
+    char *model;         /* the "model" sent */
+    char *endpoint;      /* "/v1/chat/completions" (default) or "/v1/completions" */
+    char *metrics_url;   /* where /metrics is scraped (router: /upstream/ID/metrics), or NULL */
+    char *tokenize_url;  /* /tokenize (router: /upstream/ID/tokenize), or NULL */
+    char *flavor;        /* "llamacpp", "vllm" or "unknown" */
+    char *build;         /* server build (/props build_info, /version, system_fingerprint), or NULL */
+    char *config_hash;   /* the service's preset hash (router targets), or NULL */
+    char *auth_header;   /* "Authorization: Bearer ..." or NULL (never printed) */
+    cJSON *identity;     /* what /props or /v1/models said that identifies it */
+} btarget;
+
+/* ---- telemetry.c: memory sampled during a run --------------------------- */
+
+typedef struct btele btele;
+/* Start sampling every interval_ms on a thread of its own (host snapshot:
+ * NVML per device, MemAvailable); stop returns the summary as JSON
+ * {"samples", "interval_ms", "devices": [{index, name, peak_used_bytes,
+ * mean_used_bytes}], "host": {peak_used_bytes, mean_used_bytes,
+ * min_available_bytes}}.  Never blocks the caller longer than one NVML
+ * deadline. */
+btele *btele_start(int interval_ms);
+cJSON *btele_stop(btele *t);
+/* {"hostname","kernel","cpu","gpus":[{index,name,uuid,total_bytes}],
+ * "driver","nvml"} */
+cJSON *btele_host_identity(void);
+
+/* ---- report.c: renderings of a result document (docs/bench.md) --------- */
+
+/* The terminal table of a result document (any kind). */
+void breport_table(buf *out, const cJSON *result, bool color);
+void breport_csv(buf *out, const cJSON *result);   /* one row per iteration */
+void breport_md(buf *out, const cJSON *result);    /* a Markdown table per point set */
+/* SVG charts: load runs: output/request throughput and TTFT/TPOT p50/p99
+ * against concurrency or rate; ctx sweeps: prefill and decode speed
+ * against depth; switch runs: each phase's median with its interval. */
+void breport_svg(buf *out, const cJSON *result);
+
+#endif

@@ -1,0 +1,42 @@
+/* bcompare.h (core) - `gpumod bench compare A.json B.json`: every headline
+ * metric of every load point both results share, as the ratio B/A of the
+ * medians over iterations with a bootstrap interval, and whether the
+ * difference is significant.  Pure (cJSON in, rows out).
+ *
+ * Points are matched by (x_name, x).  A metric is testable when each side
+ * has >= 2 finite per-iteration values (docs/bench.md: points[].iterations
+ * [].values); otherwise its row says "one iteration: use --iterations 3 or
+ * more" and is never called significant.  The family of testable rows is
+ * corrected for multiple comparisons (Bonferroni): each row's interval is
+ * at confidence 1 - (1 - conf)/k for k testable rows, and a row is
+ * significant when that interval excludes 1.  verdict: +1 B is better,
+ * -1 B is worse (by the metric's direction), 0 no significant difference,
+ * 2 not testable.  Results of different kinds or schemas are refused. */
+#ifndef GPUMOD_CORE_BCOMPARE_H
+#define GPUMOD_CORE_BCOMPARE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/bstats.h"
+
+typedef struct bcmp_row {
+    char point[48];   /* "concurrency=8", "depth=4096" */
+    char metric[32];  /* a headline name (bagg_values) */
+    double a, b;      /* medians over iterations */
+    size_t na, nb;
+    bci ratio;        /* b / a, interval at the corrected confidence */
+    double conf;      /* that confidence */
+    bool higher_better;
+    int verdict;
+    char note[96];
+} bcmp_row;
+
+/* 0 with *rows (caller frees) and *n, or -1 with err (not bench results,
+ * different kinds, no point in common). */
+int bcompare(const cJSON *a, const cJSON *b, double conf, uint64_t seed, bcmp_row **rows, size_t *n, char *err,
+             size_t errlen);
+
+#endif
