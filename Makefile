@@ -66,7 +66,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch
+        bench-status bench-cycles bench-switch bench-proxy test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
 help:
@@ -81,6 +81,8 @@ help:
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N"
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
+	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
+	@echo "make test-real  gpumod-bench against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -147,6 +149,19 @@ bench-cycles: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 
 bench-switch: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 	@BUILD=$(BUILD) N=$${N:-50} scripts/bench-switch
+
+# The same fakellm measured by gpumod-bench directly, through the router
+# and through nginx (Debian's binary, unpacked into $(CACHE)); figures in
+# docs/proxy-bench.md.
+bench-proxy: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
+	@scripts/install-deps --test-cache $(CACHE)
+	@BUILD=$(BUILD) NGINX=$(abspath $(CACHE))/nginx/usr/sbin/nginx scripts/bench-proxy
+
+# Opt-in: gpumod-bench against a real llama-server with a model from
+# ../shared/models/ (LLAMA_SERVER=/path/to/llama-server; without it the
+# script says how and passes as skipped).
+test-real: $(HELPERS)
+	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/bench-real.sh
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup

@@ -1,10 +1,10 @@
 # mk/fuzz.mk - the fuzzers (GGUF parser, HTTP parser, request body
-# scanner) and the replay of
+# scanner, bench stream parsing) and the replay of
 # their corpora.  Included from the Makefile after its rules (it uses BUILD,
 # CC, ALL_CFLAGS, WARN, PKG_LIBS and the `unit` and `deps` targets defined
 # there).
 #
-#   make fuzz            every target in FUZZ_TARGETS (gguf http modelscan), one after
+#   make fuzz            every target in FUZZ_TARGETS (gguf http modelscan sse), one after
 #                        the other, FUZZ_SECONDS (600) each
 #   make fuzz-gguf       build build-fuzz/fuzz_gguf (clang + libFuzzer + ASan
 #                        + UBSan) and run it FUZZ_SECONDS over the seed
@@ -16,8 +16,10 @@
 #   make fuzz-modelscan  the same for build-fuzz/fuzz_modelscan (corpus in
 #                        build-fuzz/corpus-modelscan, crashes in
 #                        build-fuzz/artifacts-modelscan/)
+#   make fuzz-sse        the same for build-fuzz/fuzz_sse (corpus in
+#                        build-fuzz/corpus-sse, crashes in build-fuzz/artifacts-sse/)
 #   make fuzz-replay     every corpus file through the parsers, normal compiler
-#                        ($(BUILD)/tests/test_fuzz_replay{,_http,_modelscan}; `make test`
+#                        ($(BUILD)/tests/test_fuzz_replay{,_http,_modelscan,_sse}; `make test`
 #                        runs them)
 #   make fuzz-corpus     regenerate the synthetic seeds and the real-model
 #                        header seed (tests/fuzz/gen_corpus.c)
@@ -43,9 +45,9 @@ FUZZ_CFLAGS  := -std=c17 -D_GNU_SOURCE -g -O1 -Isrc \
 FUZZ_ARGS    ?= -max_len=16384 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
                 -dict=tests/fuzz/gguf.dict
 
-FUZZ_TARGETS ?= gguf http modelscan
+FUZZ_TARGETS ?= gguf http modelscan sse
 
-.PHONY: fuzz fuzz-gguf fuzz-http fuzz-modelscan fuzz-replay fuzz-corpus fuzz-http-corpus
+.PHONY: fuzz fuzz-gguf fuzz-http fuzz-modelscan fuzz-sse fuzz-replay fuzz-corpus fuzz-http-corpus
 
 # buf.c (xmalloc) is not ours to hold to clang's -Wformat=2: built apart
 $(FUZZ_BUILD)/buf.o: src/util/buf.c src/util/buf.h
@@ -72,7 +74,7 @@ $(BUILD)/tests/test_fuzz_replay: tests/fuzz/replay.c tests/fuzz/fuzz_gguf.c $(BU
 unit: $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_fuzz_replay_http
 
 fuzz-replay: $(BUILD)/tests/test_fuzz_replay $(BUILD)/tests/test_fuzz_replay_http \
-             $(BUILD)/tests/test_fuzz_replay_modelscan
+             $(BUILD)/tests/test_fuzz_replay_modelscan $(BUILD)/tests/test_fuzz_replay_sse
 	@BUILD=$(BUILD) tests/run unit/test_fuzz_replay
 
 $(BUILD)/gen_corpus: tests/fuzz/gen_corpus.c tests/unit/gguf_synth.h $(BUILD)/libgpumod.a
@@ -131,5 +133,29 @@ fuzz-modelscan:
 unit: $(BUILD)/tests/test_fuzz_replay_modelscan
 
 $(BUILD)/tests/test_fuzz_replay_modelscan: tests/fuzz/replay_modelscan.c tests/fuzz/fuzz_modelscan.c $(BUILD)/libgpumod.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS)
+
+# The bench client's stream parsing: fuzz_sse.c parses each response body
+# whole, a byte at a time and in random pieces, checks that the three agree
+# and feeds the events to the request classifier (src/core/sse.c, breq.c).
+FUZZ_SSE_SRC    := tests/fuzz/fuzz_sse.c src/core/sse.c src/core/breq.c
+FUZZ_SSE_CORPUS := tests/fuzz/corpus/sse
+FUZZ_SSE_ARGS   ?= -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+                   -dict=tests/fuzz/sse.dict
+
+$(FUZZ_BUILD)/fuzz_sse: $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o src/core/sse.h src/core/breq.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags libcjson) $(WARN) -Wno-unknown-warning-option \
+	    -o $@ $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o $(shell pkg-config --libs libcjson) -lm
+
+fuzz-sse:
+	@$(MAKE) --no-print-directory $(FUZZ_BUILD)/fuzz_sse
+	@mkdir -p $(FUZZ_BUILD)/corpus-sse $(FUZZ_BUILD)/artifacts-sse
+	$(if $(FUZZ_SYMBOLIZER),ASAN_SYMBOLIZER_PATH=$(FUZZ_SYMBOLIZER)) $(FUZZ_BUILD)/fuzz_sse $(FUZZ_SSE_ARGS) -max_total_time=$(FUZZ_SECONDS) \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts-sse/ $(FUZZ_BUILD)/corpus-sse $(FUZZ_SSE_CORPUS)
+
+unit: $(BUILD)/tests/test_fuzz_replay_sse
+
+$(BUILD)/tests/test_fuzz_replay_sse: tests/fuzz/replay_sse.c tests/fuzz/fuzz_sse.c $(BUILD)/libgpumod.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS)

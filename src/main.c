@@ -14,6 +14,7 @@
 
 static int cmd_help(cli *c, int argc, char **argv);
 static int cmd_version(cli *c, int argc, char **argv);
+int cmd_bench(cli *c, int argc, char **argv); /* src/cli/bench.c */
 
 static const cmd commands[] = {
     {"config", "check [--json] [--no-files] | show [ID] [--json] | schema",
@@ -151,6 +152,21 @@ static const cmd commands[] = {
      "  route default --clear          back to router.default\n"
      "      Exit 0 done, 2 no such service, 3 no daemon.\n",
      cmd_route},
+    {"bench", "TARGET [options] | compare A.json B.json | report FILE | switch MODE_A MODE_B",
+     "measure an OpenAI-compatible server: latency, throughput, memory",
+     "  bench TARGET [--concurrency 1,8,64 | --rate R] [--requests N | --duration S]\n"
+     "               [--iterations R] [--prompt-tokens N | --prompts FILE] [--gen-tokens N]\n"
+     "               [--ctx-sweep START:MAX:STEP] [--json FILE [--raw]] [--csv FILE] [--md]\n"
+     "               [--svg FILE] [--no-store] [-q]\n"
+     "      TARGET is a service id or model name (through the router) or an\n"
+     "      http(s):// URL.  Every option after 'bench' is bench's own; see\n"
+     "      'gpumod bench --help' and docs/bench.md.\n"
+     "  bench compare A.json B.json [--json] [--conf 0.95]\n"
+     "  bench report RESULT.json [--md] [--csv FILE] [--svg FILE]\n"
+     "  bench switch MODE_A MODE_B [-n N]\n"
+     "      Runs the gpumod-bench helper.  Exit 0 done, 1 failed, 2 usage (or the\n"
+     "      helper is not installed), 3 a service name but no daemon.\n",
+     cmd_bench},
     {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},
     {"version", "", "print the version", NULL, cmd_version},
     {NULL},
@@ -267,7 +283,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const char *val;
         int r;
-        if (dashdash || a[0] != '-' || !a[1]) {
+        /* after "bench" every argument is the helper's (its --json FILE, -q) */
+        if (dashdash || a[0] != '-' || !a[1] || (nrest && !strcmp(rest[0], "bench"))) {
             rest[nrest++] = argv[i];
             continue;
         }

@@ -40,7 +40,8 @@ typedef struct bload_spec {
     const bload_body *bodies;    /* used round-robin, warmup first */
     size_t n_bodies;
     int64_t request_timeout_ms;  /* each request's whole deadline */
-    const char *id_prefix;       /* X-Request-Id: <prefix>-<n> on each request (may be NULL) */
+    const char *id_prefix;       /* X-Request-Id: <prefix>-<i> (i: the index in reqs), warmup
+                                  * <prefix>-warmup-<k> (may be NULL) */
     /* called about every 100 ms on the loop thread (may be NULL) */
     void (*progress)(void *ud, long done, long total, double elapsed_s);
     void *ud;
@@ -48,13 +49,20 @@ typedef struct bload_spec {
 
 /* The client's check on itself, per run: is the client or the server
  * the bottleneck?  client_bound when cpu_pct > 85 % of one core, or the
- * p99 schedule lag (open loop) or loop lag exceeds max(1 ms, 5 % of the
- * median ITL); warnings say which and by how much. */
+ * p99 schedule lag (open loop) or the loop's own busy lag (loop_busy_ms)
+ * exceeds max(1 ms, 5 % of the median ITL); warnings say which and by how
+ * much.  A loop lag over that bound that was not the client's own work
+ * (the thread waited for a CPU: other processes, the server on the same
+ * host) is a warning without client_bound. */
 typedef struct bself {
     double cpu_pct;          /* (user + sys) / wall of the run, % of one core */
     double user_s, sys_s, wall_s;
     bsum sched_lag_ms;       /* t_send - t_sched (open loop: the schedule; closed: the free slot) */
     bsum loop_lag_ms;        /* a 10 ms loop timer's lateness */
+    bsum loop_busy_ms;       /* the part of each lateness the loop thread was on a CPU:
+                              * min(lateness, its CPU time since the previous sample) */
+    double runq_wait_s;      /* the loop thread runnable but waiting for a CPU (a busy
+                              * host), /proc/thread-self/schedstat; NaN when unknown */
     double bytes_per_s;      /* body bytes read / wall */
     long max_in_flight;
     bool client_bound;
@@ -138,5 +146,18 @@ void breport_md(buf *out, const cJSON *result);    /* a Markdown table per point
  * against concurrency or rate; ctx sweeps: prefill and decode speed
  * against depth; switch runs: each phase's median with its interval. */
 void breport_svg(buf *out, const cJSON *result);
+
+/* ---- store.c: results kept by the daemon -------------------------------- */
+
+/* POST /results to the daemon (socket resolved as every CLI command does:
+ * GPUMOD_SOCKET, else gpumod.yaml under GPUMOD_CONFIG_DIR, else
+ * $XDG_RUNTIME_DIR/gpumod.sock) within timeout_ms.  0 stored (*id set),
+ * 1 no daemon runs (nothing to do), -1 with err (it answered an error). */
+int bstore_post(const cJSON *result, int64_t timeout_ms, int64_t *id, char *err, size_t errlen);
+
+/* ---- bswitch.c: gpumod bench switch MODE_A MODE_B [-n N] ------------------ */
+
+/* argv[0] is "switch".  Returns the exit code (docs/bench.md). */
+int bswitch_main(int argc, char **argv);
 
 #endif

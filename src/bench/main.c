@@ -1,7 +1,870 @@
-/* main.c - gpumod-bench (being written: replaced by the bench CLI). */
+/* main.c - gpumod-bench, the helper `gpumod bench` execs (docs/bench.md):
+ * the options of a run, parsed strictly, the run loop (points x
+ * iterations: scrape, sample, load, scrape, aggregate, judge), and the
+ * outputs; and the subcommands compare, report and switch.
+ *
+ * Every figure goes into one result document first; the terminal table,
+ * CSV, Markdown, SVG, the daemon's store and `compare` all read that
+ * document, so what a user sees is what was saved. */
+#include "bench/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
-int main(void)
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bcompare.h"
+#include "util/buf.h"
+#include "util/clock.h"
+
+enum { BX_OK = 0, BX_FAILED = 1, BX_USAGE = 2 };
+
+static volatile int interrupted;
+static void on_sigint(int sig)
 {
-    fputs("gpumod-bench: not built yet\n", stderr);
-    return 2;
+    (void)sig;
+    interrupted = 1;
+}
+
+static const char usage_text[] =
+    "usage: gpumod bench TARGET [load options] [output options]\n"
+    "       gpumod bench compare A.json B.json [--json] [--conf 0.95]\n"
+    "       gpumod bench switch MODE_A MODE_B [-n N] [--json FILE] [--svg FILE]\n"
+    "       gpumod bench report RESULT.json [--md] [--csv FILE] [--svg FILE]\n"
+    "\n"
+    "TARGET: a service id or model name (through the daemon's router), or an\n"
+    "http(s):// base URL.\n"
+    "\n"
+    "Load options:\n"
+    "  --concurrency 1,8,64     closed loop: streams kept in flight (default 1)\n"
+    "  --rate R[,R2...]         open loop: requests per second\n"
+    "  --burstiness B           gamma shape of the gaps (1 Poisson; inf constant)\n"
+    "  --max-concurrency N      open loop: cap on requests in flight\n"
+    "  --requests N             measured requests per iteration (default 10 x concurrency, >= 20)\n"
+    "  --duration S             instead of --requests: send for S seconds\n"
+    "  --warmup N               discarded requests before each iteration (default: the concurrency)\n"
+    "  --iterations R           repetitions of each point (default 3)\n"
+    "  --prompt-tokens N        synthetic prompts of N tokens (default 128)\n"
+    "  --prompts FILE           JSONL prompts ({\"prompt\"} or {\"messages\"} per line)\n"
+    "  --gen-tokens N           tokens generated per request (default 128)\n"
+    "  --endpoint chat|completions\n"
+    "  --ctx-sweep START:MAX:STEP  the context-depth sweep\n"
+    "  --slo ttft=MS,tpot=MS,e2el=MS  goodput SLOs\n"
+    "  --timeout S              each request's deadline (default 600)\n"
+    "  --seed N                 schedules, prompts and bootstrap (default 1)\n"
+    "  --model NAME             the model sent (URL targets: default the first listed)\n"
+    "  --api-key-env VAR        the API key's variable (default OPENAI_API_KEY;\n"
+    "                           router targets: router.api_keys_env)\n"
+    "Output options:\n"
+    "  --json FILE (- stdout)   the result document   --raw  with every request\n"
+    "  --csv FILE               one row per iteration  --md   a Markdown table\n"
+    "  --svg FILE               charts                 --no-store  not to the daemon\n"
+    "  -q                       no progress bar\n"
+    "Exit: 0 done, 1 failed (unreachable, every request failed), 2 usage,\n"
+    "3 a service name but no daemon.\n";
+
+static int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gpumod: bench: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fputs("usage: gpumod bench TARGET [options]; see 'gpumod bench --help'\n", stderr);
+    return BX_USAGE;
+}
+
+/* ---- strict option values ------------------------------------------------ */
+
+static int p_long(const char *opt, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi)
+        return fail_usage("%s '%s': expected an integer from %ld to %ld", opt, v, lo, hi);
+    *out = x;
+    return 0;
+}
+
+static int p_double(const char *opt, const char *v, double lo, double hi, bool allow_inf, double *out)
+{
+    if (allow_inf && (!strcmp(v, "inf") || !strcmp(v, "infinity"))) {
+        *out = INFINITY;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(x) || x < lo || x > hi)
+        return fail_usage("%s '%s': expected a number from %g to %g%s", opt, v, lo, hi, allow_inf ? " or inf" : "");
+    *out = x;
+    return 0;
+}
+
+/* "1,8,64" */
+static int p_list(const char *opt, const char *v, bool integers, double lo, double hi, double **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    char *copy = xstrdup(v), *save = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    if (!*v || v[strlen(v) - 1] == ',' || *v == ',') rc = -1;
+    for (char *tok = strtok_r(copy, ",", &save); tok && !rc; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        errno = 0;
+        double x = integers ? (double)strtol(tok, &end, 10) : strtod(tok, &end);
+        if (!*tok || *end || errno || !isfinite(x) || x < lo || x > hi) {
+            rc = -1;
+            break;
+        }
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            *out = xrealloc(*out, cap * sizeof **out);
+        }
+        (*out)[(*n)++] = x;
+    }
+    free(copy);
+    if (rc || !*n) {
+        free(*out);
+        *out = NULL;
+        return fail_usage("%s '%s': expected %s from %g to %g, separated by commas", opt, v,
+                          integers ? "integers" : "numbers", lo, hi);
+    }
+    return 0;
+}
+
+static int p_slo(const char *v, bslo *s)
+{
+    char *copy = xstrdup(v), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        double x = NAN;
+        char *end = NULL;
+        if (eq) x = strtod(eq + 1, &end);
+        if (!eq || !eq[1] || *end || !isfinite(x) || x <= 0) {
+            rc = -1;
+            break;
+        }
+        *eq = 0;
+        if (!strcmp(tok, "ttft"))
+            s->ttft_ms = x;
+        else if (!strcmp(tok, "tpot"))
+            s->tpot_ms = x;
+        else if (!strcmp(tok, "e2el"))
+            s->e2el_ms = x;
+        else {
+            rc = -1;
+            break;
+        }
+    }
+    free(copy);
+    if (rc) return fail_usage("--slo '%s': expected ttft=MS,tpot=MS,e2el=MS (any of them, positive milliseconds)", v);
+    return 0;
+}
+
+static int p_ctx(const char *v, bopts *o)
+{
+    long a, b, c;
+    char tail;
+    if (sscanf(v, "%ld:%ld:%ld%c", &a, &b, &c, &tail) != 3 || a < 1 || c < 1 || b < a || b > 100000000)
+        return fail_usage("--ctx-sweep '%s': expected START:MAX:STEP (tokens, 1 <= START <= MAX, STEP >= 1)", v);
+    o->ctx_sweep = true;
+    o->ctx_start = a;
+    o->ctx_max = b;
+    o->ctx_step = c;
+    return 0;
+}
+
+/* "--opt VALUE" or "--opt=VALUE": 1 matched, 0 not, -1 missing value. */
+static int optval(int argc, char **argv, int *i, const char *opt, const char **val)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n)) return 0;
+    if (argv[*i][n] == '=') {
+        *val = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n]) return 0;
+    if (*i + 1 >= argc) return -1;
+    *val = argv[++*i];
+    return 1;
+}
+
+static const char *const value_opts[] = {
+    "--concurrency", "--rate", "--burstiness", "--max-concurrency", "--requests", "--duration", "--warmup",
+    "--iterations", "--prompt-tokens", "--prompts", "--gen-tokens", "--endpoint", "--ctx-sweep", "--slo",
+    "--timeout", "--seed", "--model", "--api-key-env", "--json", "--csv", "--svg", NULL,
+};
+
+static int parse_run(int argc, char **argv, bopts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->burstiness = 1;
+    o->requests = -1;
+    o->warmup = -1;
+    o->iterations = 3;
+    o->prompt_tokens = -1;
+    o->gen_tokens = 128;
+    o->slo = (bslo){NAN, NAN, NAN};
+    o->timeout_s = 600;
+    o->seed = 1;
+    o->argc = argc;
+    o->argv = argv;
+    const char *e = getenv("GPUMOD_QUIET");
+    o->quiet = e && *e && strcmp(e, "0");
+    bool conc_given = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1]) {
+            if (o->target) return fail_usage("unexpected argument '%s' (the target is '%s')", a, o->target);
+            o->target = a;
+            continue;
+        }
+        if (!strcmp(a, "--raw")) { o->raw = true; continue; }
+        if (!strcmp(a, "--md")) { o->md = true; continue; }
+        if (!strcmp(a, "--no-store")) { o->no_store = true; continue; }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { o->quiet = true; continue; }
+        const char *v = NULL, *opt = NULL;
+        for (int k = 0; value_opts[k]; k++) {
+            int r = optval(argc, argv, &i, value_opts[k], &v);
+            if (r < 0) return fail_usage("option '%s' needs a value", value_opts[k]);
+            if (r) {
+                opt = value_opts[k];
+                break;
+            }
+        }
+        if (!opt) return fail_usage("unknown option '%s'", a);
+        double *d = NULL;
+        size_t n = 0;
+        int rc = 0;
+        if (!strcmp(opt, "--concurrency")) {
+            rc = p_list(opt, v, true, 1, 100000, &d, &n);
+            if (!rc) {
+                free(o->conc);
+                o->conc = xcalloc(n, sizeof *o->conc);
+                for (size_t k = 0; k < n; k++) o->conc[k] = (long)d[k];
+                o->n_conc = n;
+                conc_given = true;
+            }
+            free(d);
+        } else if (!strcmp(opt, "--rate")) {
+            rc = p_list(opt, v, false, 1e-6, 1e6, &o->rate, &o->n_rate);
+        } else if (!strcmp(opt, "--burstiness")) {
+            rc = p_double(opt, v, 1e-3, 1e6, true, &o->burstiness);
+        } else if (!strcmp(opt, "--max-concurrency")) {
+            rc = p_long(opt, v, 1, 100000, &o->max_concurrency);
+        } else if (!strcmp(opt, "--requests")) {
+            rc = p_long(opt, v, 1, 100000000, &o->requests);
+        } else if (!strcmp(opt, "--duration")) {
+            rc = p_double(opt, v, 0.1, 86400, false, &o->duration_s);
+        } else if (!strcmp(opt, "--warmup")) {
+            rc = p_long(opt, v, 0, 1000000, &o->warmup);
+        } else if (!strcmp(opt, "--iterations")) {
+            rc = p_long(opt, v, 1, 1000, &o->iterations);
+        } else if (!strcmp(opt, "--prompt-tokens")) {
+            rc = p_long(opt, v, 1, 10000000, &o->prompt_tokens);
+        } else if (!strcmp(opt, "--prompts")) {
+            o->prompts_file = v;
+        } else if (!strcmp(opt, "--gen-tokens")) {
+            rc = p_long(opt, v, 1, 10000000, &o->gen_tokens);
+        } else if (!strcmp(opt, "--endpoint")) {
+            if (!strcmp(v, "chat"))
+                o->completions = false;
+            else if (!strcmp(v, "completions"))
+                o->completions = true;
+            else
+                rc = fail_usage("--endpoint '%s': expected chat or completions", v);
+        } else if (!strcmp(opt, "--ctx-sweep")) {
+            rc = p_ctx(v, o);
+        } else if (!strcmp(opt, "--slo")) {
+            rc = p_slo(v, &o->slo);
+        } else if (!strcmp(opt, "--timeout")) {
+            rc = p_double(opt, v, 0.001, 86400, false, &o->timeout_s);
+        } else if (!strcmp(opt, "--seed")) {
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(v, &end, 10);
+            if (!*v || *end || errno || *v == '-')
+                rc = fail_usage("--seed '%s': expected a non-negative integer", v);
+            o->seed = s;
+        } else if (!strcmp(opt, "--model")) {
+            o->model = v;
+        } else if (!strcmp(opt, "--api-key-env")) {
+            o->api_key_env = v;
+        } else if (!strcmp(opt, "--json")) {
+            o->json_path = v;
+        } else if (!strcmp(opt, "--csv")) {
+            o->csv_path = v;
+        } else if (!strcmp(opt, "--svg")) {
+            o->svg_path = v;
+        }
+        if (rc) return BX_USAGE;
+    }
+    if (!o->target) return fail_usage("no target: give a service id, a model name or an http(s):// URL");
+    if (o->n_rate && conc_given)
+        return fail_usage("--rate and --concurrency: give one (an open loop is capped with --max-concurrency)");
+    if (o->max_concurrency && !o->n_rate) return fail_usage("--max-concurrency needs --rate (an open loop)");
+    if (o->requests > 0 && o->duration_s > 0) return fail_usage("--requests and --duration: give one");
+    if (o->prompts_file && o->prompt_tokens > 0) return fail_usage("--prompts and --prompt-tokens: give one");
+    if (o->raw && !o->json_path) return fail_usage("--raw needs --json FILE");
+    if (o->ctx_sweep && (o->n_rate || conc_given || o->prompts_file || o->duration_s > 0 || o->requests > 0))
+        return fail_usage("--ctx-sweep measures one request per depth: it takes no --rate, --concurrency, "
+                          "--requests, --duration or --prompts");
+    if (!o->n_conc) {
+        o->conc = xcalloc(1, sizeof *o->conc);
+        o->conc[0] = 1;
+        o->n_conc = 1;
+    }
+    if (!o->prompts_file && o->prompt_tokens < 0) o->prompt_tokens = 128;
+    return 0;
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+static int write_out(const char *path, const buf *b, const char *what)
+{
+    if (!strcmp(path, "-")) {
+        fwrite(b->p, 1, b->len, stdout);
+        fflush(stdout);
+        return 0;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(b->p, 1, b->len, f) != b->len || fclose(f) != 0) {
+        fprintf(stderr, "gpumod: bench: cannot write the %s to '%s': %s\n", what, path, strerror(errno));
+        if (f) fclose(f);
+        return -1;
+    }
+    return 0;
+}
+
+/* The file parsed; NULL after "gpumod: bench: ..." naming the file and
+ * the position of a JSON error. */
+static cJSON *read_doc(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "gpumod: bench: cannot read '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    buf b = BUF_INIT;
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
+    fclose(f);
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(b.p, &end, true);
+    if (!j) {
+        const char *at = end ? end : cJSON_GetErrorPtr();
+        size_t off = at && at >= b.p && at <= b.p + b.len ? (size_t)(at - b.p) : 0;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off; i++) {
+            if (b.p[i] == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        fprintf(stderr, "gpumod: bench: '%s': not valid JSON at line %d, column %d (byte %zu)\n", path, line, col, off);
+        buf_release(&b);
+        return NULL;
+    }
+    buf_release(&b);
+    const char *schema = cJSON_GetStringValue(cJSON_GetObjectItem(j, "schema"));
+    if (!schema || strncmp(schema, "gpumod.bench/", 13)) {
+        fprintf(stderr, "gpumod: bench: '%s': not a bench result (expected \"schema\": \"gpumod.bench/1\")\n", path);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int render_outputs(const cJSON *doc, const char *json_path, const char *csv_path, const char *svg_path, bool md,
+                          bool table)
+{
+    int rc = 0;
+    buf b = BUF_INIT;
+    if (json_path) {
+        char *s = cJSON_Print(doc);
+        buf_adds(&b, s);
+        buf_addc(&b, '\n');
+        free(s);
+        if (write_out(json_path, &b, "result")) rc = -1;
+        buf_clear(&b);
+    }
+    if (csv_path) {
+        breport_csv(&b, doc);
+        if (write_out(csv_path, &b, "CSV")) rc = -1;
+        buf_clear(&b);
+    }
+    if (svg_path) {
+        breport_svg(&b, doc);
+        if (write_out(svg_path, &b, "SVG")) rc = -1;
+        buf_clear(&b);
+    }
+    if (md) {
+        breport_md(&b, doc);
+        fwrite(b.p, 1, b.len, stdout);
+        buf_clear(&b);
+    } else if (table) {
+        breport_table(&b, doc, isatty(1));
+        fwrite(b.p, 1, b.len, stdout);
+        buf_clear(&b);
+    }
+    fflush(stdout);
+    buf_release(&b);
+    return rc;
+}
+
+/* ---- report, compare ----------------------------------------------------------- */
+
+static int cmd_report(int argc, char **argv)
+{
+    const char *file = NULL, *csv = NULL, *svg = NULL;
+    bool md = false;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r;
+        if (!strcmp(argv[i], "--md")) {
+            md = true;
+        } else if ((r = optval(argc, argv, &i, "--csv", &v))) {
+            if (r < 0) return fail_usage("option '--csv' needs a value");
+            csv = v;
+        } else if ((r = optval(argc, argv, &i, "--svg", &v))) {
+            if (r < 0) return fail_usage("option '--svg' needs a value");
+            svg = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return fail_usage("report: unknown option '%s' (expected --md, --csv FILE, --svg FILE)", argv[i]);
+        } else if (file) {
+            return fail_usage("report: one result file, not '%s' too", argv[i]);
+        } else {
+            file = argv[i];
+        }
+    }
+    if (!file) return fail_usage("report: which result? gpumod bench report RESULT.json [--md] [--csv FILE] [--svg FILE]");
+    cJSON *doc = read_doc(file);
+    if (!doc) return BX_USAGE;
+    int rc = render_outputs(doc, NULL, csv, svg, md, !csv && !svg);
+    cJSON_Delete(doc);
+    return rc ? BX_FAILED : BX_OK;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    const char *files[2] = {NULL, NULL};
+    int nf = 0;
+    bool json = false;
+    double conf = 0.95;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int r;
+        if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if ((r = optval(argc, argv, &i, "--conf", &v))) {
+            if (r < 0) return fail_usage("option '--conf' needs a value");
+            if (p_double("--conf", v, 0.5, 0.9999, false, &conf)) return BX_USAGE;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return fail_usage("compare: unknown option '%s' (expected --json, --conf C)", argv[i]);
+        } else if (nf == 2) {
+            return fail_usage("compare: two result files, not '%s' too", argv[i]);
+        } else {
+            files[nf++] = argv[i];
+        }
+    }
+    if (nf < 2) return fail_usage("compare: gpumod bench compare A.json B.json [--json] [--conf 0.95]");
+    cJSON *a = read_doc(files[0]);
+    if (!a) return BX_USAGE;
+    cJSON *b = read_doc(files[1]);
+    if (!b) {
+        cJSON_Delete(a);
+        return BX_USAGE;
+    }
+    bcmp_row *rows = NULL;
+    size_t n = 0;
+    char err[300];
+    int rc = BX_OK;
+    if (bcompare(a, b, conf, 1, &rows, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumod: bench: compare %s %s: %s\n", files[0], files[1], err);
+        rc = BX_USAGE;
+    } else {
+        buf out = BUF_INIT;
+        if (json) {
+            cJSON *j = bcompare_json(rows, n);
+            char *s = cJSON_Print(j);
+            buf_printf(&out, "%s\n", s);
+            free(s);
+            cJSON_Delete(j);
+        } else {
+            bcompare_render(&out, rows, n);
+        }
+        fwrite(out.p, 1, out.len, stdout);
+        buf_release(&out);
+    }
+    free(rows);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    return rc;
+}
+
+/* ---- the load run ------------------------------------------------------------- */
+
+typedef struct prog {
+    bool on;
+    char label[96];
+} prog;
+
+static void progress(void *ud, long done, long total, double elapsed_s)
+{
+    prog *p = ud;
+    if (!p->on) return;
+    char bar[31];
+    int fill = total > 0 ? (int)(30.0 * (double)done / (double)total) : (int)elapsed_s % 30;
+    if (fill > 30) fill = 30;
+    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '-';
+    bar[30] = 0;
+    if (total > 0)
+        fprintf(stderr, "\r%s [%s] %ld/%ld %.1fs\033[K", p->label, bar, done, total, elapsed_s);
+    else
+        fprintf(stderr, "\r%s [%s] %ld %.1fs\033[K", p->label, bar, done, elapsed_s);
+}
+
+/* The server's /metrics, or NULL. */
+static bscrape *scrape(const btarget *t)
+{
+    if (!t->metrics_url) return NULL;
+    bfetch f;
+    if (bfetch_do(t->metrics_url, btarget_headers(t), NULL, 10000, &f) != 0 || f.status != 200) {
+        bfetch_release(&f);
+        return NULL;
+    }
+    bscrape *s = xcalloc(1, sizeof *s);
+    char err[200];
+    bscrape_parse(s, f.body.p, f.body.len, err, sizeof err); /* what parsed is kept */
+    bfetch_release(&f);
+    return s;
+}
+
+static void scrape_free(bscrape *s)
+{
+    if (!s) return;
+    bscrape_release(s);
+    free(s);
+}
+
+#define MAX_BODY_BYTES (256u << 20) /* all the bodies of one iteration */
+
+static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_err, size_t first_err_len)
+{
+    bool chat = !o->completions;
+    bprompts file = {0};
+    char err[4096] = "";
+    bool exact = false;
+    long measured = -1;
+    bprompt synth = {NULL, NULL, -1};
+    if (o->prompts_file) {
+        if (bprompts_load_jsonl(&file, o->prompts_file, err, sizeof err)) {
+            fprintf(stderr, "gpumod: bench: %s\n", err);
+            return BX_USAGE;
+        }
+        if (o->completions)
+            for (size_t i = 0; i < file.n; i++)
+                if (file.v[i].messages) {
+                    fprintf(stderr, "gpumod: bench: %s: prompt %zu has \"messages\": use --endpoint chat\n",
+                            o->prompts_file, i + 1);
+                    bprompts_release(&file);
+                    return BX_USAGE;
+                }
+    } else {
+        char pre[32];
+        bprompt_prefix(pre, sizeof pre, 0);
+        long got = 0;
+        btok_fn tok = t->tokenize_url ? bprompt_tokenize_http : NULL;
+        /* the prefix is measured with the text, then cut: each request
+         * puts its own number of the same width in front */
+        char *s = bprompt_synth(pre, o->prompt_tokens, o->seed, tok, t, &got, &exact, err, sizeof err);
+        if (!s) {
+            bresult_warn(doc, "/tokenize failed (%s): prompts are approximate (about 4 characters a token)", err);
+            s = bprompt_synth(pre, o->prompt_tokens, o->seed, NULL, NULL, &got, &exact, err, sizeof err);
+            tok = NULL;
+        }
+        synth.text = xstrdup(s + strlen(pre));
+        free(s);
+        if (!tok)
+            bresult_warn(doc, "the server has no /tokenize: prompts are about %ld tokens (4 characters a token), "
+                              "not exact; prompt_tokens_measured is what the server counted",
+                         o->prompt_tokens);
+        else if (!exact)
+            bresult_warn(doc, "no word count gives exactly %ld prompt tokens: prompts are %ld tokens", o->prompt_tokens,
+                         got);
+    }
+    const bprompt *pv = o->prompts_file ? file.v : &synth;
+    size_t np = o->prompts_file ? file.n : 1;
+    bbody_opts bo = {t->model, chat, o->gen_tokens, !strcmp(t->flavor, "llamacpp"), -1};
+    char *url = xasprintf("%s%s", t->base_url, t->endpoint);
+    bool open = o->n_rate > 0;
+    size_t npts = open ? o->n_rate : o->n_conc;
+    cJSON *points = cJSON_GetObjectItem(doc, "points");
+    uint64_t counter = 1;
+    bool metrics_ok = t->metrics_url != NULL;
+    prog pg = {isatty(2) && !o->quiet, ""};
+    int rc = BX_OK;
+    for (size_t pi = 0; pi < npts && !interrupted; pi++) {
+        long conc = open ? o->max_concurrency : o->conc[pi];
+        double rate = open ? o->rate[pi] : 0;
+        long requests = o->requests > 0 ? o->requests : 0;
+        if (!requests && o->duration_s <= 0) {
+            requests = open ? (long)ceil(rate * 10) : conc * 10;
+            if (requests < 20) requests = 20;
+        }
+        long warmup = o->warmup >= 0 ? o->warmup : open ? (conc > 0 ? conc : 1) : conc;
+        size_t nb = (size_t)(requests ? requests + warmup : 4096);
+        size_t one = strlen(pv[0].text ? pv[0].text : "") + 512;
+        if (nb * one > MAX_BODY_BYTES) nb = MAX_BODY_BYTES / one > 16 ? MAX_BODY_BYTES / one : 16;
+        cJSON *pt = cJSON_CreateObject();
+        cJSON_AddStringToObject(pt, "x_name", open ? "rate" : "concurrency");
+        cJSON_AddNumberToObject(pt, "x", open ? rate : (double)conc);
+        cJSON *its = cJSON_AddArrayToObject(pt, "iterations");
+        for (long it = 0; it < o->iterations && !interrupted; it++) {
+            bload_body *bodies = xcalloc(nb, sizeof *bodies);
+            for (size_t i = 0; i < nb; i++) {
+                char pre[32];
+                bprompt_prefix(pre, sizeof pre, counter++);
+                bodies[i].json = bbody_json(&bo, pre, &pv[i % np]);
+                bodies[i].len = strlen(bodies[i].json);
+            }
+            bload_spec sp;
+            memset(&sp, 0, sizeof sp);
+            sp.url = url;
+            sp.headers = btarget_headers(t);
+            sp.shape = open ? BLOAD_OPEN : BLOAD_CLOSED;
+            sp.concurrency = (int)conc;
+            sp.rate = rate;
+            sp.burstiness = o->burstiness;
+            sp.seed = o->seed + (uint64_t)pi * 1000003u + (uint64_t)it * 7919u;
+            sp.requests = requests;
+            sp.duration_s = o->duration_s;
+            sp.warmup = warmup;
+            sp.bodies = bodies;
+            sp.n_bodies = nb;
+            sp.request_timeout_ms = (int64_t)(o->timeout_s * 1000);
+            sp.id_prefix = "gpumod-bench";
+            sp.progress = progress;
+            sp.ud = &pg;
+            if (open)
+                snprintf(pg.label, sizeof pg.label, "rate %g  iteration %ld/%ld", rate, it + 1, o->iterations);
+            else
+                snprintf(pg.label, sizeof pg.label, "concurrency %ld  iteration %ld/%ld", conc, it + 1, o->iterations);
+            /* the warmup is a run of its own, so that the server's
+             * counters scraped before the measured run do not include it
+             * (the deltas then match the client's token counts) */
+            size_t wdone = 0;
+            if (warmup > 0) {
+                bload_spec ws = sp;
+                ws.requests = warmup;
+                ws.duration_s = 0;
+                ws.warmup = 0;
+                ws.n_bodies = (size_t)warmup < nb ? (size_t)warmup : nb;
+                bload_result wr;
+                memset(&wr, 0, sizeof wr);
+                char werr[256] = "";
+                char lab[96];
+                snprintf(lab, sizeof lab, "%s", pg.label);
+                snprintf(pg.label, sizeof pg.label, "%.70s warmup", lab);
+                if (bload_run(&ws, &wr, &interrupted, werr, sizeof werr) == 0) wdone = wr.n;
+                bload_result_release(&wr);
+                snprintf(pg.label, sizeof pg.label, "%s", lab);
+                if (nb > ws.n_bodies) {
+                    sp.bodies = bodies + ws.n_bodies;
+                    sp.n_bodies = nb - ws.n_bodies;
+                }
+                sp.warmup = 0;
+            }
+            bscrape *before = metrics_ok ? scrape(t) : NULL;
+            if (metrics_ok && !before) metrics_ok = false;
+            bload_result res;
+            memset(&res, 0, sizeof res);
+            btele *tl = btele_start(200);
+            char lerr[256] = "";
+            int lrc = bload_run(&sp, &res, &interrupted, lerr, sizeof lerr);
+            cJSON *mem = btele_stop(tl);
+            bscrape *after = before ? scrape(t) : NULL;
+            if (pg.on) fputs("\r\033[K", stderr);
+            for (size_t i = 0; i < nb; i++) free(bodies[i].json);
+            free(bodies);
+            if (lrc) {
+                fprintf(stderr, "gpumod: bench: %s\n", lerr);
+                cJSON_Delete(mem);
+                scrape_free(before);
+                scrape_free(after);
+                rc = BX_FAILED;
+                break;
+            }
+            for (size_t i = 0; i < res.n; i++) {
+                if (breq_ok(&res.reqs[i])) {
+                    *any_ok = true;
+                    if (measured < 0 && res.reqs[i].n_in >= 0) measured = res.reqs[i].n_in;
+                } else if (!first_err[0] && res.reqs[i].error) {
+                    snprintf(first_err, first_err_len, "%s", res.reqs[i].error);
+                }
+            }
+            bagg a;
+            char aerr[200] = "";
+            memset(&a, 0, sizeof a);
+            if (bagg_compute(&a, res.reqs, res.n, res.w_start, res.w_end, &o->slo, aerr, sizeof aerr) != 0) {
+                /* nothing completed: an empty window; keep the counts */
+                bagg_compute(&a, res.reqs, res.n, res.w_start, res.w_start + 1, &o->slo, aerr, sizeof aerr);
+            }
+            bserver_delta sd;
+            bool have_sd = before && after;
+            if (have_sd) bserver_delta_compute(before, after, &sd);
+            bself_judge(&res.self, a.itl_token.median, open);
+            res.n_warmup += wdone;
+            cJSON *ij = bresult_iteration(&res, &a, have_sd ? &sd : NULL, mem, o->raw);
+            cJSON_AddItemToArray(its, ij);
+            char where[96];
+            snprintf(where, sizeof where, "%s=%g iteration %ld", open ? "rate" : "concurrency",
+                     open ? rate : (double)conc, it + 1);
+            if (a.failed)
+                bresult_warn(doc, "%s: %zu of %zu requests failed (see errors)", where, a.failed, a.sent);
+            if (res.self.client_bound)
+                bresult_warn(doc, "%s: the client may be the bottleneck: %s", where,
+                             res.self.n_warnings ? res.self.warnings[0] : "see self_check");
+            if (a.out_estimated)
+                bresult_warn(doc, "output token counts are estimated from the stream's events (the server sent no usage)");
+            if (a.k_estimated)
+                bresult_warn(doc, "tokens per event were assumed 1 where the server sent no running usage count");
+            if (have_sd && sd.reset) bresult_warn(doc, "%s: a server counter went down (restart?): server deltas are invalid", where);
+            scrape_free(before);
+            scrape_free(after);
+            bload_result_release(&res);
+        }
+        cJSON_AddItemToObject(pt, "summary", bresult_summary(its, o->seed));
+        cJSON_AddItemToArray(points, pt);
+        if (rc) break;
+    }
+    free(url);
+    free(synth.text);
+    bprompts_release(&file);
+    cJSON_ReplaceItemInObject(doc, "settings", bresult_settings(o, o->prompts_file ? false : exact, measured));
+    if (measured >= 0 && !o->prompts_file && measured != o->prompt_tokens)
+        bresult_warn(doc, "the server counted %ld prompt tokens for a %ld-token prompt (the %s adds the difference)",
+                     measured, o->prompt_tokens, chat ? "chat template" : "special tokens");
+    if (!t->metrics_url || !metrics_ok)
+        bresult_warn(doc, "the server's /metrics could not be read: no server-side deltas");
+    return rc;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    bopts o;
+    int rc = parse_run(argc, argv, &o);
+    if (rc) return rc;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int64_t started = clock_unix_ms();
+    cJSON *doc = bresult_new(o.ctx_sweep ? "ctx_sweep" : "load", &o, started);
+    btarget t;
+    char err[1024] = "";
+    rc = btarget_resolve(&t, &o, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "gpumod: %s\n", err);
+        btarget_release(&t);
+        cJSON_Delete(doc);
+        free(o.conc);
+        free(o.rate);
+        return rc;
+    }
+    if (!bprompt_has_tokenizer(&t) && o.prompts_file == NULL && !o.ctx_sweep) {
+        /* run_load warns */
+    }
+    cJSON_AddItemToObject(doc, "target", btarget_json(&t));
+    cJSON_AddItemToObject(doc, "host", btele_host_identity());
+    cJSON_AddItemToObject(doc, "settings", bresult_settings(&o, false, -1));
+    cJSON_AddArrayToObject(doc, "points");
+    cJSON_AddArrayToObject(doc, "warnings");
+
+    bool any_ok = false;
+    char first_err[512] = "";
+    if (o.ctx_sweep) {
+        if (bctx_run(doc, &o, &t, &interrupted, err, sizeof err) != 0) {
+            fprintf(stderr, "gpumod: bench: %s\n", err);
+            rc = BX_USAGE;
+        }
+        const cJSON *pt;
+        cJSON_ArrayForEach(pt, cJSON_GetObjectItem(doc, "points")) {
+            const cJSON *it;
+            cJSON_ArrayForEach(it, cJSON_GetObjectItem(pt, "iterations")) {
+                const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(it, "status"));
+                if (st && strcmp(st, "failed")) any_ok = true;
+                else if (!first_err[0])
+                    snprintf(first_err, sizeof first_err, "%s",
+                             cJSON_GetStringValue(cJSON_GetObjectItem(it, "reason")) ?: "failed");
+            }
+        }
+    } else {
+        rc = run_load(doc, &o, &t, &any_ok, first_err, sizeof first_err);
+    }
+    char ts[40];
+    clock_rfc3339(clock_unix_ms(), ts, sizeof ts);
+    cJSON_ReplaceItemInObject(doc, "finished", cJSON_CreateString(ts));
+    if (interrupted) bresult_warn(doc, "interrupted: the result holds what was measured until then");
+
+    if (!rc || any_ok) {
+        bool stdout_json = o.json_path && !strcmp(o.json_path, "-");
+        if (render_outputs(doc, o.json_path, o.csv_path, o.svg_path, o.md && !stdout_json, !stdout_json)) rc = BX_FAILED;
+        const cJSON *w;
+        if (stdout_json || o.md) /* the terminal table lists them itself */
+            cJSON_ArrayForEach(w, cJSON_GetObjectItem(doc, "warnings"))
+                fprintf(stderr, "gpumod: bench: warning: %s\n", w->valuestring);
+        if (!o.no_store && any_ok) {
+            int64_t id = 0;
+            char serr[300] = "";
+            if (bstore_post(doc, 5000, &id, serr, sizeof serr) < 0)
+                fprintf(stderr, "gpumod: bench: warning: the result was not stored by the daemon: %s\n", serr);
+        }
+    }
+    if (!rc && !any_ok) {
+        fprintf(stderr, "gpumod: bench: every request failed: %s\n", first_err[0] ? first_err : "no request completed");
+        rc = BX_FAILED;
+    }
+    btarget_release(&t);
+    cJSON_Delete(doc);
+    free(o.conc);
+    free(o.rate);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return BX_USAGE;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+        fputs(usage_text, stdout);
+        return BX_OK;
+    }
+    if (!strcmp(sub, "compare")) return cmd_compare(argc - 1, argv + 1);
+    if (!strcmp(sub, "report")) return cmd_report(argc - 1, argv + 1);
+    if (!strcmp(sub, "switch")) return bswitch_main(argc - 1, argv + 1);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(usage_text, stdout);
+            return BX_OK;
+        }
+    return cmd_run(argc, argv);
 }

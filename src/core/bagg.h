@@ -9,7 +9,9 @@
  * its k's inside W count; a request whose n_out exceeds its sum of k
  * books the rest at t_last); total_tput adds each completed request's n_in
  * (unknown n_in counts 0 and sets in_unknown); goodput = completed requests
- * meeting every SLO that is set / |W| and good_fraction = that / completed;
+ * meeting every SLO that is set / |W| and good_fraction = that / completed
+ * (both NaN when no SLO is set; a request without a TPOT, one output
+ * token, is not held to the TPOT SLO); only ok requests count tokens;
  * concurrency_avg = time-average of requests in flight [t_send, t_done)
  * over W, concurrency_peak its sweep-line maximum, littles_law = req_tput
  * x mean e2el (a check of concurrency_avg).  Latency summaries pool the

@@ -11,7 +11,9 @@
  * at confidence 1 - (1 - conf)/k for k testable rows, and a row is
  * significant when that interval excludes 1.  verdict: +1 B is better,
  * -1 B is worse (by the metric's direction), 0 no significant difference,
- * 2 not testable.  Results of different kinds or schemas are refused. */
+ * 2 not testable.  Results of different kinds or schemas are refused.
+ * A metric with no finite value on either side (goodput without --slo, a
+ * p99 of too few requests) gives no row. */
 #ifndef GPUMOD_CORE_BCOMPARE_H
 #define GPUMOD_CORE_BCOMPARE_H
 
@@ -21,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/bstats.h"
+#include "util/buf.h"
 
 typedef struct bcmp_row {
     char point[48];   /* "concurrency=8", "depth=4096" */
@@ -38,5 +41,15 @@ typedef struct bcmp_row {
  * different kinds, no point in common). */
 int bcompare(const cJSON *a, const cJSON *b, double conf, uint64_t seed, bcmp_row **rows, size_t *n, char *err,
              size_t errlen);
+
+/* The table people read: point, metric, A, B, B/A, [lo, hi], verdict word
+ * ("better", "worse", "same", "n/a" with the row's note), columns aligned,
+ * and a last line saying the corrected confidence and k. */
+void bcompare_render(buf *out, const bcmp_row *rows, size_t n);
+/* {"comparisons": k, "conf": corrected confidence|null, "rows": [{"point",
+ * "metric", "a", "b", "na", "nb", "ratio", "lo", "hi", "conf",
+ * "higher_is_better", "significant", "verdict": word, "note"|null}]};
+ * NaN prints as null.  Caller frees (cJSON_Delete). */
+cJSON *bcompare_json(const bcmp_row *rows, size_t n);
 
 #endif

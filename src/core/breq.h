@@ -19,7 +19,8 @@
  * timings_per_token) when the event carries one, else 1 (k_estimated).
  * N_out: usage.completion_tokens of the last usage seen, else
  * timings.predicted_n, else the sum of k (out_estimated).  N_in:
- * usage.prompt_tokens, else timings.prompt_n (-1 unknown).  N_cached:
+ * usage.prompt_tokens, else timings.prompt_n + timings.cache_n (llama's
+ * prompt_n excludes the cached part; -1 unknown).  N_cached:
  * usage.prompt_tokens_details.cached_tokens, else timings.cache_n. */
 #ifndef GPUMOD_CORE_BREQ_H
 #define GPUMOD_CORE_BREQ_H

@@ -22,7 +22,7 @@ extern const char *const bsum_pct_names[BSUM_NP]; /* "p50","p90","p95","p99","p9
 typedef struct bsum {
     size_t n;                  /* samples that were not NaN */
     double mean, sd, min, max, median; /* NaN when n == 0; sd NaN when n < 2 */
-    double p[BSUM_NP];
+    double p[BSUM_NP];         /* NaN when !p_ok */
     bool p_ok[BSUM_NP];        /* n >= 1/(1-p) */
 } bsum;
 
@@ -58,10 +58,15 @@ int bstat_ratio_ci(const double *a, size_t na, const double *b, size_t nb, doubl
 /* splitmix64: the one RNG of bench (schedules, bootstrap, prompt text). */
 uint64_t brng_next(uint64_t *state);
 double brng_unit(uint64_t *state); /* uniform in [0, 1) (53 bits) */
-/* Gamma(shape, scale) by Marsaglia-Tsang (shape < 1 boosted); shape = +Inf
- * gives the constant shape*scale... callers pass scale = 1/(rate*shape), so
- * the mean gap is 1/rate for any shape; shape 1 is exponential (Poisson
- * arrivals), < 1 burstier, > 1 more regular, INFINITY constant gaps. */
+/* Gamma(shape, scale) by Marsaglia-Tsang (shape < 1 boosted): mean
+ * shape*scale.  shape = +Inf returns scale itself (no randomness); NaN for
+ * shape <= 0 or scale < 0. */
 double brng_gamma(uint64_t *state, double shape, double scale);
+/* An inter-arrival gap with mean 1/rate: Gamma(shape, 1/(rate*shape)), so
+ * shape 1 is exponential (Poisson arrivals), < 1 burstier, > 1 more
+ * regular, INFINITY the constant 1/rate (no draw).  NaN for rate <= 0.
+ * (1/(rate*Inf) is 0, so a caller of brng_gamma could not ask for
+ * constant gaps; the load generator calls this.) */
+double brng_gap(uint64_t *state, double rate, double shape);
 
 #endif

@@ -974,11 +974,266 @@ static void route_table(req *r)
     router_api_table(r->d->router, r->c);
 }
 
-static void not_built(req *r)
+/* ---- bench results ----------------------------------------------------- */
+
+/* A bad result body: 400 with what is wrong, where (a JSON path) and what
+ * was expected, the last two also as detail {"where", "expected"}. */
+static void result_bad(req *r, const char *where, const char *expected, const char *got)
 {
-    reply_error(r->c, 501, "not_implemented", NULL,
-                "%.*s %s: comes with gpumod bench (issue 7); this daemon does not do it yet",
-                (int)r->m->method.len, r->m->method.p, r->path);
+    buf d = BUF_INIT;
+    buf_adds(&d, "{\"where\":");
+    buf_json_str(&d, where);
+    buf_adds(&d, ",\"expected\":");
+    buf_json_str(&d, expected);
+    buf_addc(&d, '}');
+    reply_error(r->c, 400, "bad_request", d.p, "results: %s is %s, expected %s", where, got, expected);
+    buf_release(&d);
+}
+
+static const char *json_type(const cJSON *v)
+{
+    if (!v) return "missing";
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsArray(v)) return "an array";
+    return "an object";
+}
+
+static const char *const result_kinds[] = {"load", "ctx_sweep", "switch", NULL};
+
+/* The figures a list shows: each point's summary (load, ctx_sweep), or
+ * each phase's median, interval and n (switch). */
+static cJSON *result_summary(const cJSON *doc, const char *kind)
+{
+    if (!strcmp(kind, "switch")) {
+        cJSON *o = cJSON_CreateObject(), *ph = cJSON_AddObjectToObject(o, "phases");
+        const cJSON *p;
+        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(doc, "phases"))
+        {
+            if (!cJSON_IsObject(p) || !p->string) continue;
+            cJSON *q = cJSON_AddObjectToObject(ph, p->string);
+            static const char *const keep[] = {"median", "lo", "hi", "n"};
+            for (size_t i = 0; i < 4; i++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(p, keep[i]);
+                if (v) cJSON_AddItemToObject(q, keep[i], cJSON_Duplicate(v, true));
+            }
+        }
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(doc, "failed");
+        if (cJSON_IsNumber(f)) cJSON_AddNumberToObject(o, "failed", f->valuedouble);
+        return o;
+    }
+    cJSON *a = cJSON_CreateArray();
+    const cJSON *pt;
+    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(doc, "points"))
+    {
+        cJSON *o = cJSON_CreateObject();
+        static const char *const keep[] = {"x_name", "x", "summary"};
+        for (size_t i = 0; i < 3; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(pt, keep[i]);
+            if (v) cJSON_AddItemToObject(o, keep[i], cJSON_Duplicate(v, true));
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+static const char *obj_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* POST /results: a gpumod bench result document (docs/bench.md) stored
+ * without its raw requests; 201 {"id"}. */
+static void post_results(req *r)
+{
+    if (!r->d->st) {
+        reply_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
+        return;
+    }
+    if (r->body->len > API_RESULTS_MAX_BODY) { /* a chunked body: on_head saw no length */
+        reply_error(r->c, 413, "too_large", NULL, "results: the document is %zu bytes, over the limit of %u bytes",
+                    r->body->len, (unsigned)API_RESULTS_MAX_BODY);
+        return;
+    }
+    cJSON *j = body_json(r, "results");
+    if (!j) return;
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+    const cJSON *target = cJSON_GetObjectItemCaseSensitive(j, "target");
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(j, "points");
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(j, "modes");
+    const char *k = cJSON_IsString(kind) ? kind->valuestring : NULL;
+    size_t ki = 0;
+    while (k && result_kinds[ki] && strcmp(result_kinds[ki], k)) ki++;
+    char got[96];
+    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "gpumod.bench/1")) {
+        snprintf(got, sizeof got, cJSON_IsString(schema) ? "'%.60s'" : "%s",
+                 cJSON_IsString(schema) ? schema->valuestring : json_type(schema));
+        result_bad(r, "$.schema", "\"gpumod.bench/1\"", got);
+    } else if (!k || !result_kinds[ki]) {
+        snprintf(got, sizeof got, k ? "'%.60s'" : "%s", k ? k : json_type(kind));
+        result_bad(r, "$.kind", "one of \"load\", \"ctx_sweep\", \"switch\"", got);
+    } else if (target && !cJSON_IsObject(target) && !cJSON_IsNull(target)) {
+        result_bad(r, "$.target", "an object", json_type(target));
+    } else if (strcmp(k, "switch") && !cJSON_IsArray(points)) {
+        result_bad(r, "$.points", "an array (a load or ctx_sweep result)", json_type(points));
+    } else if (!strcmp(k, "switch") && (!cJSON_IsArray(modes) || cJSON_GetArraySize(modes) != 2 ||
+                                        !cJSON_IsString(cJSON_GetArrayItem(modes, 0)) ||
+                                        !cJSON_IsString(cJSON_GetArrayItem(modes, 1)))) {
+        result_bad(r, "$.modes", "an array of two mode ids (a switch result)", json_type(modes));
+    } else {
+        goto valid;
+    }
+    cJSON_Delete(j);
+    return;
+valid:;
+    /* the raw requests (--raw) stay in the user's file, not here */
+    cJSON *pt;
+    cJSON_ArrayForEach(pt, points)
+    {
+        cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(pt, "iterations"))
+            if (cJSON_IsObject(it)) cJSON_DeleteItemFromObjectCaseSensitive(it, "requests");
+    }
+    cJSON *sum = result_summary(j, k);
+    char *doc = cJSON_PrintUnformatted(j), *sumtext = cJSON_PrintUnformatted(sum);
+    char tgt[256];
+    const char *spec = obj_str(target, "spec");
+    if (spec)
+        snprintf(tgt, sizeof tgt, "%s", spec);
+    else if (!strcmp(k, "switch"))
+        snprintf(tgt, sizeof tgt, "%s,%s", cJSON_GetArrayItem(modes, 0)->valuestring,
+                 cJSON_GetArrayItem(modes, 1)->valuestring);
+    else
+        snprintf(tgt, sizeof tgt, "?");
+    store_result sr = {.ts_ms = clock_unix_ms(),
+                       .kind = (char *)k,
+                       .target = tgt,
+                       .service = (char *)obj_str(target, "service"),
+                       .config_hash = (char *)obj_str(target, "config_hash"),
+                       .summary = sumtext,
+                       .doc = doc};
+    int64_t id = 0, pruned = 0;
+    char err[256];
+    if (store_result_add(r->d->st, &sr, 0, 0, &id, &pruned, err, sizeof err)) {
+        log_warn("results: %s", err);
+        reply_error(r->c, 500, "internal", NULL, "results: cannot store the result: %s", err);
+    } else {
+        if (pruned) log_info("results: stored %" PRId64 ", %" PRId64 " older pruned", id, pruned);
+        buf b = BUF_INIT;
+        buf_printf(&b, "{\"id\":%" PRId64 "}", id);
+        reply(r->c, 201, &b);
+        buf_release(&b);
+    }
+    free(doc);
+    free(sumtext);
+    cJSON_Delete(sum);
+    cJSON_Delete(j);
+}
+
+static void result_row_json(buf *b, const store_result *x)
+{
+    buf_printf(b, "{\"id\":%" PRId64 ",\"ts\":", x->id);
+    ts_json(b, x->ts_ms);
+    buf_adds(b, ",\"kind\":");
+    str_or_null(b, x->kind);
+    buf_adds(b, ",\"target\":");
+    str_or_null(b, x->target);
+    buf_adds(b, ",\"service\":");
+    str_or_null(b, x->service);
+    buf_adds(b, ",\"config_hash\":");
+    str_or_null(b, x->config_hash);
+    buf_printf(b, ",\"bytes\":%" PRId64 ",\"summary\":", x->bytes);
+    buf_adds(b, x->summary && *x->summary ? x->summary : "null");
+    buf_addc(b, '}');
+}
+
+/* GET /results?service=&n=: newest first, without the documents. */
+static void get_results(req *r)
+{
+    int64_t n = qint(r, "n");
+    if (n == -2 || n == 0 || n > 1000) {
+        reply_error(r->c, 400, "bad_request", NULL, "results: n must be an integer from 1 to 1000, not '%s'",
+                    qget(r, "n"));
+        return;
+    }
+    if (!r->d->st) {
+        reply_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
+        return;
+    }
+    const char *svc = qget(r, "service");
+    store_result *v = NULL;
+    size_t cnt = 0;
+    char err[256];
+    if (store_results(r->d->st, svc && *svc ? svc : NULL, n > 0 ? (size_t)n : 20, &v, &cnt, err, sizeof err)) {
+        reply_error(r->c, 503, "unavailable", NULL, "results: %s", err);
+        return;
+    }
+    buf b = BUF_INIT;
+    buf_adds(&b, "{\"results\":[");
+    for (size_t i = 0; i < cnt; i++) {
+        if (i) buf_addc(&b, ',');
+        result_row_json(&b, &v[i]);
+    }
+    buf_adds(&b, "]}");
+    reply(r->c, 200, &b);
+    buf_release(&b);
+    store_results_free(v, cnt);
+}
+
+/* GET /results/ID: the document as stored. */
+static void get_result(req *r)
+{
+    int64_t id = digits_int(r->seg[1]);
+    if (id <= 0) {
+        reply_error(r->c, 400, "bad_request", NULL, "results: '%s' is not a result id (a positive integer)",
+                    r->seg[1]);
+        return;
+    }
+    if (!r->d->st) {
+        reply_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
+        return;
+    }
+    store_result *v = NULL;
+    char err[256];
+    int found = store_result_get(r->d->st, id, &v, err, sizeof err);
+    if (found < 0) {
+        reply_error(r->c, 503, "unavailable", NULL, "results: %s", err);
+    } else if (!found) {
+        reply_error(r->c, 404, "not_found", NULL, "results: no result %" PRId64 " (pruned, or never stored)", id);
+    } else {
+        buf b = BUF_INIT;
+        buf_adds(&b, v[0].doc);
+        reply(r->c, 200, &b);
+        buf_release(&b);
+        store_results_free(v, 1);
+    }
+}
+
+/* srv_opts.on_head: a declared body over its route's limit is answered
+ * 413 at once with the limit named (the server's own limit, higher, is
+ * the bound on what is buffered at all). */
+srv_mode api_head(srv_conn *c, const http_msg *m, void *ud)
+{
+    (void)ud;
+    if (m->framing != HTTP_FRAME_LENGTH) return SRV_BUFFER;
+    bool results = m->target.len >= 8 && !memcmp(m->target.p, "/results", 8) &&
+                   (m->target.len == 8 || m->target.p[8] == '?' || m->target.p[8] == '/');
+    uint64_t lim = results ? API_RESULTS_MAX_BODY : API_MAX_BODY;
+    if (m->content_length <= lim) return SRV_BUFFER;
+    reply_error(c, 413, "too_large", NULL, "%.*s %.*s: the body is %" PRIu64 " bytes, over the limit of %" PRIu64
+                " bytes%s",
+                (int)m->method.len, m->method.p, (int)m->target.len, m->target.p, m->content_length, lim,
+                results ? " (a bench result without --raw requests is far smaller)" : "");
+    return SRV_STREAM;
+}
+
+void api_body(srv_conn *c, const view *chunk, bool last, void *ud)
+{
+    (void)c, (void)chunk, (void)last, (void)ud; /* only the 413 above streams, and it has answered */
 }
 
 /* ---- reload ------------------------------------------------------------ */
@@ -1162,7 +1417,9 @@ static const route routes[] = {
     {"GET", {"route"}, route_table},
     {"GET", {"route", "default"}, route_default},
     {"PUT", {"route", "default"}, route_default},
-    {"POST", {"results"}, not_built},
+    {"POST", {"results"}, post_results},
+    {"GET", {"results"}, get_results},
+    {"GET", {"results", "*"}, get_result},
     {NULL},
 };
 
@@ -1197,7 +1454,10 @@ void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud)
             break;
         }
     }
-    if (hit) {
+    if (hit && hit->fn != post_results && body->len > API_MAX_BODY) {
+        reply_error(c, 413, "too_large", NULL, "%.*s %s: the body is %zu bytes, over the limit of %u bytes",
+                    (int)m->method.len, m->method.p, r.path, body->len, (unsigned)API_MAX_BODY);
+    } else if (hit) {
         log_debug("%.*s %.*s", (int)m->method.len, m->method.p, (int)m->target.len, m->target.p);
         hit->fn(&r);
     } else if (path_hit) {

@@ -45,6 +45,17 @@ typedef struct gpumodd {
 void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud);
 void api_abort(srv_conn *c, void *ud);
 
+/* Request bodies: POST /results up to API_RESULTS_MAX_BODY, every other
+ * route up to API_MAX_BODY; srv_opts.limits.max_body is API_SERVER_MAX_BODY
+ * (a chunked body is buffered up to that, then judged by its route).
+ * srv_opts.on_head / on_body: a Content-Length over the route's limit is
+ * answered 413 naming the limit before the body is read. */
+#define API_MAX_BODY (1u << 20)
+#define API_RESULTS_MAX_BODY (16u << 20)
+#define API_SERVER_MAX_BODY (API_RESULTS_MAX_BODY + (1u << 20))
+srv_mode api_head(srv_conn *c, const http_msg *m, void *ud);
+void api_body(srv_conn *c, const view *chunk, bool last, void *ud);
+
 /* Reload the configuration (POST /reload, SIGHUP): parse into a new
  * config; on errors keep the old one.  *status is 200 or 422; out gets
  * the JSON answer ({"ok","changed","presets","modes","warnings"} or the

@@ -390,7 +390,13 @@ static int start_listening(dmn *m)
 {
     gpumodd *g = &m->g;
     char err[512];
-    srv_opts so = {.on_request = request_cb, .allow = allow_peer, .on_abort = abort_cb, .ud = m};
+    srv_opts so = {.on_request = request_cb,
+                   .allow = allow_peer,
+                   .on_abort = abort_cb,
+                   .on_head = api_head, /* route body limits (api.h) */
+                   .on_body = api_body,
+                   .limits = {.max_body = API_SERVER_MAX_BODY},
+                   .ud = m};
     g->srv = srv_new(&m->loop, &so);
     char *dir = xstrdup(g->socket_path);
     char *slash = strrchr(dir, '/');

@@ -12,7 +12,12 @@
  * lose the last few of them.  What a restart must find after any crash is
  * written with a full sync (durable_step): a switch's row when it begins
  * and when it ends, and the committed mode.  A full sync of the WAL also
- * makes every commit before it durable. */
+ * makes every commit before it durable.
+ *
+ * Bench results (v6) are bounded on insert, in the insert's transaction:
+ * the newest STORE_RESULTS_KEEP rows and at most STORE_RESULTS_MAX_BYTES of
+ * documents are kept (the row just stored always), so the table needs no
+ * setting and no periodic prune. */
 #include "store/db.h"
 #include "util/buf.h"
 
@@ -122,6 +127,20 @@ static const char *const migrations[] = {
      * standing in with its admitted bytes).  Older rows keep NULL: NVML. */
     "ALTER TABLE footprints ADD COLUMN detail TEXT;"
     "ALTER TABLE footprint_gpus ADD COLUMN how TEXT;",
+    /* 6: bench results (docs/api.md "Results"): the document without its
+     * raw requests, and what a list shows without reading it */
+    "CREATE TABLE bench_results ("
+    "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    "  ts_ms INTEGER NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  target TEXT NOT NULL,"
+    "  service TEXT,"
+    "  config_hash TEXT,"
+    "  summary TEXT NOT NULL,"
+    "  doc TEXT NOT NULL,"
+    "  bytes INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX bench_results_service ON bench_results(service, id);",
 };
 
 const char *const fp_gpu_how_names[] = {"nvml", "unified", "admitted", NULL};
@@ -833,4 +852,135 @@ int store_prune(store *s, const store_retention *r, int64_t *events_deleted, int
         if (n >= batch) full = true;
     }
     return full ? 1 : 0;
+}
+
+/* ---- bench results ------------------------------------------------------ */
+
+int store_result_add(store *s, const store_result *r, int64_t keep, int64_t max_bytes, int64_t *id,
+                     int64_t *pruned, char *err, size_t errlen)
+{
+    if (pruned) *pruned = 0;
+    if (keep <= 0) keep = STORE_RESULTS_KEEP;
+    if (max_bytes <= 0) max_bytes = STORE_RESULTS_MAX_BYTES;
+    if (exec(s, "BEGIN IMMEDIATE", err, errlen)) return -1;
+    sqlite3_stmt *st;
+    int rc = prep(s,
+                  "INSERT INTO bench_results(ts_ms, kind, target, service, config_hash, summary, doc, bytes) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                  &st, err, errlen);
+    int64_t new_id = 0;
+    if (!rc) {
+        sqlite3_bind_int64(st, 1, r->ts_ms);
+        sqlite3_bind_text(st, 2, r->kind, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->target ? r->target : "", -1, SQLITE_STATIC);
+        bind_text_or_null(st, 4, r->service);
+        bind_text_or_null(st, 5, r->config_hash);
+        sqlite3_bind_text(st, 6, r->summary ? r->summary : "{}", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 7, r->doc ? r->doc : "{}", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 8, r->doc ? (sqlite3_int64)strlen(r->doc) : 2);
+        rc = step_done(s, st, "store a bench result", err, errlen);
+        new_id = sqlite3_last_insert_rowid(s->db);
+    }
+    /* Newest first: a row goes when it is beyond the keep-th or when the
+     * documents up to and including it pass max_bytes; never the new one.
+     * At most keep + 1 rows exist here, so the window is small. */
+    if (!rc)
+        rc = prep(s,
+                  "DELETE FROM bench_results WHERE id IN (SELECT id FROM ("
+                  "  SELECT id, row_number() OVER w AS rn, sum(bytes) OVER w AS cum FROM bench_results"
+                  "  WINDOW w AS (ORDER BY id DESC ROWS UNBOUNDED PRECEDING))"
+                  " WHERE (rn > ?1 OR cum > ?2) AND id <> ?3)",
+                  &st, err, errlen);
+    if (!rc) {
+        sqlite3_bind_int64(st, 1, keep);
+        sqlite3_bind_int64(st, 2, max_bytes);
+        sqlite3_bind_int64(st, 3, new_id);
+        rc = step_done(s, st, "prune bench results", err, errlen);
+        if (!rc && pruned) *pruned = sqlite3_changes64(s->db);
+    }
+    if (!rc) rc = exec(s, "COMMIT", err, errlen);
+    if (rc) {
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return -1;
+    }
+    if (id) *id = new_id;
+    return 0;
+}
+
+static int query_results(store *s, int64_t one_id, const char *service, size_t limit, store_result **out,
+                         size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    const char *sql =
+        one_id > 0 ? "SELECT id, ts_ms, kind, target, service, config_hash, summary, bytes, doc FROM bench_results "
+                     "WHERE id = ?1"
+        : service  ? "SELECT id, ts_ms, kind, target, service, config_hash, summary, bytes, NULL FROM bench_results "
+                     "WHERE service = ?2 ORDER BY id DESC LIMIT ?1"
+                   : "SELECT id, ts_ms, kind, target, service, config_hash, summary, bytes, NULL FROM bench_results "
+                     "ORDER BY id DESC LIMIT ?1";
+    if (prep(s, sql, &st, err, errlen)) return -1;
+    sqlite3_bind_int64(st, 1, one_id > 0 ? one_id : (sqlite3_int64)(limit ? limit : 100));
+    if (one_id <= 0 && service) sqlite3_bind_text(st, 2, service, -1, SQLITE_STATIC);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            *out = xrealloc(*out, cap * sizeof **out);
+        }
+        store_result *r = &(*out)[(*n)++];
+        r->id = sqlite3_column_int64(st, 0);
+        r->ts_ms = sqlite3_column_int64(st, 1);
+        r->kind = col_dup(st, 2);
+        r->target = col_dup(st, 3);
+        r->service = col_dup(st, 4);
+        r->config_hash = col_dup(st, 5);
+        r->summary = col_dup(st, 6);
+        r->bytes = sqlite3_column_int64(st, 7);
+        r->doc = col_dup(st, 8);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "state database: cannot read bench results: %s", sqlite3_errmsg(s->db));
+        store_results_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+        return -1;
+    }
+    return 0;
+}
+
+int store_results(store *s, const char *service, size_t limit, store_result **out, size_t *n, char *err,
+                  size_t errlen)
+{
+    return query_results(s, 0, service, limit, out, n, err, errlen);
+}
+
+int store_result_get(store *s, int64_t id, store_result **out, char *err, size_t errlen)
+{
+    size_t n = 0;
+    *out = NULL;
+    if (id <= 0) return 0;
+    if (query_results(s, id, NULL, 1, out, &n, err, errlen)) return -1;
+    if (!n) {
+        store_results_free(*out, 0);
+        *out = NULL;
+        return 0;
+    }
+    return 1;
+}
+
+void store_results_free(store_result *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].kind);
+        free(v[i].target);
+        free(v[i].service);
+        free(v[i].config_hash);
+        free(v[i].summary);
+        free(v[i].doc);
+    }
+    free(v);
 }

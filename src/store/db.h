@@ -1,7 +1,7 @@
 /* db.h - the state database (SQLite, WAL): schema versioning and the
  * tables the daemon fills: measured footprints (v1; how each figure was
  * obtained since v5), events (v2) and the mode-switch journal with the
- * committed mode (v3, v4). */
+ * committed mode (v3, v4), bench results (v6). */
 #ifndef GPUMOD_DB_H
 #define GPUMOD_DB_H
 
@@ -161,5 +161,38 @@ typedef struct store_retention {
 } store_retention;
 int store_prune(store *s, const store_retention *r, int64_t *events_deleted, int64_t *switches_deleted, char *err,
                 size_t errlen);
+
+/* Bench results (schema v6, docs/api.md "Results"): one row per result
+ * document that `gpumod bench` sent (POST /results).  doc is the whole
+ * document less its raw requests; summary a small JSON of its figures;
+ * bytes the length of doc.  Strings may be NULL where the column allows
+ * (service, config_hash). */
+typedef struct store_result {
+    int64_t id;
+    int64_t ts_ms; /* Unix ms, when stored */
+    char *kind, *target, *service, *config_hash;
+    char *summary; /* JSON text */
+    char *doc;     /* JSON text; NULL in a list */
+    int64_t bytes;
+} store_result;
+
+/* Kept: the newest STORE_RESULTS_KEEP results, and the newest whose
+ * documents add up to at most STORE_RESULTS_MAX_BYTES (the newest one is
+ * always kept).  Older ones are deleted by each store_result_add. */
+#define STORE_RESULTS_KEEP 1000
+#define STORE_RESULTS_MAX_BYTES (64ll << 20)
+
+/* Store r (its id ignored) and prune in one transaction: beyond keep rows
+ * or max_bytes of documents (each <= 0: the defaults above).  *id gets
+ * the new id, *pruned (may be NULL) how many older rows went. */
+int store_result_add(store *s, const store_result *r, int64_t keep, int64_t max_bytes, int64_t *id,
+                     int64_t *pruned, char *err, size_t errlen);
+/* Newest first, without doc, of one service (NULL: all), at most limit
+ * (0: 100).  Free with store_results_free. */
+int store_results(store *s, const char *service, size_t limit, store_result **out, size_t *n, char *err,
+                  size_t errlen);
+/* One with its doc: 1 found (*out: one element), 0 none, -1 error. */
+int store_result_get(store *s, int64_t id, store_result **out, char *err, size_t errlen);
+void store_results_free(store_result *v, size_t n);
 
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The daemon and its CLI as a user meets them: no daemon -> exit 3 with a
 # hint; serve; one daemon per state dir; status/service/events/logs with
-# and without --json; the API's own errors (404, 405, 400, 501);
+# and without --json; the API's own errors (404, 405, 400);
 # sd_notify READY/STOPPING; SIGTERM stops every child and exits 0.
 . "$(dirname "$0")/lib.sh"
 
@@ -156,7 +156,7 @@ t_wait 10 sh -c "'$GPUMOD_BIN' service show emb --json | jq -e '.last_start.seq 
     t_fail "the ticket $SEQ never ended ready"
 t_end
 
-t_begin "unknown service -> exit 2; the API's 404, 405, 400 and 501 answers"
+t_begin "unknown service -> exit 2; the API's 404, 405 and 400 answers"
 t_run 2 gpumod service show nosuch
 t_has err "no service 'nosuch'"
 t_run 2 gpumod service start nosuch
@@ -173,8 +173,8 @@ t_has out "not a JSON object"
 URLPATH=/preflight api -X POST -H 'Content-Type: application/json' --data-binary '{"service": 3}'
 t_eq "$(cat "$T/status")" 400 "service not a string"
 URLPATH=/results api -X POST
-t_eq "$(cat "$T/status")" 501 "results (not built yet)"
-t_jq out .error.code not_implemented
+t_eq "$(cat "$T/status")" 400 "results without a body (tests/e2e/t82-bench-results.sh)"
+t_jq out .error.code bad_request
 URLPATH=/route/default api
 t_eq "$(cat "$T/status")" 200 "the router's default"
 t_jq out .service null

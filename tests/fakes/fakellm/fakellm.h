@@ -133,7 +133,11 @@ void http_respond(conn *c, int status, const char *ctype, const char *body, size
 void http_respond_json(conn *c, int status, const char *json);
 void http_stream_begin(conn *c, const char *ctype);
 void http_stream_send(conn *c, const char *p, size_t len);
-void http_stream_end(conn *c);
+/* The last chunk (p, len; none when len is 0) and the end, in one write. */
+void http_stream_finish(conn *c, const char *p, size_t len);
+/* The write just made carried a token (FAKELLM_LOG_REQUESTS logs the
+ * last one as last_send_mono_ms). */
+void http_token_sent(conn *c);
 /* The answer comes later; on_abort(arg) runs if the client goes first
  * (the conn is then gone: on_abort must forget it). */
 void http_hold(conn *c, void (*on_abort)(void *), void *arg);

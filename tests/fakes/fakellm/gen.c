@@ -259,7 +259,11 @@ static void whole_answer(struct gen *g, buf *b)
     buf_addc(b, '}');
 }
 
-static void finish(struct gen *g)
+/* The request is done; tail holds stream bytes of this tick not yet sent
+ * (its last tokens): they go out with the final events and the chunked
+ * terminator in one write, so that a wave of streams ending together
+ * costs the loop one write each, not four. */
+static void finish(struct gen *g, buf *tail)
 {
     double now = fk_mono_ms();
     struct fk_stats *s = &fk.st;
@@ -276,9 +280,8 @@ static void finish(struct gen *g)
         s->n_tokens_max = g->prompt_n + g->n_done;
     buf b = BUF_INIT;
     if (g->stream) {
-        stream_final(g, &b);
-        http_stream_send(g->c, b.p, b.len);
-        http_stream_end(g->c);
+        stream_final(g, tail);
+        http_stream_finish(g->c, tail->p, tail->len);
     } else {
         whole_answer(g, &b);
         http_respond_json(g->c, 200, b.p);
@@ -323,6 +326,7 @@ static void on_tick(uv_timer_t *t)
             due = (int)k;
     }
     buf piece = BUF_INIT;
+    int before = g->n_done;
     for (; g->n_done < due; g->n_done++) {
         buf_clear(&piece);
         tok_piece(&piece, (unsigned)g->n_done, fk.env.garbage, &g->rng);
@@ -334,13 +338,16 @@ static void on_tick(uv_timer_t *t)
     }
     buf_release(&piece);
     g->t_last = now;
+    if (g->stream && g->n_done > before)
+        http_token_sent(g->c);
+    if (g->n_done >= g->n_target) {
+        finish(g, &b);
+        buf_release(&b);
+        return;
+    }
     if (g->stream)
         http_stream_send(g->c, b.p, b.len);
     buf_release(&b);
-    if (g->n_done >= g->n_target) {
-        finish(g);
-        return;
-    }
     double wait = g->t_first + g->n_done * iv - fk_mono_ms();
     uv_timer_start(t, on_tick, wait < 1 ? 1 : (uint64_t)ceil(wait), 0);
 }

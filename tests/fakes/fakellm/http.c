@@ -32,7 +32,7 @@ struct conn {
     llhttp_t parser;
     struct conn *prev, *next;
     struct conn *pump_next;
-    buf url, body, hfield, hval, auth, pending;
+    buf url, body, hfield, hval, auth, rid, pending;
     bool msg_done;    /* the parser paused at the end of a request */
     bool busy;        /* that request is being answered */
     bool keep_alive;
@@ -45,6 +45,7 @@ struct conn {
     char method[16];
     unsigned long id;
     double recv_mono, recv_real, first_mono, first_real, last_active;
+    double last_token_mono; /* the last write that carried a token (0: none) */
     void (*on_abort)(void *);
     void *abort_arg;
 };
@@ -88,6 +89,7 @@ static void on_conn_closed(uv_handle_t *h)
     buf_release(&c->hfield);
     buf_release(&c->hval);
     buf_release(&c->auth);
+    buf_release(&c->rid);
     buf_release(&c->pending);
     free(c);
 }
@@ -182,17 +184,29 @@ static void on_pump_idle(uv_idle_t *h)
     uv_idle_stop(h);
 }
 
-/* The answer is out: log the request's times, then read the next one. */
+void http_token_sent(conn *c)
+{
+    c->last_token_mono = fk_mono_ms();
+}
+
+/* The answer is out: log the request's times, then read the next one.
+ * last_send_mono_ms (the last write that carried a token) and rid (the
+ * request's X-Request-Id) follow only when there is one, so a line
+ * without them reads as it always did. */
 static void response_done(conn *c, int status)
 {
     double now = fk_mono_ms();
     if (fk.env.log_requests > 1 ||
-        (fk.env.log_requests && strcmp(c->url.p, "/health") != 0))
+        (fk.env.log_requests && strcmp(c->url.p, "/health") != 0)) {
+        char last[48] = "";
+        if (c->last_token_mono)
+            snprintf(last, sizeof last, " last_send_mono_ms=%.3f", c->last_token_mono);
         fk_log('I', "srv:log_request",
                "id=%lu %s %s %d recv_mono_ms=%.3f recv_real_ms=%.3f first_send_mono_ms=%.3f "
-               "first_send_real_ms=%.3f done_mono_ms=%.3f",
+               "first_send_real_ms=%.3f done_mono_ms=%.3f%s%s%s",
                c->id, c->method, c->url.p, status, c->recv_mono, c->recv_real, c->first_mono,
-               c->first_real, now);
+               c->first_real, now, last, c->rid.len ? " rid=" : "", c->rid.len ? c->rid.p : "");
+    }
     c->busy = false;
     c->on_abort = NULL;
     c->last_active = now;
@@ -255,9 +269,17 @@ void http_stream_send(conn *c, const char *p, size_t len)
     buf_release(&b);
 }
 
-void http_stream_end(conn *c)
+void http_stream_finish(conn *c, const char *p, size_t len)
 {
-    conn_send(c, "0\r\n\r\n", 5);
+    buf b = BUF_INIT;
+    if (len) {
+        buf_printf(&b, "%zx\r\n", len);
+        buf_add(&b, p, len);
+        buf_adds(&b, "\r\n");
+    }
+    buf_adds(&b, "0\r\n\r\n");
+    conn_send(c, b.p, b.len);
+    buf_release(&b);
     response_done(c, 200);
 }
 
@@ -268,13 +290,15 @@ void http_hold(conn *c, void (*on_abort)(void *), void *arg)
 }
 
 /* llhttp callbacks: collect the request; headers other than
- * Authorization do not change what a fake answers. */
+ * Authorization do not change what a fake answers (X-Request-Id is only
+ * logged). */
 static int on_message_begin(llhttp_t *p)
 {
     conn *c = p->data;
     buf_clear(&c->url);
     buf_clear(&c->body);
     buf_clear(&c->auth);
+    buf_clear(&c->rid);
     buf_clear(&c->hfield);
     buf_clear(&c->hval);
     c->body_too_big = false;
@@ -282,7 +306,7 @@ static int on_message_begin(llhttp_t *p)
     c->id = ++next_id;
     c->recv_mono = fk_mono_ms();
     c->recv_real = fk_real_ms();
-    c->first_mono = c->first_real = 0;
+    c->first_mono = c->first_real = c->last_token_mono = 0;
     return 0;
 }
 
@@ -319,6 +343,11 @@ static int on_header_value_complete(llhttp_t *p)
     if (strcasecmp(c->hfield.p, "authorization") == 0) {
         buf_clear(&c->auth);
         buf_add(&c->auth, c->hval.p, c->hval.len);
+    } else if (strcasecmp(c->hfield.p, "x-request-id") == 0) {
+        /* logged as rid=: no spaces, 128 bytes at most, so a line parses */
+        buf_clear(&c->rid);
+        for (size_t i = 0; i < c->hval.len && c->rid.len < 128; i++)
+            buf_addc(&c->rid, c->hval.p[i] > ' ' && c->hval.p[i] < 127 ? c->hval.p[i] : '_');
     } else if (strcasecmp(c->hfield.p, "expect") == 0 && strcasecmp(c->hval.p, "100-continue") == 0) {
         c->expect_continue = true;
     }
@@ -458,6 +487,7 @@ static void on_connection(uv_stream_t *srv, int status)
     buf_init(&c->hfield);
     buf_init(&c->hval);
     buf_init(&c->auth);
+    buf_init(&c->rid);
     buf_init(&c->pending);
     c->last_active = fk_mono_ms();
     c->next = conns;
