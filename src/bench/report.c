@@ -10,6 +10,7 @@
  * always show the same columns and figures. */
 #include "bench/bench.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +67,7 @@ static fig point_fig(const cJSON *pt, const char *name)
         f.lo = jnum(s, "lo");
         f.hi = jnum(s, "hi");
         double n = jnum(s, "n");
-        f.n = isfinite(n) ? (int)n : 0;
+        f.n = n >= 0 && n < INT_MAX ? (int)n : 0; /* NaN and out-of-range too (no UB) */
         return f;
     }
     const cJSON *its = jarr(pt, "iterations"), *it;
@@ -373,7 +374,7 @@ static fig phase_fig(const cJSON *p)
 {
     fig f = {jnum(p, "median"), jnum(p, "lo"), jnum(p, "hi"), 0};
     double n = jnum(p, "n");
-    f.n = isfinite(n) ? (int)n : 0;
+    f.n = n >= 0 && n < INT_MAX ? (int)n : 0; /* NaN and out-of-range too (no UB) */
     return f;
 }
 

@@ -1,7 +1,8 @@
 /* bcompare.h (core) - `gpumod bench compare A.json B.json`: every headline
  * metric of every load point both results share, as the ratio B/A of the
- * medians over iterations with a bootstrap interval, and whether the
- * difference is significant.  Pure (cJSON in, rows out).
+ * geometric means over iterations with a Welch t interval on the log
+ * values, and whether the difference is significant.  Pure (cJSON in, rows
+ * out).  Values <= 0 make a row not testable ("non-positive values").
  *
  * Points are matched by (x_name, x).  A metric is testable when each side
  * has >= 2 finite per-iteration values (docs/bench.md: points[].iterations
@@ -30,7 +31,7 @@ typedef struct bcmp_row {
     char metric[32];  /* a headline name (bagg_values) */
     double a, b;      /* medians over iterations */
     size_t na, nb;
-    bci ratio;        /* b / a, interval at the corrected confidence */
+    bci ratio;        /* b / a (geometric means), interval at the corrected confidence */
     double conf;      /* that confidence */
     bool higher_better;
     int verdict;
@@ -39,6 +40,7 @@ typedef struct bcmp_row {
 
 /* 0 with *rows (caller frees) and *n, or -1 with err (not bench results,
  * different kinds, no point in common). */
+/* seed is unused (the Welch interval draws nothing); kept for callers. */
 int bcompare(const cJSON *a, const cJSON *b, double conf, uint64_t seed, bcmp_row **rows, size_t *n, char *err,
              size_t errlen);
 

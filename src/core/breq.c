@@ -195,7 +195,14 @@ bool breq_on_data(breq *r, int64_t t_ns, const char *json, size_t len)
     bool rose = (du > 0 && r->usage_out_last >= 0) || (dt > 0 && r->timings_out_last >= 0);
     bool bearing = has_choice && (text || rose);
     if (bearing) {
-        long k = du > 0 ? du : dt > 0 ? dt : 0;
+        /* a counter's rise is k only when the counter was seen on an
+         * earlier event (or this is the first event: a rise from 0, e.g.
+         * timings_per_token's predicted_n = 1); a total first seen after
+         * other events (usage on the last content chunk) is not a rise */
+        bool first = r->n_ev == 0;
+        long k = du > 0 && (r->usage_out_last >= 0 || first)     ? du
+                 : dt > 0 && (r->timings_out_last >= 0 || first) ? dt
+                                                                  : 0;
         if (k <= 0) {
             k = 1;
             r->k_estimated = true;

@@ -116,6 +116,10 @@ static void fmt_tick(char *o, size_t n, double v, int exp10)
         const char *sfx;
     } scales[] = {{1e12, 12, "T"}, {1e9, 9, "G"}, {1e6, 6, "M"}, {1e3, 3, "k"}, {1, 0, ""}};
     if (fabs(v) < pow(10, exp10) * 1e-6) v = 0; /* no "-0" from rounding */
+    if (v != 0 && (exp10 < -9 || fabs(v) >= 1e18)) { /* beyond what decimals or T can show */
+        snprintf(o, n, "%.3g", v);
+        return;
+    }
     size_t i = 0;
     while (i + 1 < sizeof scales / sizeof scales[0] && fabs(v) < scales[i].f) i++;
     int dec = scales[i].e - exp10;
@@ -139,9 +143,19 @@ static void fmt_tick_log2(char *o, size_t n, int e)
 
 /* ---- axes ---------------------------------------------------------------- */
 
+/* a y that can be placed: finite and within +-1e300, so that a range, its
+ * headroom and its rounded ticks stay finite (a y near DBL_MAX, only in a
+ * corrupt document, is skipped like a NaN) */
+#define Y_MAX 1e300
+static bool y_ok(double v)
+{
+    return isfinite(v) && fabs(v) <= Y_MAX;
+}
+
 /* 1-2-5 step near range/5 (rounded, so 3..8 ticks) */
 static double nice_step(double range, int *exp10)
 {
+    if (!(range > 0) || !isfinite(range)) range = 1; /* never log10 of 0 or inf */
     double raw = range / 5;
     int e = (int)floor(log10(raw));
     double f = raw / pow(10, e);
@@ -270,7 +284,7 @@ static int legend_layout(const svg_chart *c, double left, double right, double *
 
 static bool point_ok(const frame *f, const svg_series *s, size_t i)
 {
-    return isfinite(ax_val(&f->x, s->x[i])) && isfinite(s->y[i]);
+    return isfinite(ax_val(&f->x, s->x[i])) && y_ok(s->y[i]);
 }
 
 static void chart(buf *out, const svg_chart *c, double W, double H)
@@ -302,11 +316,11 @@ static void chart(buf *out, const svg_chart *c, double W, double H)
             if (se->x[i] > xhi) xhi = se->x[i];
             double ys[3] = {se->y[i], se->ylo ? se->ylo[i] : NAN, se->yhi ? se->yhi[i] : NAN};
             for (int k = 0; k < 3; k++) {
-                if (!isfinite(ys[k])) continue;
+                if (!y_ok(ys[k])) continue;
                 if (ys[k] < ylo) ylo = ys[k];
                 if (ys[k] > yhi) yhi = ys[k];
             }
-            if (isfinite(se->y[i])) finite++;
+            if (y_ok(se->y[i])) finite++;
         }
     }
     bool nodata = finite == 0;
@@ -406,7 +420,7 @@ static void chart(buf *out, const svg_chart *c, double W, double H)
         }
         for (size_t i = 0; se->ylo && se->yhi && i < se->n; i++) {
             double xv = ax_val(&f.x, se->x[i]);
-            if (!isfinite(xv) || !isfinite(se->ylo[i]) || !isfinite(se->yhi[i])) continue;
+            if (!isfinite(xv) || !y_ok(se->ylo[i]) || !y_ok(se->yhi[i])) continue;
             double x = px_x(&f, xv), y0 = px_y(&f, se->ylo[i]), y1 = px_y(&f, se->yhi[i]);
             buf_printf(out, "<path class=\"interval\" stroke-width=\"1.5\" d=\"M%.1f %.1fV%.1fM%.1f %.1fh10M%.1f %.1fh10\"/>\n",
                        x, y0, y1, x - 5, y0, x - 5, y1);

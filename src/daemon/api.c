@@ -615,9 +615,18 @@ static void follow_chunk(const char *id, const char *data, size_t len, void *ud)
     follow_feed(f, data, len);
 }
 
+typedef struct api_gather api_gather;
+static void gather_free(srv_conn *c, api_gather *g);
+
 void api_abort(srv_conn *c, void *ud)
 {
     gpumodd *d = ud;
+    api_gather *g = srv_conn_ud(c);
+    if (g) { /* a chunked body was still arriving: the handler owes the end */
+        gather_free(c, g);
+        srv_respond(c, 400, "text/plain", "", 0); /* only frees now */
+        return;
+    }
     for (api_follow *f = d->follows; f; f = f->next)
         if (f->c == c) {
             follow_end(d, f);
@@ -1213,27 +1222,80 @@ static void get_result(req *r)
     }
 }
 
-/* srv_opts.on_head: a declared body over its route's limit is answered
- * 413 at once with the limit named (the server's own limit, higher, is
- * the bound on what is buffered at all). */
+/* Body limits per route, decided from the request head: POST /results
+ * takes API_RESULTS_MAX_BODY, every other route API_MAX_BODY.  The
+ * server's own limit (API_SERVER_MAX_BODY) is set so high that it never
+ * answers first: a declared Content-Length over the route's limit is
+ * answered 413 here at once, and a chunked body is streamed into a
+ * per-connection gather (the connection's ud) and answered 413 as soon
+ * as its count passes the route's limit, so no route buffers more than
+ * its own limit. */
+typedef struct api_gather {
+    const http_msg *m; /* valid until the response has ended */
+    buf body;
+    uint64_t lim;
+    bool results;
+} api_gather;
+
+static bool is_post_results(const http_msg *m)
+{
+    return m->method.len == 4 && !memcmp(m->method.p, "POST", 4) && m->target.len >= 8 &&
+           !memcmp(m->target.p, "/results", 8) && (m->target.len == 8 || m->target.p[8] == '?');
+}
+
+static void reply_too_large(srv_conn *c, const http_msg *m, const char *at_least, uint64_t n, uint64_t lim,
+                            bool results)
+{
+    reply_error(c, 413, "too_large", NULL,
+                "%.*s %.*s: the body is %s%" PRIu64 " bytes, over the limit of %" PRIu64 " bytes%s",
+                (int)m->method.len, m->method.p, (int)m->target.len, m->target.p, at_least, n, lim,
+                results ? " (a bench result without --raw requests is far smaller)" : "");
+}
+
+static void gather_free(srv_conn *c, api_gather *g)
+{
+    srv_conn_set_ud(c, NULL);
+    buf_release(&g->body);
+    free(g);
+}
+
 srv_mode api_head(srv_conn *c, const http_msg *m, void *ud)
 {
     (void)ud;
-    if (m->framing != HTTP_FRAME_LENGTH) return SRV_BUFFER;
-    bool results = m->target.len >= 8 && !memcmp(m->target.p, "/results", 8) &&
-                   (m->target.len == 8 || m->target.p[8] == '?' || m->target.p[8] == '/');
+    bool results = is_post_results(m);
     uint64_t lim = results ? API_RESULTS_MAX_BODY : API_MAX_BODY;
-    if (m->content_length <= lim) return SRV_BUFFER;
-    reply_error(c, 413, "too_large", NULL, "%.*s %.*s: the body is %" PRIu64 " bytes, over the limit of %" PRIu64
-                " bytes%s",
-                (int)m->method.len, m->method.p, (int)m->target.len, m->target.p, m->content_length, lim,
-                results ? " (a bench result without --raw requests is far smaller)" : "");
+    if (m->framing == HTTP_FRAME_LENGTH) {
+        if (m->content_length <= lim) return SRV_BUFFER;
+        reply_too_large(c, m, "", m->content_length, lim, results);
+        return SRV_STREAM;
+    }
+    if (m->framing != HTTP_FRAME_CHUNKED) return SRV_BUFFER;
+    api_gather *g = xcalloc(1, sizeof *g);
+    g->m = m;
+    g->lim = lim;
+    g->results = results;
+    srv_conn_set_ud(c, g);
     return SRV_STREAM;
 }
 
 void api_body(srv_conn *c, const view *chunk, bool last, void *ud)
 {
-    (void)c, (void)chunk, (void)last, (void)ud; /* only the 413 above streams, and it has answered */
+    api_gather *g = srv_conn_ud(c);
+    if (!g) return; /* the Content-Length 413 above has answered */
+    if (g->body.len + chunk->len > g->lim) {
+        reply_too_large(c, g->m, "at least ", (uint64_t)(g->body.len + chunk->len), g->lim, g->results);
+        gather_free(c, g);
+        return;
+    }
+    buf_add(&g->body, chunk->p, chunk->len);
+    if (!last) return;
+    const http_msg *m = g->m;
+    buf body = g->body;
+    g->body = (buf)BUF_INIT;
+    gather_free(c, g);
+    view v = {body.p ? body.p : "", body.len};
+    api_request(c, m, &v, ud);
+    buf_release(&body);
 }
 
 /* ---- reload ------------------------------------------------------------ */

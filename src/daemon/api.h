@@ -46,13 +46,16 @@ void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud);
 void api_abort(srv_conn *c, void *ud);
 
 /* Request bodies: POST /results up to API_RESULTS_MAX_BODY, every other
- * route up to API_MAX_BODY; srv_opts.limits.max_body is API_SERVER_MAX_BODY
- * (a chunked body is buffered up to that, then judged by its route).
- * srv_opts.on_head / on_body: a Content-Length over the route's limit is
- * answered 413 naming the limit before the body is read. */
+ * route up to API_MAX_BODY, decided per request from its head:
+ * srv_opts.on_head = api_head answers a Content-Length over the route's
+ * limit 413 naming the limit before the body is read, and streams a
+ * chunked body into a gather that answers 413 as soon as its count passes
+ * the limit (api_body, ud the gpumodd), then hands the whole body to
+ * api_request.  srv_opts.limits.max_body is API_SERVER_MAX_BODY, so high
+ * that the server's own generic 413 never comes first. */
 #define API_MAX_BODY (1u << 20)
 #define API_RESULTS_MAX_BODY (16u << 20)
-#define API_SERVER_MAX_BODY (API_RESULTS_MAX_BODY + (1u << 20))
+#define API_SERVER_MAX_BODY UINT64_MAX
 srv_mode api_head(srv_conn *c, const http_msg *m, void *ud);
 void api_body(srv_conn *c, const view *chunk, bool last, void *ud);
 

@@ -219,6 +219,12 @@ static void request_cb(srv_conn *c, const http_msg *msg, const view *body, void 
     api_request(c, msg, body, &m->g);
 }
 
+static void body_cb(srv_conn *c, const view *chunk, bool last, void *ud)
+{
+    dmn *m = ud;
+    api_body(c, chunk, last, &m->g);
+}
+
 static void abort_cb(srv_conn *c, void *ud)
 {
     dmn *m = ud;
@@ -394,7 +400,7 @@ static int start_listening(dmn *m)
                    .allow = allow_peer,
                    .on_abort = abort_cb,
                    .on_head = api_head, /* route body limits (api.h) */
-                   .on_body = api_body,
+                   .on_body = body_cb,
                    .limits = {.max_body = API_SERVER_MAX_BODY},
                    .ud = m};
     g->srv = srv_new(&m->loop, &so);

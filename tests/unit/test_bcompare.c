@@ -270,7 +270,8 @@ static void render_and_json(void **state)
                         "concurrency=8   out_tput      334.5  301.2  0.900  [0.881, 0.921]  worse\n"
                         "concurrency=8   ttft_ms       96.31  95.02  0.987  [0.961, 1.012]  same\n"
                         "concurrency=64  tpot_ms_p99  0.0412      -      -  -               n/a  (no value in B)\n"
-                        "intervals: 99 % bootstrap, Bonferroni-corrected over 2 comparisons (98 % overall)\n");
+                        "B/A: ratio of geometric means over iterations; intervals: 99 % Welch t on logs, "
+                        "Bonferroni-corrected over 2 comparisons (98 % overall)\n");
     buf_release(&out);
 
     cJSON *j = bcompare_json(rows, 3);
@@ -312,13 +313,108 @@ static void real_render(void **state)
     free(rows);
 }
 
+/* A synthetic result: 3 points x 4 metrics x `iters` iterations, each
+ * value 100 * scale[m] * exp(noise * N(0,1)) (log-normal noise). */
+static double normal(uint64_t *st)
+{
+    double u1 = brng_unit(st), u2 = brng_unit(st);
+    if (u1 <= 0) u1 = 1e-300;
+    return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+static cJSON *synth(uint64_t *st, int iters, double noise, const double scale[4])
+{
+    static const char *const metric[4] = {"req_tput", "out_tput", "ttft_ms", "tpot_ms"};
+    cJSON *d = cJSON_CreateObject(), *pts = cJSON_AddArrayToObject(d, "points");
+    cJSON_AddStringToObject(d, "schema", "gpumod.bench/1");
+    cJSON_AddStringToObject(d, "kind", "load");
+    for (int p = 0; p < 3; p++) {
+        cJSON *pt = cJSON_CreateObject(), *its = cJSON_AddArrayToObject(pt, "iterations");
+        cJSON_AddStringToObject(pt, "x_name", "concurrency");
+        cJSON_AddNumberToObject(pt, "x", 1 << (2 * p));
+        for (int i = 0; i < iters; i++) {
+            cJSON *it = cJSON_CreateObject(), *v = cJSON_AddObjectToObject(it, "values");
+            for (int m = 0; m < 4; m++) cJSON_AddNumberToObject(v, metric[m], 100 * scale[m] * exp(noise * normal(st)));
+            cJSON_AddItemToArray(its, it);
+        }
+        cJSON_AddItemToArray(pts, pt);
+    }
+    return d;
+}
+
+/* Two runs of one config, 3 iterations each, 12 rows: the chance of any
+ * significant row in the table must be about 1 - conf (5 %), not the 2 in
+ * 3 a percentile bootstrap of 3 values gives (it can only say "the 3
+ * values do not overlap"). */
+static void false_alarm_rate(void **state)
+{
+    static const double same[4] = {1, 1, 1, 1};
+    uint64_t st = 20240607;
+    int alarms = 0;
+    for (int t = 0; t < 300; t++) {
+        cJSON *a = synth(&st, 3, 0.02, same), *b = synth(&st, 3, 0.02, same);
+        bcmp_row *rows;
+        size_t n;
+        char err[256] = "";
+        assert_int_equal(bcompare(a, b, 0.95, (uint64_t)t, &rows, &n, err, sizeof err), 0);
+        assert_int_equal(n, 12);
+        bool any = false;
+        for (size_t i = 0; i < n; i++) any |= rows[i].verdict == 1 || rows[i].verdict == -1;
+        alarms += any;
+        free(rows);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    if (alarms > 25) fail_msg("%d of 300 same-config comparisons had a significant row (want <= 25)", alarms);
+}
+
+/* A true 10 % change (out_tput / 1.1, tpot x 1.1) at 1 % noise is still
+ * found; returns how many of the 600 changed rows (3 points x 2 metrics x
+ * 100 runs) were flagged "worse", and fails on an unchanged row flagged
+ * more than a few times. */
+static int power_runs(int iters, uint64_t seed)
+{
+    static const double base[4] = {1, 1, 1, 1}, slow[4] = {1, 1 / 1.1, 1, 1.1};
+    uint64_t st = seed;
+    int found = 0, wrong = 0;
+    for (int t = 0; t < 100; t++) {
+        cJSON *a = synth(&st, iters, 0.01, base), *b = synth(&st, iters, 0.01, slow);
+        bcmp_row *rows;
+        size_t n;
+        char err[256] = "";
+        assert_int_equal(bcompare(a, b, 0.95, (uint64_t)t, &rows, &n, err, sizeof err), 0);
+        for (size_t i = 0; i < n; i++) {
+            bool changed = strcmp(rows[i].metric, "out_tput") == 0 || strcmp(rows[i].metric, "tpot_ms") == 0;
+            if (changed) found += rows[i].verdict == -1;
+            if (!changed && rows[i].verdict != 0) wrong++;
+        }
+        free(rows);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+    }
+    if (wrong > 10) fail_msg("%d unchanged rows were flagged in 100 runs of %d iterations (want <= 10)", wrong, iters);
+    return found;
+}
+
+static void power_ten_percent(void **state)
+{
+    /* 3 iterations: t on 2-4 df at the Bonferroni level 1 - 0.05/12 is
+     * wide (t ~ 5.9); about 84 % of the changed rows are flagged */
+    int f3 = power_runs(3, 77);
+    if (f3 < 480) fail_msg("3 iterations: a 10 %% change was flagged in %d of 600 changed rows (want >= 480)", f3);
+    /* 5 iterations: nearly always */
+    int f5 = power_runs(5, 78);
+    if (f5 < 570) fail_msg("5 iterations: a 10 %% change was flagged in %d of 600 changed rows (want >= 570)", f5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(same_config),   cmocka_unit_test(ten_percent_slower),
         cmocka_unit_test(one_iteration), cmocka_unit_test(refusals),
         cmocka_unit_test(metrics_without_values), cmocka_unit_test(render_and_json),
-        cmocka_unit_test(real_render),
+        cmocka_unit_test(real_render),   cmocka_unit_test(false_alarm_rate),
+        cmocka_unit_test(power_ten_percent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

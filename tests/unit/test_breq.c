@@ -394,6 +394,43 @@ static void fail_first_wins(void **state)
     breq_release(&r); /* twice is harmless */
 }
 
+/* A usage total first seen on the last content chunk (TGI's OpenAI
+ * stream, or any server without continuous usage that sends usage with
+ * the last token) is not a rise of 3 tokens at that event: k stays 1
+ * (estimated), chunk_tokens 1; the total still gives N_out. */
+static void usage_first_seen_late(void **state)
+{
+    const char *ev[] = {
+        "{\"choices\":[{\"delta\":{\"content\":\"a\"}}]}",
+        "{\"choices\":[{\"delta\":{\"content\":\"b\"}}]}",
+        "{\"choices\":[{\"delta\":{\"content\":\"c\"},\"finish_reason\":\"stop\"}],\"usage\":{\"completion_tokens\":3}}",
+    };
+    breq r;
+    run_events(&r, ev, 3);
+    assert_int_equal(r.n_ev, 3);
+    assert_int_equal(r.ev[0].k, 1);
+    assert_int_equal(r.ev[1].k, 1);
+    assert_int_equal(r.ev[2].k, 1);
+    assert_true(r.k_estimated);
+    assert_int_equal(r.n_out, 3);
+    breq_m m;
+    breq_metrics(&r, &m);
+    assert_float_equal(m.chunk_tokens, 1.0, 1e-9);
+    breq_release(&r);
+    /* llama-server timings_per_token: the first event's predicted_n = 1
+     * is a rise from 0 */
+    const char *ev2[] = {
+        "{\"choices\":[{\"delta\":{\"content\":\"a\"}}],\"timings\":{\"predicted_n\":1}}",
+        "{\"choices\":[{\"delta\":{\"content\":\"bc\"}}],\"timings\":{\"predicted_n\":3}}",
+    };
+    run_events(&r, ev2, 2);
+    assert_int_equal(r.n_ev, 2);
+    assert_int_equal(r.ev[0].k, 1);
+    assert_int_equal(r.ev[1].k, 2);
+    assert_false(r.k_estimated);
+    breq_release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +441,7 @@ int main(void)
         cmocka_unit_test(continuous_usage_three_tokens),
         cmocka_unit_test(counter_rise_without_text),
         cmocka_unit_test(usage_only_final),
+        cmocka_unit_test(usage_first_seen_late),
         cmocka_unit_test(channels),
         cmocka_unit_test(not_json_ignored),
         cmocka_unit_test(error_in_stream),

@@ -313,6 +313,34 @@ static void many_series_legend_wraps(void **state)
     buf_release(&b);
 }
 
+/* y values near DBL_MAX: the range overflows to inf; no "nan"/"inf" may
+ * reach the SVG (values beyond +-1e300 are not placed, like NaN).  Tiny
+ * values keep distinct tick labels (%.3g below 1e-9). */
+static void extreme_ranges(void **state)
+{
+    double x[] = {1, 2, 3};
+    double y[] = {-1e308, 1e308, 5};
+    double lo[] = {-1e308, 1, 4}, hi[] = {1e308, 1e308, 6};
+    svg_series s = {.name = "huge", .x = x, .y = y, .ylo = lo, .yhi = hi, .n = 3};
+    svg_chart c = {.title = "Huge", .series = &s, .n_series = 1};
+    buf b = BUF_INIT;
+    svg_line_chart(&b, &c);
+    assert_wellformed(&b);
+    assert_null(strstr(b.p, "nan"));
+    assert_null(strstr(b.p, "inf"));
+    buf_release(&b);
+
+    double ty[] = {1e-310, 2e-310, 1.5e-310};
+    svg_series ts = {.name = "tiny", .x = x, .y = ty, .n = 3};
+    svg_chart tc = {.title = "Tiny", .series = &ts, .n_series = 1};
+    svg_line_chart(&b, &tc);
+    assert_wellformed(&b);
+    assert_null(strstr(b.p, "nan"));
+    /* the y tick labels are not all "0" */
+    assert_true(count(b.p, "e-310<") + count(b.p, "e-311<") >= 2);
+    buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -320,6 +348,7 @@ int main(void)
         cmocka_unit_test(full_chart),          cmocka_unit_test(nan_gap),
         cmocka_unit_test(no_data),             cmocka_unit_test(escaping),
         cmocka_unit_test(categorical_and_stack), cmocka_unit_test(many_series_legend_wraps),
+        cmocka_unit_test(extreme_ranges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
