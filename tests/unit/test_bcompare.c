@@ -113,6 +113,37 @@ static void ten_percent_slower(void **state)
     }
 }
 
+/* Pairs recorded from real runs (tests/fixtures/bench/recorded/README.md):
+ * the same configuration twice is not flagged; a decode 10 % slower is. */
+static void recorded_pairs(void **state)
+{
+    bcmp_row *rows;
+    size_t n;
+    char err[256] = "";
+    assert_int_equal(compare("recorded/a.json", "recorded/a_rerun.json", &rows, &n, err, sizeof err), 0);
+    assert_true(n >= 16);
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].verdict != 0)
+            fail_msg("same config, %s %s: verdict %d, ratio %g [%g, %g]", rows[i].point, rows[i].metric,
+                     rows[i].verdict, rows[i].ratio.est, rows[i].ratio.lo, rows[i].ratio.hi);
+    free(rows);
+
+    assert_int_equal(compare("recorded/a.json", "recorded/b_slow10.json", &rows, &n, err, sizeof err), 0);
+    static const char *const worse[] = {"req_tput", "out_tput", "total_tput", "tpot_ms", "itl_token_ms", "e2el_ms"};
+    for (int p = 0; p < 2; p++) {
+        const char *pt = p ? "concurrency=4" : "concurrency=1";
+        for (size_t i = 0; i < sizeof worse / sizeof *worse; i++) {
+            const bcmp_row *r = find(rows, n, pt, worse[i]);
+            if (r->verdict != -1)
+                fail_msg("10 %% slower, %s %s: verdict %d, ratio %g [%g, %g]", pt, worse[i], r->verdict,
+                         r->ratio.est, r->ratio.lo, r->ratio.hi);
+        }
+        assert_int_equal(find(rows, n, pt, "ttft_ms")->verdict, 0);
+        assert_true(fabs(find(rows, n, pt, "tpot_ms")->ratio.est - 50.0 / 45.0) < 0.01);
+    }
+    free(rows);
+}
+
 static void one_iteration(void **state)
 {
     bcmp_row *rows;
@@ -414,7 +445,7 @@ int main(void)
         cmocka_unit_test(one_iteration), cmocka_unit_test(refusals),
         cmocka_unit_test(metrics_without_values), cmocka_unit_test(render_and_json),
         cmocka_unit_test(real_render),   cmocka_unit_test(false_alarm_rate),
-        cmocka_unit_test(power_ten_percent),
+        cmocka_unit_test(power_ten_percent), cmocka_unit_test(recorded_pairs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
