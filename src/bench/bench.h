@@ -37,11 +37,17 @@ typedef struct bload_spec {
     long requests;               /* measured requests (> 0), or 0 with duration_s */
     double duration_s;           /* measured send window; 0 with requests */
     long warmup;                 /* requests before the window, not measured */
-    const bload_body *bodies;    /* used round-robin, warmup first */
+    const bload_body *bodies;    /* used round-robin, warmup first (when body is NULL) */
     size_t n_bodies;
+    /* else each request's body made when it is sent: request k of the run
+     * (warmup first), caller-allocated, freed by the load once the request
+     * ended; called on the loop thread with body_ud */
+    char *(*body)(void *body_ud, uint64_t k, size_t *len);
+    void *body_ud;
     int64_t request_timeout_ms;  /* each request's whole deadline */
     const char *id_prefix;       /* X-Request-Id: <prefix>-<i> (i: the index in reqs), warmup
-                                  * <prefix>-warmup-<k> (may be NULL) */
+                                  * <prefix>-w<k> (k: the send order; may be NULL) */
+    bool warmup_ids;             /* a warmup run of its own: every id is <prefix>-w<k> */
     /* called about every 100 ms on the loop thread (may be NULL) */
     void (*progress)(void *ud, long done, long total, double elapsed_s);
     void *ud;
@@ -55,9 +61,12 @@ typedef struct bload_spec {
  * (the thread waited for a CPU: other processes, the server on the same
  * host) is a warning without client_bound. */
 typedef struct bself {
-    double cpu_pct;          /* (user + sys) / wall of the run, % of one core */
+    double cpu_pct;          /* the thread's CPU time / wall of the run, % of one core; NaN
+                              * when wall_s < BSELF_CPU_MIN_WALL_S (too short to tell) */
     double user_s, sys_s, wall_s;
-    bsum sched_lag_ms;       /* t_send - t_sched (open loop: the schedule; closed: the free slot) */
+    bsum sched_lag_ms;       /* the hand-off to curl - when the request was due: t_sched (closed
+                              * loop: the free slot), under an open loop's cap the later moment
+                              * a slot freed; connecting is not the client's lag */
     bsum loop_lag_ms;        /* a 10 ms loop timer's lateness */
     bsum loop_busy_ms;       /* the part of each lateness the loop thread was on a CPU:
                               * min(lateness, its CPU time since the previous sample) */
@@ -70,10 +79,15 @@ typedef struct bself {
     int n_warnings;
 } bself;
 
+#define BSELF_CPU_MIN_WALL_S 1.0
+
 typedef struct bload_result {
-    breq *reqs;              /* the measured requests, in send order */
+    breq *reqs;              /* the measured requests, in send order; then n_cut more */
     size_t n;
-    int64_t w_start, w_end;  /* first measured send, last completion (ns) */
+    size_t n_cut;            /* requests a SIGINT cut (in flight 2 s after it): reqs[n..n+n_cut),
+                              * not measured, not failures */
+    int64_t w_start, w_end;  /* first measured send, last successful completion (none: the
+                              * last end of any measured request) (ns) */
     size_t n_warmup;         /* warmup requests done (not in reqs) */
     bself self;
 } bload_result;
@@ -81,8 +95,9 @@ typedef struct bload_result {
 /* Run one load point on a fresh loop.  0 when it ran (requests may have
  * failed: see reqs[i].error), -1 with err when it could not run at all
  * (bad spec, libcurl init).  A SIGINT during the run stops sending, lets
- * requests in flight end within 2 s, and returns what was measured with
- * *interrupted set. */
+ * requests in flight end within 2 s (those still streaming then are cut:
+ * n_cut), and returns what was measured with *interrupted set.  With
+ * *interrupted set on entry nothing is sent (an empty result). */
 int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupted, char *err, size_t errlen);
 void bload_result_release(bload_result *r);
 /* The self-check verdict once the caller knows the median ITL (ms, NaN
@@ -102,6 +117,10 @@ typedef struct bfetch {
  * N ms"). */
 int bfetch_do(const char *url, const char *const *headers, const char *body, int64_t timeout_ms, bfetch *f);
 void bfetch_release(bfetch *f);
+/* For every later bfetch_do of this process: the deadline is at most
+ * max_ms (0: no cap), and a request ends ("interrupted") as soon as
+ * *interrupted is set (NULL: never).  Call before other threads fetch. */
+void bfetch_limit(volatile int *interrupted, int64_t max_ms);
 
 /* ---- target.c: what is being measured ---------------------------------- */
 

@@ -43,6 +43,7 @@ struct sockctx {
     uv_poll_t poll;
     bclient *c;
     curl_socket_t fd;
+    int events; /* the uv events curl asked for */
     bool closing;
     sockctx *prev, *next;
 };
@@ -127,9 +128,16 @@ static void on_poll(uv_poll_t *h, int status, int events)
     sockctx *s = h->data;
     bclient *c = s->c;
     int flags = 0;
-    if (status < 0)
-        flags = CURL_CSELECT_ERR;
-    else {
+    if (status < 0) {
+        /* EPOLLERR/EPOLLHUP (libuv says UV_EBADF with no events and stops
+         * the handle): a reply may sit in the socket buffer before a
+         * reset.  Let curl read and write, so it takes the data and then
+         * finds the error itself (recv/send say what it is); CSELECT_ERR
+         * alone would drop both.  Watch again for what curl asked. */
+        flags = CURL_CSELECT_IN | CURL_CSELECT_OUT;
+        if (s->events && !s->closing)
+            uv_poll_start(&s->poll, s->events, on_poll);
+    } else {
         if (events & UV_READABLE)
             flags |= CURL_CSELECT_IN;
         if (events & UV_WRITABLE)
@@ -172,6 +180,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *soc
         ev |= UV_READABLE;
     if (what & CURL_POLL_OUT)
         ev |= UV_WRITABLE;
+    s->events = ev;
     uv_poll_start(&s->poll, ev, on_poll);
     return 0;
 }
@@ -362,7 +371,7 @@ static void xfer_end(xfer *x, CURLcode rc, const char *why)
     else if (!is_2xx(x->status)) {
         char msg[512];
         error_text(&x->errbody, msg, sizeof msg);
-        breq_fail(r, "HTTP %d: %s", x->status, msg);
+        breq_fail(r, "HTTP %d from %s: %s", x->status, c->o.url, msg);
     }
     if (x->status && !r->status)
         r->status = x->status;

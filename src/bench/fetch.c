@@ -1,7 +1,9 @@
 /* fetch.c - one blocking HTTP request with a deadline (libcurl easy), for
  * what bench asks a server outside the load: /v1/models, /props,
  * /tokenize, /metrics.  The body is kept whole (up to 64 MiB: a /metrics
- * page of a big vLLM is a few hundred KiB; more is a wrong URL). */
+ * page of a big vLLM is a few hundred KiB; more is a wrong URL).  Every
+ * request is bounded by min(its own deadline, the run's --timeout) and
+ * ends early when the SIGINT flag given to bfetch_limit is set. */
 #include "bench/bench.h"
 
 #include <pthread.h>
@@ -19,6 +21,21 @@ typedef struct fctx {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static CURLcode init_rc;
+static volatile int *abort_flag;
+static int64_t cap_ms;
+
+void bfetch_limit(volatile int *interrupted, int64_t max_ms)
+{
+    abort_flag = interrupted;
+    cap_ms = max_ms;
+}
+
+/* libcurl asks about once a second and on every transfer step: a SIGINT
+ * ends the request within that */
+static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    return abort_flag && *abort_flag ? 1 : 0;
+}
 
 static void init(void)
 {
@@ -46,6 +63,12 @@ int bfetch_do(const char *url, const char *const *headers, const char *body, int
         snprintf(f->err, sizeof f->err, "libcurl: curl_global_init: %s", curl_easy_strerror(init_rc));
         return -1;
     }
+    if (cap_ms > 0 && (timeout_ms <= 0 || timeout_ms > cap_ms))
+        timeout_ms = cap_ms;
+    if (abort_flag && *abort_flag) {
+        snprintf(f->err, sizeof f->err, "%s %s: interrupted", body ? "POST" : "GET", url);
+        return -1;
+    }
     CURL *e = curl_easy_init();
     if (!e) {
         snprintf(f->err, sizeof f->err, "%s: libcurl could not make a handle", url);
@@ -71,6 +94,8 @@ int bfetch_do(const char *url, const char *const *headers, const char *body, int
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &x);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     CURLcode rc = curl_easy_perform(e);
     long status = 0, os_errno = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -88,6 +113,10 @@ int bfetch_do(const char *url, const char *const *headers, const char *body, int
     case CURLE_OPERATION_TIMEDOUT:
         snprintf(f->err, sizeof f->err, "timed out after %lld ms: %s %s", (long long)timeout_ms,
                  body ? "POST" : "GET", url);
+        ret = -1;
+        break;
+    case CURLE_ABORTED_BY_CALLBACK:
+        snprintf(f->err, sizeof f->err, "%s %s: interrupted", body ? "POST" : "GET", url);
         ret = -1;
         break;
     case CURLE_WRITE_ERROR:

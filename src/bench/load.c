@@ -5,7 +5,9 @@
  * reproducible); over the cap a request waits in the client with t_sched
  * kept as scheduled, so the wait shows as client queueing, not as server
  * latency.  Warmup requests go first through the same loop and are
- * dropped.
+ * dropped.  Bodies come from spec->body when given, one per request as it
+ * is sent (so none repeats), freed when the request ends.  A SIGINT stops
+ * the sending; what still streams 2 s later is cut (n_cut), not failed.
  *
  * The schedule and the loop-lag probe run on timerfds (ns deadlines)
  * polled by the loop rather than on uv timers, whose millisecond clock
@@ -13,7 +15,9 @@
  * measure the client, not the timer's rounding.
  *
  * The self-check (research/bench.md 8.6, (c)6): this thread's CPU over the
- * wall time, schedule lag (t_send - t_sched), loop lag (a 10 ms periodic
+ * wall time (runs of 1 s or more), schedule lag (the hand-off to curl minus
+ * when the request was due: connecting and the cap's queue are not the
+ * client's lateness; queue_client keeps t_send - t_sched), loop lag (a 10 ms periodic
  * timer's lateness), bytes read per second and the most requests in
  * flight; bself_judge turns them into a verdict.  Loop lag has two causes
  * that call for different answers: the loop busy with the client's own
@@ -53,6 +57,9 @@
 typedef struct lreq {
     breq r;
     bool warm;
+    bool cut;          /* ended by the SIGINT's grace, not by the server */
+    int64_t lag_ns;    /* handed to curl - due (the schedule lag) */
+    char *body;        /* from spec->body (owned), else NULL */
 } lreq;
 
 typedef struct lrun {
@@ -70,6 +77,7 @@ typedef struct lrun {
     bool finished;
     int64_t t_start, t_meas_start; /* t_meas_start: first measured request's t_sched (0 before) */
     int64_t stop_deadline; /* interrupted: in-flight requests end by then */
+    bool cutting;          /* the grace passed: what ends now was cut */
     int64_t drain_deadline;/* after the last send: the request timeout and slack */
     long max_in_flight;
 
@@ -179,7 +187,11 @@ static bool can_schedule(lrun *L, int64_t t)
 
 static void maybe_finish(lrun *L);
 
-static void send_one(lrun *L, int64_t t_sched)
+/* Send one request scheduled at t_sched and due at `due` (t_sched, or
+ * under an open loop's cap the later moment a slot freed): the schedule
+ * lag is the hand-off to curl minus due, the client's own lateness;
+ * connecting is the network's and the cap's wait is queue_client's. */
+static void send_one(lrun *L, int64_t t_sched, int64_t due)
 {
     const bload_spec *s = L->s;
     long k = L->n_sent++;
@@ -196,14 +208,25 @@ static void send_one(lrun *L, int64_t t_sched)
         L->meas[L->n_meas++] = q;
     }
     if (s->id_prefix && *s->id_prefix) {
-        if (q->warm)
-            snprintf(id, sizeof id, "%s-warmup-%ld", s->id_prefix, k);
+        if (q->warm || s->warmup_ids)
+            snprintf(id, sizeof id, "%s-w%ld", s->id_prefix, k);
         else
             snprintf(id, sizeof id, "%s-%zu", s->id_prefix, L->n_meas - 1);
         idp = id;
     }
-    const bload_body *b = &s->bodies[(size_t)k % s->n_bodies];
-    bclient_send(L->cli, &q->r, b->json, b->len, idp, q);
+    const char *bj;
+    size_t bl;
+    if (s->body) {
+        q->body = s->body(s->body_ud, (uint64_t)k, &bl);
+        bj = q->body;
+    } else {
+        const bload_body *b = &s->bodies[(size_t)k % s->n_bodies];
+        bj = b->json;
+        bl = b->len;
+    }
+    int64_t now = bclient_now_ns();
+    q->lag_ns = now > due ? now - due : 0;
+    bclient_send(L->cli, &q->r, bj, bl, idp, q);
     long inf = bclient_in_flight(L->cli);
     if (inf > L->max_in_flight)
         L->max_in_flight = inf;
@@ -231,7 +254,7 @@ static void schedule_one(lrun *L, int64_t t)
         L->wq[(L->wq_head + L->wq_len++) % L->wq_cap] = t;
         return;
     }
-    send_one(L, t);
+    send_one(L, t, t);
 }
 
 static void sched_stop(lrun *L)
@@ -270,12 +293,15 @@ static void on_done(void *ud, breq *r, void *req_ud, int64_t now)
 {
     lrun *L = ud;
     lreq *q = req_ud;
+    free(q->body); /* curl is done with it */
+    q->body = NULL;
     if (q->warm) {
         L->n_warm_done++;
         breq_release(&q->r);
         free(q);
     } else {
         L->n_meas_done++;
+        q->cut = L->cutting;
     }
     if (L->finished)
         return;
@@ -288,7 +314,7 @@ static void on_done(void *ud, breq *r, void *req_ud, int64_t now)
         int64_t t = L->wq[L->wq_head];
         L->wq_head = (L->wq_head + 1) % L->wq_cap;
         L->wq_len--;
-        send_one(L, t);
+        send_one(L, t, now > t ? now : t);
     }
     maybe_finish(L);
 }
@@ -373,8 +399,11 @@ static void on_tick(uv_timer_t *t)
         L->wq_len = 0; /* never sent: not measured */
         L->stop_deadline = now + STOP_GRACE_NS;
     }
-    if (L->stop_deadline && now >= L->stop_deadline && bclient_in_flight(L->cli))
+    if (L->stop_deadline && now >= L->stop_deadline && bclient_in_flight(L->cli)) {
+        L->cutting = true;
         bclient_abort_all(L->cli, "interrupted: still streaming 2 s after SIGINT");
+        L->cutting = false;
+    }
     else if (L->sched_done && L->drain_deadline && now >= L->drain_deadline && bclient_in_flight(L->cli))
         bclient_abort_all(L->cli, "the client's deadline passed (request timeout and 1 s) with the request in flight");
     /* duration mode, closed loop: the window ends even when no slot frees */
@@ -396,7 +425,7 @@ static int check_spec(const bload_spec *s, char *err, size_t errlen)
         errf(err, errlen, "load: no URL to send to");
         return -1;
     }
-    if (!s->bodies || !s->n_bodies) {
+    if (!s->body && (!s->bodies || !s->n_bodies)) {
         errf(err, errlen, "load: no request bodies");
         return -1;
     }
@@ -440,6 +469,11 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
     memset(out, 0, sizeof *out);
     if (check_spec(spec, err, errlen) < 0)
         return -1;
+    if (interrupted && *interrupted) { /* nothing is sent after a SIGINT */
+        out->reqs = xcalloc(1, sizeof *out->reqs);
+        out->self.cpu_pct = out->self.bytes_per_s = out->self.runq_wait_s = NAN;
+        return 0;
+    }
     long streams = spec->concurrency > 0 ? spec->concurrency : 0;
     if (spec->shape == BLOAD_OPEN && !streams) {
         double est = spec->rate * spec->request_timeout_ms / 1000.0;
@@ -489,6 +523,7 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
     thread_cpu_s(&u0, &s0);
     L->t_start = bclient_now_ns();
     L->lag_cpu = thread_cpu_ns();
+    int64_t cpu0 = L->lag_cpu;
     L->runq0 = thread_runq_ns();
 
     uv_poll_init(&L->loop, &L->lpoll, L->lfd);
@@ -531,7 +566,9 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
     self->user_s = u1 - u0;
     self->sys_s = s1 - s0;
     self->wall_s = (t_end - L->t_start) / 1e9;
-    self->cpu_pct = self->wall_s > 0 ? 100.0 * (self->user_s + self->sys_s) / self->wall_s : NAN;
+    /* CLOCK_THREAD_CPUTIME_ID is exact where getrusage's split is ticks;
+     * under a second of wall either is noise (NaN: not judged) */
+    self->cpu_pct = self->wall_s >= BSELF_CPU_MIN_WALL_S ? 100.0 * (thread_cpu_ns() - cpu0) / 1e9 / self->wall_s : NAN;
     self->bytes_per_s = self->wall_s > 0 ? bclient_bytes_in(L->cli) / self->wall_s : NAN;
     self->max_in_flight = L->max_in_flight;
     bsum_compute(&self->loop_lag_ms, L->lags, L->n_lags);
@@ -539,21 +576,32 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
     int64_t rq = thread_runq_ns();
     self->runq_wait_s = rq >= 0 && L->runq0 >= 0 ? (rq - L->runq0) / 1e9 : NAN;
 
-    out->n = L->n_meas;
+    /* the measured requests in send order, then those the SIGINT cut */
     out->reqs = xcalloc(L->n_meas ? L->n_meas : 1, sizeof *out->reqs);
     double *sl = xcalloc(L->n_meas ? L->n_meas : 1, sizeof *sl);
-    size_t n_sl = 0;
+    size_t n_sl = 0, n_cut = 0;
+    for (size_t i = 0; i < L->n_meas; i++)
+        n_cut += L->meas[i]->cut;
+    size_t ki = 0, kc = L->n_meas - n_cut;
+    int64_t w_end_ok = 0, w_end_any = 0;
     for (size_t i = 0; i < L->n_meas; i++) {
-        out->reqs[i] = L->meas[i]->r; /* moves ev and error */
-        free(L->meas[i]);
-        const breq *r = &out->reqs[i];
+        lreq *q = L->meas[i];
+        breq *r = &out->reqs[q->cut ? kc++ : ki++];
+        *r = q->r; /* moves ev and error */
         if (r->t_send && (!out->w_start || r->t_send < out->w_start))
             out->w_start = r->t_send;
-        if (r->t_done > out->w_end)
-            out->w_end = r->t_done;
-        if (r->t_send && r->t_sched)
-            sl[n_sl++] = (r->t_send - r->t_sched) / 1e6;
+        if (!q->cut && r->t_done > w_end_any)
+            w_end_any = r->t_done;
+        if (!q->cut && breq_ok(r) && r->t_done > w_end_ok)
+            w_end_ok = r->t_done;
+        sl[n_sl++] = q->lag_ns / 1e6;
+        free(q);
     }
+    /* W ends at the last successful completion: a timeout or a reset is
+     * not a completion (with none, the last end of any request) */
+    out->w_end = w_end_ok ? w_end_ok : w_end_any;
+    out->n = L->n_meas - n_cut;
+    out->n_cut = n_cut;
     bsum_compute(&self->sched_lag_ms, sl, n_sl);
     free(sl);
     out->n_warmup = (size_t)L->n_warm_done;
@@ -582,11 +630,11 @@ out_loop:
 
 void bload_result_release(bload_result *r)
 {
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; i < r->n + r->n_cut; i++)
         breq_release(&r->reqs[i]);
     free(r->reqs);
     r->reqs = NULL;
-    r->n = 0;
+    r->n = r->n_cut = 0;
 }
 
 /* ---- the verdict ----------------------------------------------------------- */

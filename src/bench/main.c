@@ -21,7 +21,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 
-enum { BX_OK = 0, BX_FAILED = 1, BX_USAGE = 2 };
+enum { BX_OK = 0, BX_FAILED = 1, BX_USAGE = 2, BX_INTERRUPTED = 130 };
 
 static volatile int interrupted;
 static void on_sigint(int sig)
@@ -44,7 +44,9 @@ static const char usage_text[] =
     "  --rate R[,R2...]         open loop: requests per second\n"
     "  --burstiness B           gamma shape of the gaps (1 Poisson; inf constant)\n"
     "  --max-concurrency N      open loop: cap on requests in flight\n"
-    "  --requests N             measured requests per iteration (default 10 x concurrency, >= 20)\n"
+    "  --requests N             measured requests per iteration (default: closed loop\n"
+    "                           10 x concurrency, open loop 10 s of arrivals (10 x rate);\n"
+    "                           at least 20)\n"
     "  --duration S             instead of --requests: send for S seconds\n"
     "  --warmup N               discarded requests before each iteration (default: the concurrency)\n"
     "  --iterations R           repetitions of each point (default 3)\n"
@@ -52,9 +54,11 @@ static const char usage_text[] =
     "  --prompts FILE           JSONL prompts ({\"prompt\"} or {\"messages\"} per line)\n"
     "  --gen-tokens N           tokens generated per request (default 128)\n"
     "  --endpoint chat|completions\n"
-    "  --ctx-sweep START:MAX:STEP  the context-depth sweep\n"
+    "  --ctx-sweep START:MAX:STEP  the context-depth sweep (MAX <= 10000000 tokens,\n"
+    "                           at most 1000 depths)\n"
     "  --slo ttft=MS,tpot=MS,e2el=MS  goodput SLOs\n"
-    "  --timeout S              each request's deadline (default 600)\n"
+    "  --timeout S              each request's deadline, and the most any probe of\n"
+    "                           the server (/v1/models, /tokenize, /metrics) waits (default 600)\n"
     "  --seed N                 schedules, prompts and bootstrap (default 1)\n"
     "  --model NAME             the model sent (URL targets: default the first listed)\n"
     "  --api-key-env VAR        the API key's variable (default OPENAI_API_KEY;\n"
@@ -65,7 +69,8 @@ static const char usage_text[] =
     "  --svg FILE               charts                 --no-store  not to the daemon\n"
     "  -q                       no progress bar\n"
     "Exit: 0 done, 1 failed (unreachable, every request failed), 2 usage,\n"
-    "3 a service name but no daemon.\n";
+    "3 a service name but no daemon, 130 interrupted (Ctrl-C; what was measured\n"
+    "is written; a second Ctrl-C ends it at once).\n";
 
 static int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail_usage(const char *fmt, ...)
@@ -171,12 +176,20 @@ static int p_slo(const char *v, bslo *s)
     return 0;
 }
 
+#define CTX_MAX_TOKENS 10000000L
+#define CTX_MAX_DEPTHS 1000
+
 static int p_ctx(const char *v, bopts *o)
 {
     long a, b, c;
     char tail;
-    if (sscanf(v, "%ld:%ld:%ld%c", &a, &b, &c, &tail) != 3 || a < 1 || c < 1 || b < a || b > 100000000)
+    if (sscanf(v, "%ld:%ld:%ld%c", &a, &b, &c, &tail) != 3 || a < 1 || c < 1 || b < a)
         return fail_usage("--ctx-sweep '%s': expected START:MAX:STEP (tokens, 1 <= START <= MAX, STEP >= 1)", v);
+    if (b > CTX_MAX_TOKENS)
+        return fail_usage("--ctx-sweep '%s': MAX %ld is above %ld tokens", v, b, (long)CTX_MAX_TOKENS);
+    if ((b - a) / c + 1 > CTX_MAX_DEPTHS)
+        return fail_usage("--ctx-sweep '%s': %ld depths, at most %d (use a larger STEP)", v, (b - a) / c + 1,
+                          CTX_MAX_DEPTHS);
     o->ctx_sweep = true;
     o->ctx_start = a;
     o->ctx_max = b;
@@ -338,11 +351,36 @@ static int write_out(const char *path, const buf *b, const char *what)
         return 0;
     }
     FILE *f = fopen(path, "w");
-    if (!f || fwrite(b->p, 1, b->len, f) != b->len || fclose(f) != 0) {
+    if (!f) {
         fprintf(stderr, "gpumod: bench: cannot write the %s to '%s': %s\n", what, path, strerror(errno));
-        if (f) fclose(f);
         return -1;
     }
+    size_t w = fwrite(b->p, 1, b->len, f);
+    int e = ferror(f) ? errno : 0;
+    int c = fclose(f); /* once, whatever it says: the FILE is gone after it */
+    if (!e && c != 0) e = errno;
+    if (w != b->len || e || c != 0) {
+        fprintf(stderr, "gpumod: bench: cannot write the %s to '%s': %s\n", what, path,
+                strerror(e ? e : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+/* Before a run: can path be written?  Opened for writing (appending, so
+ * an existing file is not emptied yet) and, when it did not exist, removed
+ * again.  -1 after "gpumod: bench: ..." naming the path and the reason. */
+static int check_writable(const char *opt, const char *path)
+{
+    if (!path || !strcmp(path, "-")) return 0;
+    bool existed = access(path, F_OK) == 0;
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        fprintf(stderr, "gpumod: bench: %s '%s': cannot write there: %s\n", opt, path, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    if (!existed) unlink(path);
     return 0;
 }
 
@@ -560,7 +598,28 @@ static void scrape_free(bscrape *s)
     free(s);
 }
 
-#define MAX_BODY_BYTES (256u << 20) /* all the bodies of one iteration */
+/* Request bodies are made as each request is sent, each with its own
+ * number in front (counter: unique over the whole run, warmup included),
+ * so that no prompt repeats and a prompt cache cannot serve any of them. */
+typedef struct bodyctx {
+    const bbody_opts *bo;
+    const bprompt *pv;
+    size_t np;
+    uint64_t counter;
+} bodyctx;
+
+static char *make_body(void *ud, uint64_t k, size_t *len)
+{
+    bodyctx *b = ud;
+    char pre[32];
+    bprompt_prefix(pre, sizeof pre, b->counter++);
+    char *j = bbody_json(b->bo, pre, &b->pv[k % b->np]);
+    *len = strlen(j);
+    return j;
+}
+
+/* what an interrupted run says: measured requests that ended / planned */
+static long n_ended_total, n_planned_total;
 
 static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_err, size_t first_err_len)
 {
@@ -613,7 +672,8 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
     bool open = o->n_rate > 0;
     size_t npts = open ? o->n_rate : o->n_conc;
     cJSON *points = cJSON_GetObjectItem(doc, "points");
-    uint64_t counter = 1;
+    bodyctx bc = {&bo, pv, np, 1};
+    char idp[96];
     bool metrics_ok = t->metrics_url != NULL;
     prog pg = {isatty(2) && !o->quiet, ""};
     int rc = BX_OK;
@@ -626,21 +686,12 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
             if (requests < 20) requests = 20;
         }
         long warmup = o->warmup >= 0 ? o->warmup : open ? (conc > 0 ? conc : 1) : conc;
-        size_t nb = (size_t)(requests ? requests + warmup : 4096);
-        size_t one = strlen(pv[0].text ? pv[0].text : "") + 512;
-        if (nb * one > MAX_BODY_BYTES) nb = MAX_BODY_BYTES / one > 16 ? MAX_BODY_BYTES / one : 16;
+        n_planned_total += requests * o->iterations;
         cJSON *pt = cJSON_CreateObject();
         cJSON_AddStringToObject(pt, "x_name", open ? "rate" : "concurrency");
         cJSON_AddNumberToObject(pt, "x", open ? rate : (double)conc);
         cJSON *its = cJSON_AddArrayToObject(pt, "iterations");
         for (long it = 0; it < o->iterations && !interrupted; it++) {
-            bload_body *bodies = xcalloc(nb, sizeof *bodies);
-            for (size_t i = 0; i < nb; i++) {
-                char pre[32];
-                bprompt_prefix(pre, sizeof pre, counter++);
-                bodies[i].json = bbody_json(&bo, pre, &pv[i % np]);
-                bodies[i].len = strlen(bodies[i].json);
-            }
             bload_spec sp;
             memset(&sp, 0, sizeof sp);
             sp.url = url;
@@ -653,12 +704,14 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
             sp.requests = requests;
             sp.duration_s = o->duration_s;
             sp.warmup = warmup;
-            sp.bodies = bodies;
-            sp.n_bodies = nb;
+            sp.body = make_body;
             sp.request_timeout_ms = (int64_t)(o->timeout_s * 1000);
-            sp.id_prefix = "gpumod-bench";
+            /* unique in the run: a server's log joins by it (t80) */
+            snprintf(idp, sizeof idp, "gpumod-bench-%ld-%zu-%ld", (long)getpid(), pi, it);
+            sp.id_prefix = idp;
             sp.progress = progress;
             sp.ud = &pg;
+            sp.body_ud = &bc;
             if (open)
                 snprintf(pg.label, sizeof pg.label, "rate %g  iteration %ld/%ld", rate, it + 1, o->iterations);
             else
@@ -672,7 +725,7 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
                 ws.requests = warmup;
                 ws.duration_s = 0;
                 ws.warmup = 0;
-                ws.n_bodies = (size_t)warmup < nb ? (size_t)warmup : nb;
+                ws.warmup_ids = true;
                 bload_result wr;
                 memset(&wr, 0, sizeof wr);
                 char werr[256] = "";
@@ -682,11 +735,11 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
                 if (bload_run(&ws, &wr, &interrupted, werr, sizeof werr) == 0) wdone = wr.n;
                 bload_result_release(&wr);
                 snprintf(pg.label, sizeof pg.label, "%s", lab);
-                if (nb > ws.n_bodies) {
-                    sp.bodies = bodies + ws.n_bodies;
-                    sp.n_bodies = nb - ws.n_bodies;
-                }
                 sp.warmup = 0;
+                if (interrupted) { /* Ctrl-C in the warmup: no measured run */
+                    if (pg.on) fputs("\r\033[K", stderr);
+                    break;
+                }
             }
             bscrape *before = metrics_ok ? scrape(t) : NULL;
             if (metrics_ok && !before) metrics_ok = false;
@@ -698,8 +751,6 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
             cJSON *mem = btele_stop(tl);
             bscrape *after = before ? scrape(t) : NULL;
             if (pg.on) fputs("\r\033[K", stderr);
-            for (size_t i = 0; i < nb; i++) free(bodies[i].json);
-            free(bodies);
             if (lrc) {
                 fprintf(stderr, "gpumod: bench: %s\n", lerr);
                 cJSON_Delete(mem);
@@ -728,7 +779,19 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
             if (have_sd) bserver_delta_compute(before, after, &sd);
             bself_judge(&res.self, a.itl_token.median, open);
             res.n_warmup += wdone;
+            n_ended_total += (long)res.n;
+            if (interrupted && !res.n && !res.n_cut) { /* nothing was sent: no iteration */
+                cJSON_Delete(mem);
+                scrape_free(before);
+                scrape_free(after);
+                bload_result_release(&res);
+                break;
+            }
             cJSON *ij = bresult_iteration(&res, &a, have_sd ? &sd : NULL, mem, o->raw);
+            if (requests)
+                cJSON_AddNumberToObject(ij, "requests_planned", (double)requests);
+            else
+                cJSON_AddNullToObject(ij, "requests_planned");
             cJSON_AddItemToArray(its, ij);
             char where[96];
             snprintf(where, sizeof where, "%s=%g iteration %ld", open ? "rate" : "concurrency",
@@ -746,6 +809,10 @@ static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_
             scrape_free(before);
             scrape_free(after);
             bload_result_release(&res);
+        }
+        if (cJSON_GetArraySize(its) == 0) { /* interrupted before it ran */
+            cJSON_Delete(pt);
+            break;
         }
         cJSON_AddItemToObject(pt, "summary", bresult_summary(its, o->seed));
         cJSON_AddItemToArray(points, pt);
@@ -768,28 +835,44 @@ static int cmd_run(int argc, char **argv)
     bopts o;
     int rc = parse_run(argc, argv, &o);
     if (rc) return rc;
+    if (check_writable("--json", o.json_path) || check_writable("--csv", o.csv_path) ||
+        check_writable("--svg", o.svg_path)) {
+        free(o.conc);
+        free(o.rate);
+        return BX_USAGE;
+    }
+    /* the first Ctrl-C stops the run and keeps what was measured; the
+     * handler then resets itself, so a second one ends the process */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND;
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    bfetch_limit(&interrupted, (int64_t)(o.timeout_s * 1000));
 
     int64_t started = clock_unix_ms();
     cJSON *doc = bresult_new(o.ctx_sweep ? "ctx_sweep" : "load", &o, started);
     btarget t;
     char err[1024] = "";
     rc = btarget_resolve(&t, &o, err, sizeof err);
+    if (!rc && interrupted) rc = BX_INTERRUPTED;
     if (rc) {
-        fprintf(stderr, "gpumod: %s\n", err);
+        if (interrupted && rc != BX_USAGE) {
+            rc = BX_INTERRUPTED;
+            fprintf(stderr, "gpumod: bench: interrupted before the run (nothing was measured)\n");
+        } else {
+            fprintf(stderr, "gpumod: %s\n", err);
+        }
         btarget_release(&t);
         cJSON_Delete(doc);
         free(o.conc);
         free(o.rate);
         return rc;
     }
-    if (!bprompt_has_tokenizer(&t) && o.prompts_file == NULL && !o.ctx_sweep) {
-        /* run_load warns */
-    }
+    /* /tokenize matters only for synthetic prompts (run_load and the
+     * sweep warn when it is missing) */
+    if (!o.prompts_file) bprompt_has_tokenizer(&t);
     cJSON_AddItemToObject(doc, "target", btarget_json(&t));
     cJSON_AddItemToObject(doc, "host", btele_host_identity());
     cJSON_AddItemToObject(doc, "settings", bresult_settings(&o, false, -1));
@@ -820,9 +903,18 @@ static int cmd_run(int argc, char **argv)
     char ts[40];
     clock_rfc3339(clock_unix_ms(), ts, sizeof ts);
     cJSON_ReplaceItemInObject(doc, "finished", cJSON_CreateString(ts));
-    if (interrupted) bresult_warn(doc, "interrupted: the result holds what was measured until then");
+    if (interrupted) {
+        if (o.ctx_sweep)
+            bresult_warn(doc, "interrupted: the result holds what was measured until then");
+        else if (o.duration_s > 0)
+            bresult_warn(doc, "interrupted after %ld requests: the figures are over what completed",
+                         n_ended_total);
+        else
+            bresult_warn(doc, "interrupted after %ld of %ld requests: the figures are over what completed",
+                         n_ended_total, n_planned_total);
+    }
 
-    if (!rc || any_ok) {
+    if (!rc || any_ok || interrupted) {
         bool stdout_json = o.json_path && !strcmp(o.json_path, "-");
         if (render_outputs(doc, o.json_path, o.csv_path, o.svg_path, o.md && !stdout_json, !stdout_json)) rc = BX_FAILED;
         const cJSON *w;
@@ -836,7 +928,10 @@ static int cmd_run(int argc, char **argv)
                 fprintf(stderr, "gpumod: bench: warning: the result was not stored by the daemon: %s\n", serr);
         }
     }
-    if (!rc && !any_ok) {
+    if (interrupted) {
+        fprintf(stderr, "gpumod: bench: interrupted\n");
+        rc = BX_INTERRUPTED;
+    } else if (!rc && !any_ok) {
         fprintf(stderr, "gpumod: bench: every request failed: %s\n", first_err[0] ? first_err : "no request completed");
         rc = BX_FAILED;
     }

@@ -91,6 +91,10 @@ static cJSON *self_json(const bself *s)
 {
     cJSON *j = cJSON_CreateObject();
     bjson_num(j, "cpu_pct", s->cpu_pct);
+    if (!isfinite(s->cpu_pct))
+        cJSON_AddStringToObject(j, "cpu_note", "not judged: the run took less than 1 s of wall time");
+    else
+        cJSON_AddNullToObject(j, "cpu_note");
     bjson_num(j, "user_s", s->user_s);
     bjson_num(j, "sys_s", s->sys_s);
     bjson_num(j, "wall_s", s->wall_s);
@@ -164,6 +168,7 @@ cJSON *bresult_iteration(const bload_result *r, const bagg *a, const bserver_del
     cJSON_AddNumberToObject(j, "completed", (double)a->completed);
     cJSON_AddNumberToObject(j, "failed", (double)a->failed);
     cJSON_AddNumberToObject(j, "warmup", (double)r->n_warmup);
+    cJSON_AddNumberToObject(j, "interrupted", (double)r->n_cut); /* cut by SIGINT: not in sent */
     cJSON *errs = cJSON_AddObjectToObject(j, "errors");
     for (size_t i = 0; i < r->n; i++) {
         const char *e = r->reqs[i].error;
@@ -217,6 +222,11 @@ cJSON *bresult_iteration(const bload_result *r, const bagg *a, const bserver_del
         bjson_num(j, "w_start_mono_ms", (double)r->w_start / 1e6);
         cJSON *rq = cJSON_AddArrayToObject(j, "requests");
         for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(rq, request_json(&r->reqs[i], r->w_start));
+        for (size_t i = r->n; i < r->n + r->n_cut; i++) {
+            cJSON *c = request_json(&r->reqs[i], r->w_start);
+            cJSON_AddTrueToObject(c, "interrupted");
+            cJSON_AddItemToArray(rq, c);
+        }
     }
     return j;
 }
@@ -258,8 +268,12 @@ cJSON *bresult_settings(const bopts *o, bool prompt_exact, long prompt_measured)
 {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "shape", o->n_rate ? "open" : "closed");
-    cJSON *c = cJSON_AddArrayToObject(s, "concurrency");
-    for (size_t i = 0; i < o->n_conc; i++) cJSON_AddItemToArray(c, cJSON_CreateNumber((double)o->conc[i]));
+    if (o->n_rate || o->ctx_sweep) { /* no closed-loop concurrency: the cap is max_concurrency */
+        cJSON_AddNullToObject(s, "concurrency");
+    } else {
+        cJSON *c = cJSON_AddArrayToObject(s, "concurrency");
+        for (size_t i = 0; i < o->n_conc; i++) cJSON_AddItemToArray(c, cJSON_CreateNumber((double)o->conc[i]));
+    }
     if (o->n_rate)
         cJSON_AddItemToObject(s, "rate", nums(o->rate, o->n_rate));
     else

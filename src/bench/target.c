@@ -20,7 +20,11 @@
 #include "util/errf.h"
 #include "util/url.h"
 
-#define PROBE_MS 10000
+#define PROBE_MS 10000 /* bfetch caps it at --timeout */
+
+/* The first probe that timed out: the server accepts but does not answer,
+ * and every later probe would wait as long, so none is sent. */
+static char unresponsive[300];
 
 static const char *hdrs_of(const btarget *t, const char **h)
 {
@@ -51,11 +55,17 @@ static void set_key(btarget *t, const char *var)
 /* GET base+path, parsed; NULL when no reply, not 200 or not JSON. */
 static cJSON *get_json(const btarget *t, const char *base, const char *path, char *ferr, size_t ferrlen)
 {
+    if (unresponsive[0]) {
+        if (ferr) errf(ferr, ferrlen, "%s", unresponsive);
+        return NULL;
+    }
     char *u = xasprintf("%s%s", base, path);
     bfetch f;
     int rc = bfetch_do(u, btarget_headers(t), NULL, PROBE_MS, &f);
     cJSON *j = NULL;
     if (rc) {
+        if (strstr(f.err, "timed out") || strstr(f.err, "interrupted"))
+            snprintf(unresponsive, sizeof unresponsive, "%s", f.err);
         if (ferr) errf(ferr, ferrlen, "%s", f.err);
     } else if (f.status == 200) {
         j = cJSON_Parse(f.body.p);
@@ -144,6 +154,10 @@ static int resolve_url(btarget *t, const bopts *o, char *err, size_t errlen)
         cJSON_Delete(m);
     }
     identify(t, t->base_url);
+    if (unresponsive[0]) {
+        errf(err, errlen, "bench: the server does not answer: %s", unresponsive);
+        return EXIT_REFUSED;
+    }
     return 0;
 }
 
@@ -283,6 +297,10 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
     char *probe = xasprintf("%s/upstream/%s", t->base_url, svc);
     identify(t, probe);
     free(probe);
+    if (unresponsive[0]) {
+        errf(err, errlen, "bench: service '%s' does not answer through the router: %s", svc, unresponsive);
+        return EXIT_REFUSED;
+    }
     return 0;
 }
 
@@ -293,6 +311,15 @@ int btarget_resolve(btarget *t, const bopts *o, char *err, size_t errlen)
     t->endpoint = xstrdup(o->completions ? "/v1/completions" : "/v1/chat/completions");
     if (!strncasecmp(o->target, "http://", 7) || !strncasecmp(o->target, "https://", 8))
         return resolve_url(t, o, err, errlen);
+    /* HOST:PORT, [v6]:PORT or a dotted address: a URL without its scheme
+     * (a service or model name is neither) */
+    const char *colon = strrchr(o->target, ':');
+    bool port = colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1);
+    bool dotted = strchr(o->target, '.') && strspn(o->target, "0123456789.") == strlen(o->target);
+    if (!strstr(o->target, "://") && (port || dotted || o->target[0] == '[')) {
+        errf(err, errlen, "bench: target '%s': expected http://HOST:PORT (no scheme given; add http://)", o->target);
+        return EXIT_USAGE;
+    }
     if (strchr(o->target, '/') && strstr(o->target, "://")) {
         errf(err, errlen, "bench: target '%s': expected an http:// or https:// URL, a service id or a model name",
              o->target);

@@ -2,8 +2,9 @@
  *
  * bench is the only part of gpumod that needs libcurl, so it lives in its
  * own executable (git-style) and this binary never links it.  The helper
- * is looked for next to /proc/self/exe (a build tree, or a prefix whose
- * libexec is beside bin), else in GPUMOD_LIBEXECDIR.  The global options
+ * is looked for next to /proc/self/exe (a build tree), then in
+ * <that directory>/../libexec/gpumod (an install under any prefix), then
+ * in GPUMOD_LIBEXECDIR (the prefix it was built for).  The global options
  * travel as the environment every gpumod program reads (GPUMOD_CONFIG_DIR,
  * GPUMOD_STATE_DIR, GPUMOD_SOCKET, GPUMOD_QUIET). */
 #include "cli/cli.h"
@@ -21,38 +22,44 @@
 
 int cmd_bench(cli *c, int argc, char **argv); /* src/main.c's table */
 
+/* dir/HELPER when it is executable (caller frees), else NULL; dir is
+ * added to the list of places looked in */
+static char *try_dir(const char *dir, buf *looked)
+{
+    buf_printf(looked, "%s%s", looked->len ? ", " : "", dir);
+    char *p = xasprintf("%s/%s", dir, HELPER);
+    if (access(p, X_OK) == 0) return p;
+    free(p);
+    return NULL;
+}
+
 int cmd_bench(cli *c, int argc, char **argv)
 {
     char self[PATH_MAX];
-    char *dir1 = NULL, *path = NULL;
+    char *path = NULL;
+    buf looked = BUF_INIT;
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        char *slash = strrchr(self, '/');
-        if (slash) {
-            *slash = '\0';
-            dir1 = xstrdup(self);
-            char *p = xasprintf("%s/%s", dir1, HELPER);
-            if (access(p, X_OK) == 0)
-                path = p;
-            else
-                free(p);
+    char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+    if (slash) {
+        *slash = '\0';
+        /* a build tree (beside gpumod), then an install: PREFIX/bin and
+         * PREFIX/libexec/gpumod, whatever PREFIX (relocatable, DESTDIR) */
+        path = try_dir(self, &looked);
+        if (!path) {
+            char *lx = xasprintf("%s/../libexec/gpumod", self);
+            path = try_dir(lx, &looked);
+            free(lx);
         }
+    } else {
+        buf_printf(&looked, "(this program's directory is unknown: /proc/self/exe)");
     }
+    if (!path) path = try_dir(GPUMOD_LIBEXECDIR, &looked);
     if (!path) {
-        char *p = xasprintf("%s/%s", GPUMOD_LIBEXECDIR, HELPER);
-        if (access(p, X_OK) == 0)
-            path = p;
-        else
-            free(p);
-    }
-    if (!path) {
-        fprintf(stderr, "gpumod: bench: the %s helper is not installed (looked in %s, %s)\n", HELPER,
-                dir1 ? dir1 : "(this program's directory is unknown)", GPUMOD_LIBEXECDIR);
-        free(dir1);
+        fprintf(stderr, "gpumod: bench: the %s helper is not installed (looked in %s)\n", HELPER, looked.p);
+        buf_release(&looked);
         return EXIT_USAGE;
     }
-    free(dir1);
+    buf_release(&looked);
     if ((c->paths.config_dir && setenv("GPUMOD_CONFIG_DIR", c->paths.config_dir, 1)) ||
         (c->paths.state_dir && setenv("GPUMOD_STATE_DIR", c->paths.state_dir, 1)) ||
         (c->paths.socket && setenv("GPUMOD_SOCKET", c->paths.socket, 1)) ||

@@ -68,7 +68,8 @@ def close(a, b):  # max(2 %, 2 ms) of fakellm's figure
 def median(v):
     v = sorted(v); n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-measured = {k: v for k, v in fk.items() if "-warmup-" not in k}
+# ids: gpumod-bench-PID-POINT-ITERATION-INDEX, warmup ...-wK
+measured = {k: v for k, v in fk.items() if k.startswith("gpumod-bench-") and not re.search(r"-w\d+$", k)}
 if len(measured) != len(reqs):
     fails.append("fakellm logged %d measured requests with an X-Request-Id (%s...), bench has %d" %
                  (len(measured), sorted(measured)[:3], len(reqs)))

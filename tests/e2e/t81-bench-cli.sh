@@ -156,8 +156,144 @@ if [ -x /usr/local/libexec/gpumod/gpumod-bench ]; then
     t_skip "helper missing" "an installed gpumod-bench exists"
 else
     t_eq "$rc" 2 "exit code"
-    t_has err "gpumod: bench: the gpumod-bench helper is not installed (looked in $T/lone, /usr/local/libexec/gpumod)"
+    t_has err "gpumod: bench: the gpumod-bench helper is not installed (looked in $T/lone, $T/lone/../libexec/gpumod, /usr/local/libexec/gpumod)"
 fi
+t_end
+
+t_begin "an install under any prefix finds its helper in PREFIX/libexec/gpumod"
+mkdir -p "$T/inst/bin" "$T/inst/libexec/gpumod"
+cp "$GPUMOD_BIN" "$T/inst/bin/gpumod"
+cp "$BUILD/gpumod-bench" "$T/inst/libexec/gpumod/gpumod-bench"
+t_run 0 "$T/inst/bin/gpumod" bench --help
+t_has out "usage: gpumod bench TARGET"
+t_end
+
+t_begin "targets and options refused before anything is sent"
+t_run 2 gpumod "${B[@]}" "127.0.0.1:$P" --requests 2
+t_has err "target '127.0.0.1:$P': expected http://HOST:PORT (no scheme given; add http://)"
+t_run 2 gpumod "${B[@]}" "$U" --ctx-sweep 1:100000000:1
+t_has err "--ctx-sweep '1:100000000:1': MAX 100000000 is above 10000000 tokens"
+t_run 2 gpumod "${B[@]}" "$U" --ctx-sweep 1:5000:1
+t_has err "--ctx-sweep '1:5000:1': 5000 depths, at most 1000 (use a larger STEP)"
+# an output that cannot be written: said at once, not after the run
+t_run 2 gpumod "${B[@]}" "http://127.0.0.1:$DEAD" --model m --json "$T/nodir/x.json"
+t_has err "gpumod: bench: --json '$T/nodir/x.json': cannot write there: No such file or directory"
+t_lacks err "every request failed"
+[ -e "$T/csv-probe" ] && t_fail "stale file"
+t_run 0 gpumod "${B[@]}" "$U" --requests 2 --iterations 1 --gen-tokens 4 --csv "$T/csv-probe" --json "$T/o.json"
+t_eq "$(wc -l <"$T/csv-probe")" 2 "CSV rows (header + 1 iteration)"
+# a write that fails at the end: one message, exit 1 (no double fclose)
+t_run 1 gpumod "${B[@]}" "$U" --requests 2 --iterations 1 --gen-tokens 4 --csv /dev/full
+t_has err "gpumod: bench: cannot write the CSV to '/dev/full': No space left on device"
+t_end
+
+t_begin "settings and figures say what ran: open loop without a concurrency list, planned requests"
+t_run 0 gpumod "${B[@]}" "$U" --rate 50 --requests 10 --iterations 1 --gen-tokens 4 --json "$T/open.json"
+t_jq "$T/open.json" .settings.concurrency null
+t_jq "$T/open.json" .settings.max_concurrency null
+t_jq "$T/open.json" '.points[0].iterations[0].requests_planned' 10
+t_jq "$T/open.json" '.points[0].iterations[0].interrupted' 0
+t_jq "$T/open.json" '.points[0].iterations[0].self_check.cpu_note' "not judged: the run took less than 1 s of wall time"
+t_end
+
+t_begin "an HTTP error names the endpoint that answered"
+t_run 1 gpumod "${B[@]}" "$U/foo" --model m --requests 2 --iterations 1 --warmup 0
+t_has err "every request failed: HTTP 404 from $U/foo/v1/chat/completions"
+t_end
+
+# scripted servers: HANG accepts and never answers; RESET answers 500 at
+# once and closes without reading the request (the kernel resets it)
+cat >"$T/srv.py" <<'PY'
+import socket, sys, threading, time
+mode, port = sys.argv[1], int(sys.argv[2])
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", port)); ls.listen(64)
+held = []
+def reset(c):
+    try:
+        c.recv(1024)
+        c.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 5\r\nConnection: close\r\n\r\noops!")
+        time.sleep(0.05)
+    except OSError:
+        pass
+    c.close()
+while True:
+    c, _ = ls.accept()
+    if mode == "hang":
+        held.append(c)
+    else:
+        threading.Thread(target=reset, args=(c,), daemon=True).start()
+PY
+HP=$(free_port)
+t_spawn hang python3 "$T/srv.py" hang "$HP"
+RP=$(free_port)
+t_spawn reset python3 "$T/srv.py" reset "$RP"
+t_wait 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$HP" || t_fail "the hanging server never listened"
+t_wait 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$RP" || t_fail "the resetting server never listened"
+
+t_begin "a reply before a reset is read: HTTP 500 with its body, not a poll error"
+t_run 1 gpumod "${B[@]}" "http://127.0.0.1:$RP" --model m --requests 3 --iterations 2 --warmup 0 \
+    --prompt-tokens 200000 --json "$T/reset.json"
+t_has err "every request failed: HTTP 500 from http://127.0.0.1:$RP/v1/chat/completions: oops!"
+t_jq "$T/reset.json" '[.points[0].iterations[].errors | keys[]] | unique | join("|")' \
+    "HTTP 500 from http://127.0.0.1:$RP/v1/chat/completions: oops!"
+t_end
+
+# bench_bg ARGS...: gpumod-bench in the background ($BG_PID), output in $T/bg.*
+bench_bg() {
+    "$BUILD/gpumod-bench" "$@" >"$T/bg.out" 2>"$T/bg.err" </dev/null &
+    BG_PID=$!
+}
+# bg_rc SECS: wait up to SECS (scaled) for it to end; its exit code in $BG_RC
+bg_rc() {
+    local secs=$(( $1 * ${GPUMOD_TEST_TIME_SCALE:-1} ))
+    ( sleep "$secs"; kill -KILL "$BG_PID" 2>/dev/null ) &
+    local wd=$!
+    wait "$BG_PID"; BG_RC=$?
+    kill "$wd" 2>/dev/null; wait "$wd" 2>/dev/null
+    [ "$BG_RC" -eq 137 ] && t_fail "gpumod-bench still ran after $secs s (killed)"
+}
+
+t_begin "--timeout bounds the probes of a server that never answers"
+t_run 1 gpumod "${B[@]}" "http://127.0.0.1:$HP" --model m --requests 2 --iterations 1 --timeout 1 --warmup 0
+t_has err "the server does not answer: timed out after 1000 ms: GET http://127.0.0.1:$HP/props"
+t_end
+
+t_begin "Ctrl-C while asking a silent server: exit 130 at once, nothing measured"
+bench_bg "http://127.0.0.1:$HP" --model m --requests 2 --no-store -q
+sleep "${GPUMOD_TEST_TIME_SCALE:-1}" # any moment of the 10 s /props probe
+kill -INT "$BG_PID"
+bg_rc 5
+t_eq "$BG_RC" 130 "exit code"
+t_has "$T/bg.err" "gpumod: bench: interrupted before the run (nothing was measured)"
+t_end
+
+SP=$(free_port)
+fakellm_spawn slow FAKELLM_TPS=20 -- -m "$MODEL" --host 127.0.0.1 --port "$SP" -c 8192 -np 4 --metrics
+wait_healthy "$SP" || t_fail "the slow fakellm never healthy"
+
+t_begin "Ctrl-C mid-run: cut streams are not failures, the figures and outputs are kept, exit 130"
+bench_bg "http://127.0.0.1:$SP" --concurrency 2 --requests 4 --warmup 0 --iterations 1 --gen-tokens 1000 \
+    --no-store -q --json "$T/int.json"
+busy2() { curl -s "http://127.0.0.1:$SP/metrics" | grep -q '^llamacpp:requests_processing 2'; }
+t_wait 10 busy2 || t_fail "the two streams never reached fakellm"
+kill -INT "$BG_PID"
+bg_rc 10
+t_eq "$BG_RC" 130 "exit code"
+t_has "$T/bg.err" "gpumod: bench: interrupted"
+t_jq "$T/int.json" '.points[0].iterations[0].interrupted' 2
+t_jq "$T/int.json" '.points[0].iterations[0].failed' 0
+t_jq "$T/int.json" '.warnings | map(select(startswith("interrupted after 0 of 4 requests"))) | length' 1
+t_end
+
+t_begin "Ctrl-C in the warmup: no measured request is sent"
+bench_bg "http://127.0.0.1:$SP" --concurrency 2 --requests 4 --warmup 2 --iterations 1 --gen-tokens 1000 \
+    --no-store -q --json "$T/w.json"
+t_wait 10 busy2 || t_fail "the warmup streams never reached fakellm"
+kill -INT "$BG_PID"
+bg_rc 10
+t_eq "$BG_RC" 130 "exit code"
+t_jq "$T/w.json" '.points | length' 0 # no measured iteration ran
 t_end
 
 t_done

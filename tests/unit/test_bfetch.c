@@ -87,6 +87,32 @@ static void deadline(void **state)
     bf_canned_stop(&s);
 }
 
+/* the run's --timeout caps every probe; a SIGINT ends them */
+static void cap_and_interrupt(void **state)
+{
+    (void)state;
+    bf_canned s;
+    bf_canned_start(&s, NULL); /* accepts, never answers */
+    char *url = xasprintf("http://127.0.0.1:%d/metrics", s.port);
+    bfetch r;
+    bfetch_limit(NULL, 300);
+    assert_int_equal(bfetch_do(url, NULL, NULL, 10000, &r), -1);
+    char *want = xasprintf("timed out after 300 ms: GET %s", url);
+    assert_string_equal(r.err, want);
+    bfetch_release(&r);
+    free(want);
+    static volatile int intr = 1;
+    bfetch_limit(&intr, 0);
+    assert_int_equal(bfetch_do(url, NULL, "{}", 10000, &r), -1);
+    want = xasprintf("POST %s: interrupted", url);
+    assert_string_equal(r.err, want);
+    bfetch_release(&r);
+    free(want);
+    bfetch_limit(NULL, 0);
+    free(url);
+    bf_canned_stop(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -94,6 +120,7 @@ int main(void)
         cmocka_unit_test(server_error_is_a_reply),
         cmocka_unit_test(connection_refused),
         cmocka_unit_test(deadline),
+        cmocka_unit_test(cap_and_interrupt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

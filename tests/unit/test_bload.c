@@ -113,8 +113,8 @@ static void closed_c1_with_warmup_and_ids(void **state)
         if (!strstr(log, want))
             fail_msg("fakellm's log lacks '%s':\n%s", want, log);
     }
-    assert_non_null(strstr(log, " rid=h4run-warmup-0\n"));
-    assert_non_null(strstr(log, " rid=h4run-warmup-1\n"));
+    assert_non_null(strstr(log, " rid=h4run-w0\n"));
+    assert_non_null(strstr(log, " rid=h4run-w1\n"));
     assert_null(strstr(log, " rid=h4run-5\n"));
     free(log);
     free(url);
@@ -226,6 +226,11 @@ static void open_loop_cap_queues_in_client(void **state)
      * pairs ahead of it, each >= 60 ms at the server) */
     assert_int_equal(r.reqs[7].t_sched - r.reqs[0].t_sched, 7 * 1000000LL);
     assert_true(r.reqs[7].t_send - r.reqs[7].t_sched >= 3 * 60 * 1000000LL - 7 * 1000000LL);
+    /* that wait is queue_client's, not the client's schedule lag: the lag
+     * counts from the moment a slot freed (well under the 173 ms wait) */
+    assert_int_equal(r.self.sched_lag_ms.n, 8);
+    if (!(r.self.sched_lag_ms.max < 100.0))
+        fail_msg("schedule lag max %.2f ms includes the cap's wait", r.self.sched_lag_ms.max);
     bload_result_release(&r);
     free(url);
     bf_fake_stop(&f);
@@ -271,7 +276,9 @@ static void http_500(void **state)
     run_ok(&s, &r);
     assert_int_equal(r.n, 2);
     for (size_t i = 0; i < r.n; i++) {
-        assert_string_equal(r.reqs[i].error, "HTTP 500: out of memory on GPU");
+        char *want = xasprintf("HTTP 500 from %s: out of memory on GPU", url);
+        assert_string_equal(r.reqs[i].error, want); /* which endpoint said it */
+        free(want);
         assert_int_equal(r.reqs[i].status, 500);
     }
     bload_result_release(&r);
@@ -295,7 +302,9 @@ static void http_500(void **state)
     url = xasprintf("http://127.0.0.1:%d/v1/chat/completions", c.port);
     s = closed_spec(url, &b, 1, 1, 1);
     run_ok(&s, &r);
-    assert_string_equal(r.reqs[0].error, "HTTP 502: <html> <b>bad gateway</b></html>");
+    char *want = xasprintf("HTTP 502 from %s: <html> <b>bad gateway</b></html>", url);
+    assert_string_equal(r.reqs[0].error, want);
+    free(want);
     bload_result_release(&r);
     bf_canned_stop(&c);
     free(url);
@@ -352,6 +361,71 @@ static void stream_cut(void **state)
     bf_fake_stop(&f);
 }
 
+/* ---- bodies made per request, the window's end ---- */
+
+typedef struct bodies_seen {
+    uint64_t ks[64];
+    size_t n;
+} bodies_seen;
+
+static char *body_cb(void *ud, uint64_t k, size_t *len)
+{
+    bodies_seen *b = ud;
+    if (b->n < 64) b->ks[b->n++] = k;
+    char *j = xstrdup(chat8);
+    *len = strlen(j);
+    return j;
+}
+
+static void bodies_on_demand(void **state)
+{
+    (void)state;
+    const char *env[] = {"FAKELLM_TPS=1000", "FAKELLM_LOG_REQUESTS=0", NULL};
+    bf_fake f;
+    bf_fake_start(&f, env, NULL);
+    char *url = chat_url(&f);
+    bodies_seen seen = {{0}, 0};
+    bload_spec s = closed_spec(url, NULL, 0, 2, 6);
+    s.body = body_cb;
+    s.body_ud = &seen;
+    s.warmup = 2;
+    bload_result r;
+    run_ok(&s, &r);
+    assert_all_ok(&r, 6, 8);
+    /* one body per request, in send order, warmup first: none reused */
+    assert_int_equal(seen.n, 8);
+    for (size_t i = 0; i < seen.n; i++) assert_int_equal(seen.ks[i], i);
+    bload_result_release(&r);
+    free(url);
+    bf_fake_stop(&f);
+}
+
+static void window_ends_at_last_success(void **state)
+{
+    (void)state;
+    /* a short request succeeds, a long one times out later: W ends at the
+     * success, not at the timeout */
+    const char *env[] = {"FAKELLM_TPS=50", "FAKELLM_LOG_REQUESTS=0", NULL};
+    const char *args[] = {"--parallel", "2", NULL};
+    bf_fake f;
+    bf_fake_start(&f, env, args);
+    char *url = chat_url(&f);
+    bload_body b[2] = {body_of(CHAT_BODY(2)), body_of(CHAT_BODY(1000))};
+    bload_spec s = closed_spec(url, b, 2, 2, 2);
+    s.request_timeout_ms = 1500 * scale();
+    bload_result r;
+    run_ok(&s, &r);
+    assert_int_equal(r.n, 2);
+    assert_null(r.reqs[0].error);
+    assert_non_null(r.reqs[1].error);
+    assert_non_null(strstr(r.reqs[1].error, "timed out"));
+    assert_true(r.reqs[1].t_done > r.reqs[0].t_done);
+    assert_true(r.w_end == r.reqs[0].t_done);
+    bload_result_release(&r);
+    free(url);
+    bf_fake_stop(&f);
+}
+
 /* ---- SIGINT, bad specs, descriptor limits ---- */
 
 static volatile int intr_flag;
@@ -377,13 +451,30 @@ static void interrupted_run(void **state)
     char err[256];
     assert_int_equal(bload_run(&s, &r, &intr_flag, err, sizeof err), 0);
     assert_int_equal(intr_flag, 1);
-    assert_int_equal(r.n, 2); /* nothing sent after the signal */
-    for (size_t i = 0; i < r.n; i++) {
+    /* nothing sent after the signal; the two streams were cut, not failed:
+     * not measured (n 0), kept after them (n_cut) */
+    assert_int_equal(r.n, 0);
+    assert_int_equal(r.n_cut, 2);
+    for (size_t i = 0; i < r.n_cut; i++) {
         assert_non_null(r.reqs[i].error);
         assert_string_equal(r.reqs[i].error, "interrupted: still streaming 2 s after SIGINT");
         assert_true(r.reqs[i].n_ev > 0);
     }
     bload_result_release(&r);
+
+    /* a SIGINT before the run (the warmup's): nothing is sent at all */
+    bf_canned c;
+    bf_canned_start(&c, NULL);
+    char *u2 = xasprintf("http://127.0.0.1:%d/v1/chat/completions", c.port);
+    s = closed_spec(u2, &b, 1, 2, 10);
+    intr_flag = 1;
+    assert_int_equal(bload_run(&s, &r, &intr_flag, err, sizeof err), 0);
+    assert_int_equal(r.n, 0);
+    assert_int_equal(r.n_cut, 0);
+    bload_result_release(&r);
+    bf_canned_stop(&c);
+    assert_int_equal(c.n_conns, 0);
+    free(u2);
     free(url);
     bf_fake_stop(&f);
 }
@@ -559,6 +650,8 @@ int main(void)
         cmocka_unit_test(request_timeout),
         cmocka_unit_test(stream_cut),
         cmocka_unit_test(interrupted_run),
+        cmocka_unit_test(bodies_on_demand),
+        cmocka_unit_test(window_ends_at_last_success),
         cmocka_unit_test(thousand_streams),
     };
     if (getenv("BLOAD_ONLY")) /* one case, e.g. BLOAD_ONLY=thousand_streams under perf */

@@ -139,6 +139,36 @@ static void iteration_doc(void **st)
     bload_result_release(&r);
 }
 
+/* a run cut by SIGINT: the cut request is not sent/failed, it is listed
+ * as interrupted; a run under 1 s has no CPU verdict */
+static void interrupted_iteration(void **st)
+{
+    bload_result r;
+    make(&r, 6);
+    r.n = 5; /* the 6th was cut */
+    r.n_cut = 1;
+    r.self.cpu_pct = NAN;
+    r.self.wall_s = 0.2;
+    bagg a;
+    bslo slo = {NAN, NAN, NAN};
+    char err[200];
+    assert_int_equal(bagg_compute(&a, r.reqs, r.n, r.w_start, r.w_end, &slo, err, sizeof err), 0);
+    cJSON *it = bresult_iteration(&r, &a, NULL, NULL, true);
+    assert_int_equal((int)num(it, "sent"), 5);
+    assert_int_equal((int)num(it, "failed"), 1);
+    assert_int_equal((int)num(it, "interrupted"), 1);
+    const cJSON *rq = cJSON_GetObjectItem(it, "requests");
+    assert_int_equal(cJSON_GetArraySize(rq), 6);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(rq, 5), "interrupted")));
+    assert_null(cJSON_GetObjectItem(cJSON_GetArrayItem(rq, 4), "interrupted"));
+    const cJSON *sc = cJSON_GetObjectItem(it, "self_check");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(sc, "cpu_pct")));
+    assert_string_equal(cJSON_GetObjectItem(sc, "cpu_note")->valuestring,
+                        "not judged: the run took less than 1 s of wall time");
+    cJSON_Delete(it);
+    bload_result_release(&r);
+}
+
 static void summary_ci(void **st)
 {
     cJSON *its = cJSON_CreateArray();
@@ -212,12 +242,23 @@ static void settings_and_skeleton(void **st)
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "ctx_sweep")));
     assert_string_equal(cJSON_GetObjectItem(s, "endpoint")->valuestring, "chat");
     cJSON_Delete(s);
+
+    /* an open loop has no closed-loop concurrency (its cap is max_concurrency) */
+    double rate[] = {20};
+    o.rate = rate;
+    o.n_rate = 1;
+    s = bresult_settings(&o, true, 260);
+    assert_string_equal(cJSON_GetObjectItem(s, "shape")->valuestring, "open");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "concurrency")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(s, "max_concurrency")));
+    cJSON_Delete(s);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(iteration_doc),
+        cmocka_unit_test(interrupted_iteration),
         cmocka_unit_test(summary_ci),
         cmocka_unit_test(settings_and_skeleton),
     };
