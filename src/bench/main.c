@@ -834,7 +834,12 @@ static int cmd_run(int argc, char **argv)
 {
     bopts o;
     int rc = parse_run(argc, argv, &o);
-    if (rc) return rc;
+    if (rc) {
+        /* a usage error may come after some lists were parsed */
+        free(o.conc);
+        free(o.rate);
+        return rc;
+    }
     if (check_writable("--json", o.json_path) || check_writable("--csv", o.csv_path) ||
         check_writable("--svg", o.svg_path)) {
         free(o.conc);

@@ -34,8 +34,15 @@ t_jq "$T/r.json" "$it.failed" 0
 t_jq "$T/r.json" "$it.tokens_out" $((2 * N * 20))
 t_jq "$T/r.json" "$it.self_check.max_in_flight" "$N"
 t_jq "$T/r.json" "$it.concurrency_peak" "$N"
-t_jq "$T/r.json" "$it.self_check.client_bound" false
-t_jq "$T/r.json" "$it.self_check.warnings | length" 0
+# An ASan/UBSan build of the client is several times slower per event:
+# there its self-check rightly may say it is the bottleneck, so the verdict
+# is only asserted for a plain build (the streams must complete anyway).
+if grep -qaE "AddressSanitizer|__asan_init" "$BENCH"; then
+    echo "# sanitizer build: the client_bound verdict is not asserted"
+else
+    t_jq "$T/r.json" "$it.self_check.client_bound" false
+    t_jq "$T/r.json" "$it.self_check.warnings | length" 0
+fi
 jq -r "$it"' | "# \(.completed) requests, \(.tokens_out) tokens in \(.window_s) s: \(.out_tput) tok/s, \(.req_tput) req/s, concurrency avg \(.concurrency_avg) peak \(.concurrency_peak)",
     "# client: cpu \(.self_check.cpu_pct) % of one core (user \(.self_check.user_s) s, sys \(.self_check.sys_s) s, wall \(.self_check.wall_s) s), \(.self_check.bytes_per_s) B/s",
     "# loop lag ms: p50 \(.self_check.loop_lag_ms.p50) p99 \(.self_check.loop_lag_ms.p99) max \(.self_check.loop_lag_ms.max); sched lag ms: p50 \(.self_check.sched_lag_ms.p50) p99 \(.self_check.sched_lag_ms.p99) max \(.self_check.sched_lag_ms.max)",
