@@ -773,6 +773,9 @@ static void pbuild_init(pbuild *pb)
     pb->p.activation = ACT_INHERIT;
     pb->p.mem_host_mb = -1;
     pb->p.canary.max_tokens = 8;
+    /* documented default: every layer on the GPU (-ngl all); the schema
+     * sets no default for custom fields, so it is set here */
+    pb->p.llama.n_gpu_layers = -1;
 }
 
 int preset_parse(preset *out, const ynode *root, const char *file, diags *d)

@@ -123,6 +123,11 @@ static void demo_relative_paths(void **state)
     assert_string_equal(cfg.set.driver_binary[DRV_LLAMACPP], "fakellm");
     const preset *l = config_preset(&cfg, "demo-lane");
     assert_true(l->start_first);
+    /* a llama.cpp preset that does not say n_gpu_layers gets the documented
+     * default, every layer on the GPU (-1, rendered -ngl all), not 0 (CPU) */
+    const preset *e = config_preset(&cfg, "demo-embed");
+    assert_non_null(e);
+    assert_int_equal(e->llama.n_gpu_layers, -1);
     config_release(&cfg);
 }
 
