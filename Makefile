@@ -186,14 +186,19 @@ valgrind: deps
 	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit $(PROMTOOL)
 	@PROMTOOL=$(abspath $(PROMTOOL)) GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
 
+# the daemon's user unit, with the installed binary's path (docs/systemd.md)
+SYSTEMD_USER_DIR ?= $(PREFIX)/lib/systemd/user
+
 install: $(GPUMOD) $(HELPERS)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(SYSTEMD_USER_DIR)
+	sed 's|@BINDIR@|$(BINDIR)|g' share/systemd/gpumod.service.in >$(DESTDIR)$(SYSTEMD_USER_DIR)/gpumod.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_USER_DIR)/gpumod.service
 	install -m 0755 $(GPUMOD) $(DESTDIR)$(BINDIR)/gpumod
 	$(if $(HELPERS),install -m 0755 $(HELPERS) $(DESTDIR)$(LIBEXECDIR)/)
 	install -m 0644 docs/gpumod.1 $(DESTDIR)$(MANDIR)/man1/gpumod.1
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/gpumod $(DESTDIR)$(MANDIR)/man1/gpumod.1
+	rm -f $(DESTDIR)$(BINDIR)/gpumod $(DESTDIR)$(MANDIR)/man1/gpumod.1 $(DESTDIR)$(SYSTEMD_USER_DIR)/gpumod.service
 	rm -rf $(DESTDIR)$(LIBEXECDIR)
 
 clean:

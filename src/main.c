@@ -15,6 +15,9 @@
 static int cmd_help(cli *c, int argc, char **argv);
 static int cmd_version(cli *c, int argc, char **argv);
 int cmd_bench(cli *c, int argc, char **argv); /* src/cli/bench.c */
+int cmd_template(cli *c, int argc, char **argv); /* src/cli/template.c */
+int cmd_protect(cli *c, int argc, char **argv);  /* src/cli/protect.c */
+int cmd_doctor(cli *c, int argc, char **argv);   /* src/cli/doctor.c */
 
 static const cmd commands[] = {
     {"config", "check [--json] [--no-files] | show [ID] [--json] | schema",
@@ -167,6 +170,49 @@ static const cmd commands[] = {
      "      Runs the gpumod-bench helper.  Exit 0 done, 1 failed, 2 usage (or the\n"
      "      helper is not installed), 3 a service name but no daemon.\n",
      cmd_bench},
+    {"template", "render ID | install ID|--all | daemon [--install] [--user|--system] [--unit-dir DIR] [--yes] [--force]",
+     "systemd units for the services and the daemon, gated by preflight",
+     "  template render ID [--user|--system] [--no-files-check]\n"
+     "      Print the systemd unit of service ID (gpumod-ID.service): ExecStartPre=\n"
+     "      gpumod preflight --for ID (the gate), ExecStart= the driver's exact argv\n"
+     "      with the binary resolved through PATH (refused when not found, unless\n"
+     "      --no-files-check), its environment, start/stop timeouts, restart limits.\n"
+     "  template install ID|--all [--user|--system] [--unit-dir DIR] [--yes] [--force]\n"
+     "                   [--no-reload]\n"
+     "      Show the diff against the installed unit; with --yes write it atomically\n"
+     "      and reload systemd (sd-bus Manager.Reload).  A file gpumod did not\n"
+     "      write is never replaced without --force.  Directory: --unit-dir, else\n"
+     "      $GPUMOD_UNIT_DIR, else ~/.config/systemd/user (--user, the default unless\n"
+     "      root) or /etc/systemd/system (--system).\n"
+     "  template daemon [--user|--system] [--install [--yes] ...]\n"
+     "      The daemon's own unit (gpumod.service): Type=notify, WatchdogSec=,\n"
+     "      KillMode=mixed, TimeoutStopSec= covering every service's stop.\n"
+     "      Exit 0 done, 1 refused (a file gpumod did not write, reload failed),\n"
+     "      2 usage or configuration error.\n",
+     cmd_template},
+    {"protect", "UNIT [--memory-min SIZE] [--memory-low SIZE] [--oom-score-adjust N] [--user|--system] [--install --yes]",
+     "a drop-in that keeps an operator's service alive under memory pressure",
+     "  protect UNIT [--memory-min SIZE] [--memory-low SIZE] [--oom-score-adjust N]\n"
+     "               [--user|--system] [--install [--unit-dir DIR] [--yes] [--force] [--no-reload]]\n"
+     "      Print (or with --install, write like template install) the drop-in\n"
+     "      UNIT.d/50-gpumod-protect.conf: MemoryMin= (128M), MemoryLow= (512M),\n"
+     "      OOMScoreAdjust= (-900) and ManagedOOMPreference=avoid (acts only where\n"
+     "      systemd-oomd runs).  UNIT without a suffix means UNIT.service.\n",
+     cmd_protect},
+    {"doctor", "[--json]", "check the host and its units for what freezes GPU hosts, with fixes",
+     "  doctor [--json]\n"
+     "      Read-only checks, each with a verdict (ok, warn, fail, info, skip) and\n"
+     "      the fix: ZFS ARC size and whether its cap survives a reboot,\n"
+     "      vm.min_free_kbytes, swap, free 2 MiB blocks and the unusable index,\n"
+     "      memory pressure, units that restart without a cap or with\n"
+     "      Restart=always on a preset's port, gpumod units whose TimeoutStartSec\n"
+     "      is shorter than the load or whose argv differs from the preset, NVML\n"
+     "      and how long it takes, systemd-oomd, and on NVIDIA hosts a reminder\n"
+     "      never to force memory compaction.\n"
+     "      Roots: GPUMOD_PROC_ROOT, GPUMOD_SYS_ROOT, GPUMOD_ETC_ROOT; units from\n"
+     "      GPUMOD_UNIT_DIR, else ~/.config/systemd/user and /etc/systemd/system.\n"
+     "      Exit 0 nothing failed, 1 a check failed, 2 configuration error.\n",
+     cmd_doctor},
     {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},
     {"version", "", "print the version", NULL, cmd_version},
     {NULL},

@@ -1,0 +1,998 @@
+/* doctor.c - the checks of `gpumod doctor` over parsed inputs, and the
+ * small parsers they need (unit files, ExecStart= quoting, time spans,
+ * arcstats, /proc/swaps, modprobe.d).
+ *
+ * Every check reads values and writes one verdict; none looks at the
+ * world, so each is unit-tested healthy and unhealthy with plain structs.
+ * The unit-file parser knows only the keys the checks use; it follows
+ * systemd's rules for them (sections, continuation lines, the last
+ * assignment wins, an empty ExecStart= resets), because a check that
+ * misreads a unit would give advice about a unit that does not exist. */
+#include "core/doctor.h"
+#include "util/buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const doc_status_names[] = {"ok", "info", "skip", "warn", "fail"};
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024.0 * MIB)
+
+static void vset(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+    vsnprintf(dst, cap, fmt, ap);
+}
+
+static void verdict(doc_verdict *v, const char *id, doc_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void verdict(doc_verdict *v, const char *id, doc_status st, const char *fmt, ...)
+{
+    memset(v, 0, sizeof *v);
+    snprintf(v->id, sizeof v->id, "%s", id);
+    v->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vset(v->summary, sizeof v->summary, fmt, ap);
+    va_end(ap);
+}
+
+static void fix(doc_verdict *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fix(doc_verdict *v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vset(v->fix, sizeof v->fix, fmt, ap);
+    va_end(ap);
+}
+
+/* Append to a fixed text, cut short (with "...") when it is full. */
+static void cat(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cat(char *dst, size_t cap, const char *fmt, ...)
+{
+    size_t n = strlen(dst);
+    if (n + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(dst + n, cap - n, fmt, ap);
+    va_end(ap);
+    if (w >= 0 && (size_t)w >= cap - n && cap > 4) memcpy(dst + cap - 4, "...", 4);
+}
+
+static double gib(uint64_t b)
+{
+    return (double)b / GIB;
+}
+
+static double mib(uint64_t b)
+{
+    return (double)b / MIB;
+}
+
+/* ---- ExecStart= ---- */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* One C escape after the backslash at *s; advances *s.  -1 when bad. */
+static int unescape(const char **s, buf *w)
+{
+    const char *p = *s;
+    char c = *p++;
+    switch (c) {
+    case 'a': buf_addc(w, '\a'); break;
+    case 'b': buf_addc(w, '\b'); break;
+    case 'f': buf_addc(w, '\f'); break;
+    case 'n': buf_addc(w, '\n'); break;
+    case 'r': buf_addc(w, '\r'); break;
+    case 't': buf_addc(w, '\t'); break;
+    case 'v': buf_addc(w, '\v'); break;
+    case 's': buf_addc(w, ' '); break;
+    case '\\': case '"': case '\'': case ' ': case ';': buf_addc(w, c); break;
+    case 'x': {
+        int a = hexval(p[0]), b = a < 0 ? -1 : hexval(p[1]);
+        if (a < 0 || b < 0 || (a == 0 && b == 0)) return -1;
+        buf_addc(w, (char)(a * 16 + b));
+        p += 2;
+        break;
+    }
+    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+        if (p[0] < '0' || p[0] > '7' || p[1] < '0' || p[1] > '7') return -1;
+        int v = (c - '0') * 64 + (p[0] - '0') * 8 + (p[1] - '0');
+        if (v == 0 || v > 255) return -1;
+        buf_addc(w, (char)v);
+        p += 2;
+        break;
+    }
+    default: return -1;
+    }
+    *s = p;
+    return 0;
+}
+
+int doctor_split_exec(const char *value, strv *out, char *err, size_t errlen)
+{
+    const char *s = value;
+    while (*s == ' ' || *s == '\t') s++;
+    while (*s && strchr("@-:+!|", *s)) s++;
+    buf w = BUF_INIT;
+    for (;;) {
+        while (*s == ' ' || *s == '\t' || *s == '\n') s++;
+        if (!*s) break;
+        buf_clear(&w);
+        char quote = 0;
+        while (*s) {
+            char c = *s;
+            if (!quote && (c == ' ' || c == '\t' || c == '\n')) break;
+            s++;
+            if (quote && c == quote) {
+                quote = 0;
+            } else if (!quote && (c == '"' || c == '\'')) {
+                quote = c;
+            } else if (c == '\\') {
+                if (!*s) {
+                    snprintf(err, errlen, "ExecStart '%.60s': a trailing backslash", value);
+                    buf_release(&w);
+                    return -1;
+                }
+                if (unescape(&s, &w) < 0) {
+                    snprintf(err, errlen, "ExecStart '%.60s': an unknown escape '\\%c'", value, *s);
+                    buf_release(&w);
+                    return -1;
+                }
+            } else if ((c == '%' || c == '$') && *s == c) {
+                buf_addc(&w, c);
+                s++;
+            } else {
+                buf_addc(&w, c);
+            }
+        }
+        if (quote) {
+            snprintf(err, errlen, "ExecStart '%.60s': an unterminated %c quote", value, quote);
+            buf_release(&w);
+            return -1;
+        }
+        strv_push(out, w.p);
+    }
+    buf_release(&w);
+    return 0;
+}
+
+/* ---- time spans ---- */
+
+int doctor_parse_timespan(const char *s, int64_t *ms)
+{
+    static const struct {
+        const char *u;
+        double ms;
+    } units[] = {
+        {"usec", 0.001}, {"us", 0.001}, {"msec", 1}, {"ms", 1}, {"seconds", 1000}, {"second", 1000},
+        {"sec", 1000}, {"s", 1000}, {"minutes", 60000}, {"minute", 60000}, {"min", 60000},
+        {"m", 60000}, {"hours", 3600000}, {"hour", 3600000}, {"hr", 3600000}, {"h", 3600000},
+        {"days", 86400000}, {"day", 86400000}, {"d", 86400000}, {"weeks", 604800000.0},
+        {"week", 604800000.0}, {"w", 604800000.0},
+    };
+    while (*s == ' ' || *s == '\t') s++;
+    if (!strcmp(s, "infinity")) {
+        *ms = DOC_TIME_INFINITY;
+        return 0;
+    }
+    double total = 0;
+    bool any = false;
+    while (*s) {
+        while (*s == ' ' || *s == '\t') s++;
+        if (!*s) break;
+        char *end;
+        if (*s < '0' || *s > '9') return -1;
+        double x = strtod(s, &end);
+        if (end == s) return -1;
+        s = end;
+        while (*s == ' ') s++;
+        size_t n = 0;
+        while (s[n] >= 'a' && s[n] <= 'z') n++;
+        double scale = 1000; /* a bare number is seconds */
+        if (n) {
+            size_t i = 0, nu = sizeof units / sizeof units[0];
+            for (; i < nu; i++)
+                if (strlen(units[i].u) == n && !strncmp(s, units[i].u, n)) break;
+            if (i == nu) return -1;
+            scale = units[i].ms;
+        }
+        s += n;
+        total += x * scale;
+        any = true;
+    }
+    if (!any || total > 9e15) return -1;
+    *ms = (int64_t)(total + 0.5);
+    return 0;
+}
+
+/* ---- unit files ---- */
+
+static void trim(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = '\0';
+    size_t i = 0;
+    while (s[i] == ' ' || s[i] == '\t') i++;
+    if (i) memmove(s, s + i, n - i + 1);
+}
+
+static void unit_err(doc_unit *u, int lineno, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void unit_err(doc_unit *u, int lineno, const char *fmt, ...)
+{
+    if (u->error[0]) return; /* the first one is what to fix first */
+    int n = snprintf(u->error, sizeof u->error, "%s:%d: ", u->path[0] ? u->path : u->name, lineno);
+    if (n < 0 || (size_t)n >= sizeof u->error) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(u->error + n, sizeof u->error - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+static void set_span(doc_unit *u, int lineno, const char *key, const char *val, int64_t *dst)
+{
+    if (!*val) {
+        *dst = -1; /* an empty assignment resets to the default */
+        return;
+    }
+    if (doctor_parse_timespan(val, dst) < 0) {
+        unit_err(u, lineno, "%s='%.40s' is not a time span", key, val);
+        *dst = -1;
+    }
+}
+
+/* "preflight --for ID" anywhere in an ExecStartPre= argv */
+static void scan_pre(doc_unit *u, const char *val)
+{
+    strv a = STRV_INIT;
+    char e[64];
+    if (doctor_split_exec(val, &a, e, sizeof e) == 0) {
+        for (size_t i = 0; i + 1 < a.n; i++) {
+            if (strcmp(a.v[i], "preflight")) continue;
+            for (size_t j = i + 1; j < a.n; j++) {
+                if (!strcmp(a.v[j], "--for") && j + 1 < a.n)
+                    snprintf(u->for_id, sizeof u->for_id, "%s", a.v[j + 1]);
+                else if (!strncmp(a.v[j], "--for=", 6))
+                    snprintf(u->for_id, sizeof u->for_id, "%s", a.v[j] + 6);
+            }
+        }
+    }
+    strv_release(&a);
+}
+
+static void unit_assign(doc_unit *u, const char *section, int lineno, const char *key, const char *val)
+{
+    bool svc = !strcmp(section, "Service"), unit = !strcmp(section, "Unit");
+    if (svc && !strcmp(key, "Restart")) {
+        snprintf(u->restart, sizeof u->restart, "%s", val);
+    } else if (svc && !strcmp(key, "RestartSec")) {
+        set_span(u, lineno, key, val, &u->restart_sec_ms);
+    } else if ((unit && !strcmp(key, "StartLimitIntervalSec")) ||
+               (svc && !strcmp(key, "StartLimitInterval"))) {
+        set_span(u, lineno, key, val, &u->limit_interval_ms);
+    } else if ((unit && !strcmp(key, "StartLimitBurst")) || (svc && !strcmp(key, "StartLimitBurst"))) {
+        char *end;
+        long long b = strtoll(val, &end, 10);
+        if (!*val) u->limit_burst = -1;
+        else if (*end || b < 0) unit_err(u, lineno, "StartLimitBurst='%.40s' is not a count", val);
+        else u->limit_burst = b;
+    } else if (svc && (!strcmp(key, "TimeoutStartSec") || !strcmp(key, "TimeoutSec"))) {
+        set_span(u, lineno, key, val, &u->timeout_start_ms);
+    } else if (svc && !strcmp(key, "ExecStart")) {
+        strv_release(&u->exec);
+        u->has_exec = false;
+        if (!*val) return; /* an empty ExecStart= resets the list */
+        char e[200];
+        if (doctor_split_exec(val, &u->exec, e, sizeof e) < 0) {
+            strv_release(&u->exec);
+            unit_err(u, lineno, "%s", e);
+            return;
+        }
+        u->has_exec = true;
+    } else if (svc && !strcmp(key, "ExecStartPre")) {
+        scan_pre(u, val);
+    }
+}
+
+void doctor_unit_parse(doc_unit *u, const char *name, const char *path, const char *text)
+{
+    memset(u, 0, sizeof *u);
+    snprintf(u->name, sizeof u->name, "%s", name);
+    snprintf(u->path, sizeof u->path, "%s", path ? path : "");
+    u->restart_sec_ms = u->limit_interval_ms = u->limit_burst = u->timeout_start_ms = -1;
+    u->gpumod = !strncmp(text, "# Generated by gpumod", 21);
+
+    char section[64] = "";
+    buf line = BUF_INIT;
+    const char *cur = text;
+    int lineno = 0, first = 0;
+    while (*cur) {
+        /* one logical line: a trailing backslash continues it */
+        buf_clear(&line);
+        first = lineno + 1;
+        for (;;) {
+            const char *e = strchr(cur, '\n');
+            size_t n = e ? (size_t)(e - cur) : strlen(cur);
+            lineno++;
+            bool cont = n && cur[n - 1] == '\\';
+            bool comment = line.len && (cur[0] == '#' || cur[0] == ';');
+            if (!comment) buf_add(&line, cur, cont ? n - 1 : n);
+            cur = e ? e + 1 : cur + n;
+            if (!cont || !*cur) break;
+            if (!comment) buf_addc(&line, ' ');
+        }
+        char *l = line.p;
+        trim(l);
+        if (!*l || *l == '#' || *l == ';') continue;
+        if (*l == '[') {
+            char *close = strchr(l, ']');
+            if (!close || close[1]) {
+                unit_err(u, first, "expected '[Section]'");
+                section[0] = '\0';
+                continue;
+            }
+            *close = '\0';
+            snprintf(section, sizeof section, "%s", l + 1);
+            continue;
+        }
+        char *eq = strchr(l, '=');
+        if (!eq) {
+            unit_err(u, first, "expected 'Key=Value'");
+            continue;
+        }
+        *eq = '\0';
+        char *key = l, *val = eq + 1;
+        trim(key);
+        trim(val);
+        unit_assign(u, section, first, key, val);
+    }
+    buf_release(&line);
+}
+
+void doctor_unit_release(doc_unit *u)
+{
+    strv_release(&u->exec);
+    u->has_exec = false;
+}
+
+/* ---- ports ---- */
+
+static bool port_text(const char *s, size_t n, int64_t *out)
+{
+    if (n == 0 || n > 5) return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < 1 || v > 65535) return false;
+    *out = v;
+    return true;
+}
+
+size_t doctor_argv_ports(const strv *argv, int64_t *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 1; i < argv->n && n < max; i++) {
+        const char *a = argv->v[i];
+        int64_t p;
+        if ((!strcmp(a, "--port") || !strcmp(a, "-p")) && i + 1 < argv->n) {
+            if (port_text(argv->v[i + 1], strlen(argv->v[i + 1]), &p)) out[n++] = p;
+            i++;
+            continue;
+        }
+        if (!strncmp(a, "--port=", 7)) {
+            if (port_text(a + 7, strlen(a + 7), &p)) out[n++] = p;
+            continue;
+        }
+        const char *colon = strrchr(a, ':');
+        if (colon) {
+            const char *d = colon + 1;
+            size_t k = strcspn(d, "/");
+            if (port_text(d, k, &p)) out[n++] = p;
+        }
+    }
+    return n;
+}
+
+/* ---- /proc and /etc texts ---- */
+
+static bool u64_word(const char *s, const char **end, uint64_t *out)
+{
+    if (*s < '0' || *s > '9') return false;
+    uint64_t v = 0;
+    while (*s >= '0' && *s <= '9') {
+        if (v > (UINT64_MAX - 9) / 10) return false;
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    }
+    *end = s;
+    *out = v;
+    return true;
+}
+
+int doctor_parse_arcstats(doc_zfs *z, const char *text, char *err, size_t errlen)
+{
+    bool c_max = false, size = false;
+    const char *cur = text;
+    while (*cur) {
+        const char *e = strchr(cur, '\n');
+        size_t n = e ? (size_t)(e - cur) : strlen(cur);
+        char l[256];
+        snprintf(l, sizeof l, "%.*s", (int)(n < 255 ? n : 255), cur);
+        cur = e ? e + 1 : cur + n;
+        char name[64], type[16], data[32];
+        if (sscanf(l, "%63s %15s %31s", name, type, data) != 3) continue;
+        uint64_t v;
+        const char *end;
+        if (!u64_word(data, &end, &v) || *end) continue;
+        if (!strcmp(name, "c_max")) {
+            z->c_max = v;
+            c_max = true;
+        } else if (!strcmp(name, "size")) {
+            z->size = v;
+            size = true;
+        }
+    }
+    z->arcstats_ok = c_max && size;
+    if (!z->arcstats_ok) {
+        snprintf(err, errlen, "arcstats: no '%s' row", c_max ? "size" : "c_max");
+        return -1;
+    }
+    return 0;
+}
+
+int doctor_parse_swaps(doc_host *h, const char *text, char *err, size_t errlen)
+{
+    h->nswaps = 0;
+    h->swaps_total_kb = h->swaps_used_kb = 0;
+    h->swaps_ok = false;
+    const char *cur = text;
+    int lineno = 0;
+    while (*cur) {
+        const char *e = strchr(cur, '\n');
+        size_t n = e ? (size_t)(e - cur) : strlen(cur);
+        char l[1024];
+        snprintf(l, sizeof l, "%.*s", (int)(n < 1023 ? n : 1023), cur);
+        cur = e ? e + 1 : cur + n;
+        if (++lineno == 1) {
+            if (strncmp(l, "Filename", 8)) {
+                snprintf(err, errlen, "swaps line 1: expected the 'Filename Type Size Used Priority' header");
+                return -1;
+            }
+            continue;
+        }
+        char fname[512], type[32];
+        unsigned long long sz, used;
+        if (!l[0]) continue;
+        if (sscanf(l, "%511s %31s %llu %llu", fname, type, &sz, &used) != 4) {
+            snprintf(err, errlen, "swaps line %d: expected 'FILE TYPE SIZE USED PRIORITY'", lineno);
+            return -1;
+        }
+        h->nswaps++;
+        h->swaps_total_kb += sz;
+        h->swaps_used_kb += used;
+    }
+    if (lineno == 0) {
+        snprintf(err, errlen, "swaps is empty");
+        return -1;
+    }
+    h->swaps_ok = true;
+    return 0;
+}
+
+void doctor_scan_modprobe(doc_zfs *z, const char *file, const char *text)
+{
+    const char *cur = text;
+    int lineno = 0;
+    while (*cur) {
+        const char *e = strchr(cur, '\n');
+        size_t n = e ? (size_t)(e - cur) : strlen(cur);
+        char l[1024];
+        snprintf(l, sizeof l, "%.*s", (int)(n < 1023 ? n : 1023), cur);
+        cur = e ? e + 1 : cur + n;
+        lineno++;
+        char *save, *w = strtok_r(l, " \t\r", &save);
+        if (!w || strcmp(w, "options")) continue;
+        w = strtok_r(NULL, " \t\r", &save);
+        if (!w || strcmp(w, "zfs")) continue;
+        while ((w = strtok_r(NULL, " \t\r", &save))) {
+            uint64_t v;
+            const char *end;
+            if (!strncmp(w, "zfs_arc_max=", 12) && u64_word(w + 12, &end, &v) && !*end) {
+                z->persisted = true;
+                z->persisted_max = v;
+                snprintf(z->persisted_where, sizeof z->persisted_where, "%s:%d", file, lineno);
+            }
+        }
+    }
+}
+
+void doctor_scan_cmdline(doc_zfs *z, const char *text)
+{
+    const char *p = text;
+    while ((p = strstr(p, "zfs.zfs_arc_max="))) {
+        uint64_t v;
+        const char *end;
+        bool start = p == text || p[-1] == ' ';
+        if (start && u64_word(p + 16, &end, &v) && (!*end || *end == ' ' || *end == '\n')) {
+            z->persisted = true;
+            z->persisted_max = v;
+            snprintf(z->persisted_where, sizeof z->persisted_where, "the kernel command line");
+        }
+        p += 16;
+    }
+}
+
+double doctor_parse_unusable(const char *text, int order)
+{
+    double worst = -1;
+    const char *cur = text;
+    while (*cur) {
+        const char *e = strchr(cur, '\n');
+        size_t n = e ? (size_t)(e - cur) : strlen(cur);
+        char l[1024];
+        snprintf(l, sizeof l, "%.*s", (int)(n < 1023 ? n : 1023), cur);
+        cur = e ? e + 1 : cur + n;
+        char zone[32];
+        int node, off = 0;
+        if (sscanf(l, "Node %d, zone %31s %n", &node, zone, &off) != 2 || !off) continue;
+        if (strcmp(zone, "Normal")) continue;
+        const char *p = l + off;
+        for (int i = 0; *p; i++) {
+            char *end;
+            double x = strtod(p, &end);
+            if (end == p) break;
+            if (i == order && x > worst) worst = x;
+            p = end;
+        }
+    }
+    return worst;
+}
+
+/* ---- host checks ---- */
+
+void doctor_check_zfs_arc(const doc_host *h, doc_verdict *v)
+{
+    const doc_zfs *z = &h->zfs;
+    const char *id = "zfs-arc";
+    if (!z->loaded) {
+        verdict(v, id, DOC_SKIP, "ZFS is not loaded (no spl/kstat/zfs/arcstats)");
+        return;
+    }
+    if (!z->arcstats_ok || !h->mem.meminfo_ok) {
+        verdict(v, id, DOC_WARN, "ZFS is loaded but %s", !z->arcstats_ok ? z->error : h->mem_error);
+        fix(v, "check that the file is readable; gpumod could not judge the ARC");
+        return;
+    }
+    uint64_t ram = h->mem.mem_total, cap = ram / DOC_ARC_RAM_DIV;
+    bool big = z->c_max > cap;
+    bool runtime_only = z->param_ok && z->param_max != 0 && !z->persisted;
+    bool mismatch = z->persisted && z->param_ok && z->param_max != 0 && z->param_max != z->persisted_max;
+    verdict(v, id, big || runtime_only || mismatch ? DOC_WARN : DOC_OK,
+            "ARC max %.1f GiB (%.0f%% of RAM %.1f GiB; limit 1/%d = %.1f GiB), now %.1f GiB; zfs_arc_max ",
+            gib(z->c_max), ram ? 100.0 * (double)z->c_max / (double)ram : 0, gib(ram), DOC_ARC_RAM_DIV,
+            gib(cap), gib(z->size));
+    if (!z->param_ok) cat(v->summary, sizeof v->summary, "unreadable");
+    else if (z->param_max == 0) cat(v->summary, sizeof v->summary, "0 (the module's default)");
+    else cat(v->summary, sizeof v->summary, "%llu", (unsigned long long)z->param_max);
+    if (z->persisted)
+        cat(v->summary, sizeof v->summary, "; persisted as %llu in %s", (unsigned long long)z->persisted_max,
+            z->persisted_where);
+    else
+        cat(v->summary, sizeof v->summary, "; not persisted in modprobe.d or the kernel command line");
+    if (runtime_only)
+        cat(v->summary, sizeof v->summary, " (set at runtime only: lost on the next boot, whichever kernel)");
+    if (mismatch) cat(v->summary, sizeof v->summary, " (the running value differs from the persisted one)");
+    uint64_t want = cap & ~((1ull << 20) - 1);
+    if (big || runtime_only || mismatch)
+        fix(v,
+            "cap the ARC now: echo %llu > /sys/module/zfs/parameters/zfs_arc_max; and for every boot "
+            "and kernel: 'options zfs zfs_arc_max=%llu' in /etc/modprobe.d/zfs.conf (root on ZFS: "
+            "then update-initramfs -u, or dracut -f)",
+            (unsigned long long)(big ? want : z->param_max), (unsigned long long)(big ? want : z->param_max));
+}
+
+void doctor_check_min_free(const doc_host *h, doc_verdict *v)
+{
+    const char *id = "min-free-kbytes";
+    if (!h->min_free_ok) {
+        verdict(v, id, DOC_WARN, "vm.min_free_kbytes could not be read");
+        fix(v, "check that /proc/sys/vm/min_free_kbytes is readable");
+        return;
+    }
+    uint64_t kb = h->min_free_kb, ram_kb = h->mem.meminfo_ok ? h->mem.mem_total / 1024 : 0;
+    double pct = ram_kb ? 100.0 * (double)kb / (double)ram_kb : 0;
+    if (kb < DOC_MIN_FREE_LOW_KB) {
+        verdict(v, id, DOC_WARN,
+                "vm.min_free_kbytes %llu (%.0f MiB, %.2f%% of RAM) is below %u MiB: kswapd starts "
+                "reclaiming late, so 2 MiB blocks for pinned and driver allocations run out first",
+                (unsigned long long)kb, (double)kb / 1024, pct, DOC_MIN_FREE_LOW_KB / 1024);
+        fix(v,
+            "sysctl -w vm.min_free_kbytes=%u, and persist it: 'vm.min_free_kbytes = %u' in "
+            "/etc/sysctl.d/90-gpumod.conf (it lowers MemAvailable by about as much)",
+            DOC_MIN_FREE_LOW_KB * 2, DOC_MIN_FREE_LOW_KB * 2);
+    } else if (ram_kb && pct > DOC_MIN_FREE_HIGH_PCT) {
+        verdict(v, id, DOC_WARN,
+                "vm.min_free_kbytes %llu (%.0f MiB) is %.1f%% of RAM, above %d%%: it lowers "
+                "MemAvailable by about as much, and vLLM and llama.cpp on unified memory count that as "
+                "not free",
+                (unsigned long long)kb, (double)kb / 1024, pct, DOC_MIN_FREE_HIGH_PCT);
+        fix(v, "lower it, e.g. sysctl -w vm.min_free_kbytes=%u, and persist it in /etc/sysctl.d/",
+            DOC_MIN_FREE_LOW_KB * 2);
+    } else {
+        verdict(v, id, DOC_OK, "vm.min_free_kbytes %llu (%.0f MiB, %.2f%% of RAM): between %u MiB and %d%% of RAM",
+                (unsigned long long)kb, (double)kb / 1024, pct, DOC_MIN_FREE_LOW_KB / 1024,
+                DOC_MIN_FREE_HIGH_PCT);
+    }
+}
+
+void doctor_check_swap(const doc_host *h, doc_verdict *v)
+{
+    const char *id = "swap";
+    if (!h->mem.meminfo_ok) {
+        verdict(v, id, DOC_WARN, "swap unknown: %s", h->mem_error);
+        return;
+    }
+    uint64_t total = h->mem.swap_total, ram = h->mem.mem_total;
+    uint64_t used = total > h->mem.swap_free ? total - h->mem.swap_free : 0;
+    size_t n = h->swaps_ok ? h->nswaps : 0;
+    if (total == 0) {
+        verdict(v, id, DOC_INFO,
+                "no swap: idle anonymous memory can never leave RAM, so under pressure the kernel "
+                "reclaims page cache (model weights) until the OOM killer acts; systemd-oomd's swap "
+                "policy never applies");
+        fix(v, "a small swap (zram, or a file of a few GiB) lets idle processes yield RAM; keep it "
+               "small so a runaway fails fast instead of thrashing");
+        return;
+    }
+    double pct_used = 100.0 * (double)used / (double)total;
+    if (ram && total > ram / DOC_SWAP_LARGE_DIV) {
+        verdict(v, id, DOC_WARN,
+                "swap %.1f GiB on %zu device(s) is more than 1/%d of RAM %.1f GiB (%.1f GiB used): a "
+                "load that overruns can thrash for minutes before anything is killed, and the host "
+                "stops answering",
+                gib(total), n, DOC_SWAP_LARGE_DIV, gib(ram), gib(used));
+        fix(v, "shrink swap to a few GiB (or zram), or rely on gpumod's gate and watchdog to refuse "
+               "and stop loads that do not fit");
+    } else if (pct_used > DOC_SWAP_USED_PCT) {
+        verdict(v, id, DOC_WARN, "swap %.1f GiB, %.0f%% in use (over %d%%): the host is short of RAM",
+                gib(total), pct_used, DOC_SWAP_USED_PCT);
+        fix(v, "find what holds the swapped memory (smem, /proc/*/status VmSwap) and stop it");
+    } else {
+        verdict(v, id, DOC_OK,
+                "swap %.1f GiB on %zu device(s), %.0f%% in use: small against RAM %.1f GiB, so idle "
+                "pages can leave and a runaway still fails fast",
+                gib(total), n, pct_used, gib(ram));
+    }
+}
+
+void doctor_check_fragmentation(const doc_host *h, const doc_policy *p, doc_verdict *v)
+{
+    const char *id = "fragmentation";
+    const host_mem *m = &h->mem;
+    if (!m->buddyinfo_ok) {
+        verdict(v, id, DOC_WARN, "buddyinfo could not be read: %s", h->mem_error);
+        return;
+    }
+    uint64_t blocks = 0;
+    for (size_t o = (size_t)m->order_2m; o < m->norders; o++) blocks += m->order_count[o];
+    double ui = h->debugfs_unusable >= 0 ? h->debugfs_unusable : m->unusable_index_2m;
+    const char *ui_src = h->debugfs_unusable >= 0 ? "debugfs, worst Normal zone" : "from buddyinfo";
+    bool short_contig = m->contig_2m_bytes < p->min_contig_bytes;
+    bool frag = ui > DOC_UNUSABLE_WARN;
+    doc_status st = short_contig ? (h->nvidia_driver ? DOC_FAIL : DOC_WARN) : frag ? DOC_WARN : DOC_OK;
+    verdict(v, id, st,
+            "%llu free blocks of order >= %d (2 MiB and larger) hold %.0f MiB (gate minimum %.0f MiB); "
+            "unusable index at order %d: %.3f (%s; warn above %.1f)",
+            (unsigned long long)blocks, m->order_2m, mib(m->contig_2m_bytes), mib(p->min_contig_bytes),
+            m->order_2m, ui, ui_src, DOC_UNUSABLE_WARN);
+    if (short_contig && !h->nvidia_driver)
+        cat(v->summary, sizeof v->summary, "; no NVIDIA driver, so the gate does not apply it");
+    if (st != DOC_OK)
+        fix(v,
+            "free memory is in pieces the NVIDIA driver's 2 MiB chunks cannot use: stop what holds "
+            "pinned memory, drop caches (sync; echo 3 > /proc/sys/vm/drop_caches) and, if it stays "
+            "low, reboot; do not write compact_memory on NVIDIA hosts");
+}
+
+void doctor_check_psi(const doc_host *h, const doc_policy *p, doc_verdict *v)
+{
+    const char *id = "psi";
+    const host_mem *m = &h->mem;
+    if (!m->psi_ok) {
+        verdict(v, id, DOC_SKIP, "memory pressure (PSI) is not available: a kernel without "
+                                 "CONFIG_PSI, or booted with psi=0");
+        fix(v, "boot with psi=1 so gpumod's gate and watchdog can see memory pressure");
+        return;
+    }
+    doc_status st = DOC_OK;
+    if (m->psi_full_avg10 > p->psi_full_avg10_max) st = DOC_FAIL;
+    else if (m->psi_some_avg10 > p->psi_some_avg10_max || m->psi_some_avg60 > DOC_PSI_SOME_AVG60_WARN)
+        st = DOC_WARN;
+    verdict(v, id, st,
+            "memory pressure some avg10 %.2f%% avg60 %.2f%%, full avg10 %.2f%% avg60 %.2f%% (gate "
+            "refuses above some avg10 %.0f%%, watchdog acts above full avg10 %.0f%%)",
+            m->psi_some_avg10, m->psi_some_avg60, m->psi_full_avg10, m->psi_full_avg60, p->psi_some_avg10_max,
+            p->psi_full_avg10_max);
+    if (st == DOC_FAIL)
+        fix(v, "the host is thrashing now: stop the largest memory user (gpumod status; ps aux --sort=-rss)");
+    else if (st == DOC_WARN)
+        fix(v, "tasks are stalling on memory: free some (stop an idle service) before starting another");
+}
+
+void doctor_check_nvml(const doc_host *h, doc_verdict *v)
+{
+    const char *id = "nvml";
+    switch (h->nvml) {
+    case NVML_ABSENT:
+        verdict(v, id, h->nvidia_driver ? DOC_WARN : DOC_SKIP, "NVML library not found: %s", h->nvml_error);
+        if (h->nvidia_driver)
+            fix(v, "an NVIDIA driver is loaded but libnvidia-ml.so.1 is not: install the driver's "
+                   "utilities package (or set GPUMOD_NVML_LIB)");
+        break;
+    case NVML_HUNG:
+        verdict(v, id, DOC_FAIL, "NVML did not answer within %lld ms: the driver is wedged; gpumod refuses "
+                                 "every start while it is",
+                (long long)h->nvml_timeout_ms);
+        fix(v, "look at dmesg for NVRM/Xid errors and at processes stuck in D state; a wedged driver "
+               "usually needs a reboot");
+        break;
+    case NVML_FAILED:
+        verdict(v, id, DOC_WARN, "NVML loaded but failed after %lld ms: %s", (long long)h->nvml_ms,
+                h->nvml_error);
+        fix(v, "run nvidia-smi to see the driver's own error (a driver/library version mismatch needs a "
+               "reboot or a reload of the nvidia modules)");
+        break;
+    case NVML_OK:
+        if (h->nvml_ms > DOC_NVML_WARN_MS) {
+            verdict(v, id, DOC_WARN, "NVML answered for %zu GPU(s) in %lld ms (over %d ms)", h->ngpus,
+                    (long long)h->nvml_ms, DOC_NVML_WARN_MS);
+            fix(v, "a slow first query is the driver initialising each time: run nvidia-persistenced "
+                   "(systemctl enable --now nvidia-persistenced)");
+        } else {
+            verdict(v, id, DOC_OK, "NVML answered for %zu GPU(s) in %lld ms (under %d ms)", h->ngpus,
+                    (long long)h->nvml_ms, DOC_NVML_WARN_MS);
+        }
+        break;
+    }
+}
+
+void doctor_check_oomd(const doc_host *h, doc_verdict *v)
+{
+    const char *id = "systemd-oomd";
+    if (h->oomd < 0) {
+        verdict(v, id, DOC_WARN, "could not list processes to look for systemd-oomd");
+        return;
+    }
+    if (h->oomd > 0) {
+        verdict(v, id, DOC_OK,
+                "systemd-oomd runs (pid %lld): ManagedOOMPreference=avoid in `gpumod protect` drop-ins "
+                "takes effect; it kills whole cgroups at PSI full > 60%% for 30 s where units ask for it",
+                (long long)h->oomd_pid);
+    } else {
+        verdict(v, id, DOC_INFO,
+                "systemd-oomd does not run: ManagedOOMPreference= in `gpumod protect` drop-ins does "
+                "nothing here (MemoryMin, MemoryLow and OOMScoreAdjust still do)");
+        fix(v, "if you want it: systemctl enable --now systemd-oomd");
+    }
+}
+
+void doctor_check_compact_memory(const doc_host *h, doc_verdict *v)
+{
+    const char *id = "compact-memory";
+    if (!h->nvidia_driver) {
+        verdict(v, id, DOC_SKIP, "no NVIDIA driver loaded");
+        return;
+    }
+    verdict(v, id, DOC_INFO,
+            "NVIDIA host: never write /proc/sys/vm/compact_memory; compaction migrating pages while the "
+            "driver holds its locks has hung hosts and can trigger a kernel BUG "
+            "(NVIDIA/open-gpu-kernel-modules PR #1383; docs/doctor.md)");
+    fix(v, "when 2 MiB blocks run short: stop services, drop caches, or reboot; gpumod never "
+           "compacts");
+}
+
+/* ---- unit checks ---- */
+
+const doc_preset *doctor_unit_preset(const doc_unit *u, const doc_preset *p, size_t np)
+{
+    char id[256];
+    if (u->for_id[0]) {
+        snprintf(id, sizeof id, "%s", u->for_id);
+    } else {
+        const char *n = u->name;
+        if (!strncmp(n, "gpumod-", 7)) n += 7;
+        snprintf(id, sizeof id, "%s", n);
+        char *dot = strstr(id, ".service");
+        if (dot && !dot[8]) *dot = '\0';
+    }
+    for (size_t i = 0; i < np; i++)
+        if (p[i].id && !strcmp(p[i].id, id)) return &p[i];
+    return NULL;
+}
+
+static bool restarts(const doc_unit *u)
+{
+    return u->restart[0] && strcmp(u->restart, "no");
+}
+
+void doctor_check_restart_loops(const doc_unit *u, size_t nu, doc_verdict *v)
+{
+    verdict(v, "restart-loops", DOC_OK, "%s", "");
+    size_t bad = 0, with = 0;
+    for (size_t i = 0; i < nu; i++) {
+        if (!restarts(&u[i])) continue;
+        with++;
+        int64_t rs = u[i].restart_sec_ms >= 0 ? u[i].restart_sec_ms : DOC_DEFAULT_RESTART_SEC_MS;
+        int64_t iv = u[i].limit_interval_ms >= 0 ? u[i].limit_interval_ms : DOC_DEFAULT_LIMIT_INTERVAL_MS;
+        int64_t burst = u[i].limit_burst >= 0 ? u[i].limit_burst : DOC_DEFAULT_LIMIT_BURST;
+        /* systemd stops a unit that starts more than burst times within
+         * the interval; restarts RestartSec apart only reach that when
+         * (burst) gaps fit in it.  A start's own run time only widens the
+         * gaps, so this is the best case for the limit. */
+        bool unlimited = iv == 0 || burst == 0;
+        bool never = !unlimited && rs != DOC_TIME_INFINITY && rs * burst >= iv;
+        if (!unlimited && !never) continue;
+        bad++;
+        cat(v->summary, sizeof v->summary, "%s%s: Restart=%s ", bad > 1 ? "; " : "", u[i].name,
+            u[i].restart);
+        if (unlimited)
+            cat(v->summary, sizeof v->summary, "with StartLimit%s=0: restarts forever",
+                iv == 0 ? "IntervalSec" : "Burst");
+        else
+            cat(v->summary, sizeof v->summary,
+                "with RestartSec %.1fs x StartLimitBurst %lld = %.0fs >= StartLimitIntervalSec %.0fs%s: "
+                "the limit never trips, it restarts forever",
+                (double)rs / 1000, (long long)burst, (double)rs * (double)burst / 1000, (double)iv / 1000,
+                u[i].limit_interval_ms < 0 || u[i].limit_burst < 0 ? " (systemd defaults)" : "");
+    }
+    if (bad) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", v->summary);
+        snprintf(v->summary, sizeof v->summary, "%zu unit(s) restart without a cap (from the unit files; "
+                 "NRestarts needs the bus): %s", bad, list);
+        v->status = DOC_WARN;
+        fix(v, "a restart loop fragments memory until a pinned allocation hangs the host: set "
+               "StartLimitIntervalSec= and StartLimitBurst= in [Unit] so that burst x RestartSec fits "
+               "in the interval (e.g. RestartSec=10, StartLimitBurst=3, StartLimitIntervalSec=300), or "
+               "render the unit with `gpumod template`");
+    } else {
+        snprintf(v->summary, sizeof v->summary,
+                 "%zu unit(s) read, %zu with Restart=, each stops at its start limit", nu, with);
+    }
+}
+
+void doctor_check_restart_ports(const doc_unit *u, size_t nu, const doc_preset *p, size_t np, doc_verdict *v)
+{
+    verdict(v, "restart-always-ports", DOC_OK, "%s", "");
+    size_t bad = 0;
+    for (size_t i = 0; i < nu; i++) {
+        if (strcmp(u[i].restart, "always") || !u[i].has_exec) continue;
+        int64_t ports[16];
+        size_t n = doctor_argv_ports(&u[i].exec, ports, 16);
+        for (size_t k = 0; k < n; k++) {
+            for (size_t j = 0; j < np; j++) {
+                if (p[j].port != ports[k]) continue;
+                bad++;
+                cat(v->summary, sizeof v->summary, "%s%s listens on port %lld, preset '%s''s port",
+                    bad > 1 ? "; " : "", u[i].name, (long long)ports[k], p[j].id);
+            }
+        }
+    }
+    if (bad) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", v->summary);
+        snprintf(v->summary, sizeof v->summary, "%zu Restart=always unit(s) on a preset's port: %s", bad, list);
+        v->status = DOC_FAIL;
+        fix(v, "systemd restarts it whenever it stops and it seizes the port before gpumod's service can "
+               "bind: set Restart=on-failure (or disable the unit: systemctl disable --now UNIT), or "
+               "give the preset another port");
+    } else {
+        snprintf(v->summary, sizeof v->summary,
+                 "no Restart=always unit listens on any of the %zu presets' ports", np);
+    }
+}
+
+void doctor_check_start_timeout(const doc_unit *u, size_t nu, const doc_preset *p, size_t np, doc_verdict *v)
+{
+    verdict(v, "start-timeout", DOC_OK, "%s", "");
+    size_t n = 0, bad = 0, measured_bad = 0;
+    for (size_t i = 0; i < nu; i++) {
+        if (!u[i].gpumod) continue;
+        const doc_preset *q = doctor_unit_preset(&u[i], p, np);
+        if (!q) continue;
+        n++;
+        int64_t t = u[i].timeout_start_ms >= 0 ? u[i].timeout_start_ms : DOC_DEFAULT_TIMEOUT_START_MS;
+        bool measured = q->load_ms >= 0;
+        int64_t need = measured ? q->load_ms : q->startup_timeout_ms;
+        if (need < 0 || t == DOC_TIME_INFINITY || t >= need) continue;
+        bad++;
+        if (measured) measured_bad++;
+        cat(v->summary, sizeof v->summary, "%s%s: TimeoutStartSec %.0fs%s < %s %.0fs", bad > 1 ? "; " : "",
+            u[i].name, (double)t / 1000, u[i].timeout_start_ms < 0 ? " (systemd's default)" : "",
+            measured ? "measured load" : "startup_timeout (no load measured yet)", (double)need / 1000);
+    }
+    if (bad) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", v->summary);
+        snprintf(v->summary, sizeof v->summary, "%zu gpumod unit(s) would be killed mid-load: %s", bad, list);
+        v->status = measured_bad ? DOC_FAIL : DOC_WARN;
+        fix(v, "render the unit again (gpumod template install ID): TimeoutStartSec comes from the "
+               "measured load time or startup_timeout, plus a margin");
+    } else {
+        snprintf(v->summary, sizeof v->summary,
+                 "%zu gpumod unit(s) with a preset; each TimeoutStartSec covers its measured load time, "
+                 "else its startup_timeout",
+                 n);
+    }
+}
+
+/* argv[0] of a unit is an absolute path; the preset's is as configured */
+static bool argv0_same(const char *unit, const char *want)
+{
+    if (strchr(want, '/')) return !strcmp(unit, want);
+    const char *b = strrchr(unit, '/');
+    return !strcmp(b ? b + 1 : unit, want);
+}
+
+void doctor_check_stale_units(const doc_unit *u, size_t nu, const doc_preset *p, size_t np, doc_verdict *v)
+{
+    verdict(v, "stale-units", DOC_OK, "%s", "");
+    size_t n = 0, bad = 0;
+    for (size_t i = 0; i < nu; i++) {
+        if (!u[i].gpumod) continue;
+        const doc_preset *q = doctor_unit_preset(&u[i], p, np);
+        const char *sep = bad ? "; " : "";
+        if (!q) {
+            bad++;
+            cat(v->summary, sizeof v->summary, "%s%s: no preset '%s' any more", sep, u[i].name,
+                u[i].for_id[0] ? u[i].for_id : u[i].name);
+            continue;
+        }
+        n++;
+        if (!q->argv) {
+            bad++;
+            cat(v->summary, sizeof v->summary, "%s%s: preset '%s' cannot be built: %s", sep, u[i].name, q->id,
+                q->argv_error ? q->argv_error : "no argv");
+            continue;
+        }
+        if (!u[i].has_exec) {
+            bad++;
+            cat(v->summary, sizeof v->summary, "%s%s: no ExecStart=%s%s", sep, u[i].name,
+                u[i].error[0] ? " that parses: " : "", u[i].error);
+            continue;
+        }
+        const strv *a = &u[i].exec, *b = q->argv;
+        size_t k = 0, min = a->n < b->n ? a->n : b->n;
+        if (min && !argv0_same(a->v[0], b->v[0])) goto differ;
+        for (k = 1; k < min; k++)
+            if (strcmp(a->v[k], b->v[k])) goto differ;
+        if (a->n == b->n && a->n) continue;
+    differ:
+        bad++;
+        if (k < min)
+            cat(v->summary, sizeof v->summary, "%s%s: argv[%zu] is '%.60s', preset '%s' has '%.60s'", sep,
+                u[i].name, k, a->v[k], q->id, b->v[k]);
+        else
+            cat(v->summary, sizeof v->summary, "%s%s: ExecStart has %zu words, preset '%s' %zu", sep,
+                u[i].name, a->n, q->id, b->n);
+    }
+    if (bad) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", v->summary);
+        snprintf(v->summary, sizeof v->summary, "%zu gpumod unit(s) differ from their preset: %s", bad, list);
+        v->status = DOC_WARN;
+        fix(v, "the unit runs an old command line (and the gate judges the new one): gpumod template "
+               "install ID, or remove the unit of a preset that is gone");
+    } else {
+        snprintf(v->summary, sizeof v->summary, "%zu gpumod unit(s) run exactly their preset's argv", n);
+    }
+}
