@@ -209,8 +209,9 @@ static const cmd commands[] = {
      "      is shorter than the load or whose argv differs from the preset, NVML\n"
      "      and how long it takes, systemd-oomd, and on NVIDIA hosts a reminder\n"
      "      never to force memory compaction.\n"
-     "      Roots: GPUMOD_PROC_ROOT, GPUMOD_SYS_ROOT, GPUMOD_ETC_ROOT; units from\n"
-     "      GPUMOD_UNIT_DIR, else ~/.config/systemd/user and /etc/systemd/system.\n"
+     "      Roots: GPUMOD_PROC_ROOT, GPUMOD_SYS_ROOT, GPUMOD_ETC_ROOT, GPUMOD_ROOT;\n"
+     "      units (with drop-ins) from GPUMOD_UNIT_DIR, else the user and the\n"
+     "      system manager's unit directories (docs/doctor.md).\n"
      "      Exit 0 nothing failed, 1 a check failed, 2 configuration error.\n",
      cmd_doctor},
     {"help", "[COMMAND]", "show help for gpumod or one command", NULL, cmd_help},

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NCHECKS 12
+#define NCHECKS 13
 
 /* The newest measured load time of a service: the load_ms of its last
  * footprint event (the daemon records it when a start becomes ready).
@@ -98,6 +98,7 @@ int cmd_doctor(cli *c, int argc, char **argv)
     doctor_check_swap(h, &v[nv++]);
     doctor_check_fragmentation(h, &pol, &v[nv++]);
     doctor_check_psi(h, &pol, &v[nv++]);
+    doctor_check_unit_files(units, nu, &v[nv++]);
     doctor_check_restart_loops(units, nu, &v[nv++]);
     doctor_check_restart_ports(units, nu, pr, np, &v[nv]);
     if (!np) {
@@ -137,8 +138,8 @@ int cmd_doctor(cli *c, int argc, char **argv)
     } else {
         buf_printf(&b, "gpumod doctor: %zu checks: %zu ok, %zu warn, %zu fail, %zu info, %zu skipped\n", nv,
                    count[DOC_OK], count[DOC_WARN], count[DOC_FAIL], count[DOC_INFO], count[DOC_SKIP]);
-        buf_printf(&b, "units read from %s (%zu); configuration %s (%zu presets)\n", dirs, nu, cfg.config_dir,
-                   np);
+        buf_printf(&b, "units read from %s: %zu in all; configuration %s (%zu presets)\n", dirs, nu,
+                   cfg.config_dir, np);
         for (size_t i = 0; i < nv; i++) {
             buf_printf(&b, "\n[%-4s] %s\n", doc_status_names[v[i].status], v[i].id);
             /* one line each: greppable, and a terminal wraps it */

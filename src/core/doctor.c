@@ -177,7 +177,8 @@ int doctor_parse_timespan(const char *s, int64_t *ms)
         {"sec", 1000}, {"s", 1000}, {"minutes", 60000}, {"minute", 60000}, {"min", 60000},
         {"m", 60000}, {"hours", 3600000}, {"hour", 3600000}, {"hr", 3600000}, {"h", 3600000},
         {"days", 86400000}, {"day", 86400000}, {"d", 86400000}, {"weeks", 604800000.0},
-        {"week", 604800000.0}, {"w", 604800000.0},
+        {"week", 604800000.0}, {"w", 604800000.0}, {"months", 2629800000.0}, {"month", 2629800000.0},
+        {"M", 2629800000.0}, {"years", 31557600000.0}, {"year", 31557600000.0}, {"y", 31557600000.0},
     };
     while (*s == ' ' || *s == '\t') s++;
     if (!strcmp(s, "infinity")) {
@@ -196,7 +197,7 @@ int doctor_parse_timespan(const char *s, int64_t *ms)
         s = end;
         while (*s == ' ') s++;
         size_t n = 0;
-        while (s[n] >= 'a' && s[n] <= 'z') n++;
+        while ((s[n] >= 'a' && s[n] <= 'z') || s[n] == 'M') n++;
         double scale = 1000; /* a bare number is seconds */
         if (n) {
             size_t i = 0, nu = sizeof units / sizeof units[0];
@@ -219,17 +220,19 @@ int doctor_parse_timespan(const char *s, int64_t *ms)
 static void trim(char *s)
 {
     size_t n = strlen(s);
-    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r')) s[--n] = '\0';
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n')) s[--n] = '\0';
     size_t i = 0;
     while (s[i] == ' ' || s[i] == '\t') i++;
     if (i) memmove(s, s + i, n - i + 1);
 }
 
-static void unit_err(doc_unit *u, int lineno, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void unit_err(doc_unit *u, int lineno, const char *fmt, ...)
+static void unit_err(doc_unit *u, const char *file, int lineno, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void unit_err(doc_unit *u, const char *file, int lineno, const char *fmt, ...)
 {
+    u->nerrors++;
     if (u->error[0]) return; /* the first one is what to fix first */
-    int n = snprintf(u->error, sizeof u->error, "%s:%d: ", u->path[0] ? u->path : u->name, lineno);
+    int n = snprintf(u->error, sizeof u->error, "%s:%d: ", file && *file ? file : u->name, lineno);
     if (n < 0 || (size_t)n >= sizeof u->error) return;
     va_list ap;
     va_start(ap, fmt);
@@ -237,16 +240,22 @@ static void unit_err(doc_unit *u, int lineno, const char *fmt, ...)
     va_end(ap);
 }
 
-static void set_span(doc_unit *u, int lineno, const char *key, const char *val, int64_t *dst)
+/* systemd logs a value that does not parse and ignores the line: the
+ * previous assignment stays.  An empty value resets to the default. */
+static void set_span(doc_unit *u, const char *file, int lineno, const char *key, const char *val, int64_t *dst,
+                     bool zero_is_infinity)
 {
     if (!*val) {
-        *dst = -1; /* an empty assignment resets to the default */
+        *dst = -1;
         return;
     }
-    if (doctor_parse_timespan(val, dst) < 0) {
-        unit_err(u, lineno, "%s='%.40s' is not a time span", key, val);
-        *dst = -1;
+    int64_t ms;
+    if (doctor_parse_timespan(val, &ms) < 0) {
+        unit_err(u, file, lineno, "%s='%.40s' is not a time span (systemd ignores the line)", key, val);
+        return;
     }
+    /* TimeoutStartSec=0: systemd's parse_sec_fix_0, "0 disables the timeout" */
+    *dst = ms == 0 && zero_is_infinity ? DOC_TIME_INFINITY : ms;
 }
 
 /* "preflight --for ID" anywhere in an ExecStartPre= argv */
@@ -268,24 +277,49 @@ static void scan_pre(doc_unit *u, const char *val)
     strv_release(&a);
 }
 
-static void unit_assign(doc_unit *u, const char *section, int lineno, const char *key, const char *val)
+/* Environment="A=1 B=2": words as systemd splits them (quotes, escapes) */
+static void add_env(doc_unit *u, const char *file, int lineno, const char *val)
+{
+    if (!*val) {
+        strv_release(&u->env); /* an empty assignment resets the list */
+        return;
+    }
+    strv a = STRV_INIT;
+    char e[200];
+    if (doctor_split_exec(val, &a, e, sizeof e) < 0) {
+        unit_err(u, file, lineno, "Environment='%.60s' does not parse", val);
+    } else {
+        for (size_t i = 0; i < a.n; i++) {
+            const char *eq = strchr(a.v[i], '=');
+            if (!eq || eq == a.v[i]) unit_err(u, file, lineno, "Environment: '%.60s' is not KEY=VALUE", a.v[i]);
+            else strv_push(&u->env, a.v[i]);
+        }
+    }
+    strv_release(&a);
+}
+
+static void unit_assign(doc_unit *u, const char *file, const char *section, int lineno, const char *key,
+                        const char *val)
 {
     bool svc = !strcmp(section, "Service"), unit = !strcmp(section, "Unit");
     if (svc && !strcmp(key, "Restart")) {
         snprintf(u->restart, sizeof u->restart, "%s", val);
+    } else if (svc && !strcmp(key, "Type")) {
+        snprintf(u->type, sizeof u->type, "%s", val);
     } else if (svc && !strcmp(key, "RestartSec")) {
-        set_span(u, lineno, key, val, &u->restart_sec_ms);
-    } else if ((unit && !strcmp(key, "StartLimitIntervalSec")) ||
-               (svc && !strcmp(key, "StartLimitInterval"))) {
-        set_span(u, lineno, key, val, &u->limit_interval_ms);
-    } else if ((unit && !strcmp(key, "StartLimitBurst")) || (svc && !strcmp(key, "StartLimitBurst"))) {
+        set_span(u, file, lineno, key, val, &u->restart_sec_ms, false);
+    } else if ((unit || svc) && (!strcmp(key, "StartLimitIntervalSec") || !strcmp(key, "StartLimitInterval"))) {
+        /* [Unit] StartLimitIntervalSec=, with the legacy alias
+         * StartLimitInterval= in [Unit] and both in [Service] */
+        set_span(u, file, lineno, key, val, &u->limit_interval_ms, false);
+    } else if ((unit || svc) && !strcmp(key, "StartLimitBurst")) {
         char *end;
         long long b = strtoll(val, &end, 10);
         if (!*val) u->limit_burst = -1;
-        else if (*end || b < 0) unit_err(u, lineno, "StartLimitBurst='%.40s' is not a count", val);
+        else if (*end || b < 0) unit_err(u, file, lineno, "StartLimitBurst='%.40s' is not a count (systemd ignores the line)", val);
         else u->limit_burst = b;
     } else if (svc && (!strcmp(key, "TimeoutStartSec") || !strcmp(key, "TimeoutSec"))) {
-        set_span(u, lineno, key, val, &u->timeout_start_ms);
+        set_span(u, file, lineno, key, val, &u->timeout_start_ms, true);
     } else if (svc && !strcmp(key, "ExecStart")) {
         strv_release(&u->exec);
         u->has_exec = false;
@@ -293,49 +327,74 @@ static void unit_assign(doc_unit *u, const char *section, int lineno, const char
         char e[200];
         if (doctor_split_exec(val, &u->exec, e, sizeof e) < 0) {
             strv_release(&u->exec);
-            unit_err(u, lineno, "%s", e);
+            unit_err(u, file, lineno, "%s", e);
             return;
         }
         u->has_exec = true;
     } else if (svc && !strcmp(key, "ExecStartPre")) {
         scan_pre(u, val);
+    } else if (svc && !strcmp(key, "ExecStartPost")) {
+        u->has_exec_post = *val != '\0'; /* an empty one resets the list */
+    } else if (svc && !strcmp(key, "Environment")) {
+        add_env(u, file, lineno, val);
+    } else if (svc && !strcmp(key, "EnvironmentFile")) {
+        if (!*val) strv_release(&u->env_files);
+        else strv_push(&u->env_files, val);
     }
 }
 
-void doctor_unit_parse(doc_unit *u, const char *name, const char *path, const char *text)
+/* The next physical line of *cur, without its end: "\n", "\r\n" or a
+ * lone "\r" ends one, as in systemd's read_line.  Returns its length. */
+static size_t next_line(const char **cur, const char **start)
 {
-    memset(u, 0, sizeof *u);
-    snprintf(u->name, sizeof u->name, "%s", name);
-    snprintf(u->path, sizeof u->path, "%s", path ? path : "");
-    u->restart_sec_ms = u->limit_interval_ms = u->limit_burst = u->timeout_start_ms = -1;
-    u->gpumod = !strncmp(text, "# Generated by gpumod", 21);
+    const char *s = *cur;
+    size_t n = strcspn(s, "\r\n");
+    *start = s;
+    s += n;
+    if (*s == '\r' && s[1] == '\n') s += 2;
+    else if (*s) s++;
+    *cur = s;
+    return n;
+}
 
+/* systemd's config_parse(): a line whose first non-blank is '#' or ';' is
+ * a comment and skipped, also inside a continuation; a line ends in a
+ * continuation when its last character is an unescaped backslash, which
+ * becomes a blank. */
+static void parse_text(doc_unit *u, const char *file, const char *text)
+{
     char section[64] = "";
     buf line = BUF_INIT;
     const char *cur = text;
     int lineno = 0, first = 0;
+    bool cont = false;
     while (*cur) {
-        /* one logical line: a trailing backslash continues it */
-        buf_clear(&line);
-        first = lineno + 1;
-        for (;;) {
-            const char *e = strchr(cur, '\n');
-            size_t n = e ? (size_t)(e - cur) : strlen(cur);
-            lineno++;
-            bool cont = n && cur[n - 1] == '\\';
-            bool comment = line.len && (cur[0] == '#' || cur[0] == ';');
-            if (!comment) buf_add(&line, cur, cont ? n - 1 : n);
-            cur = e ? e + 1 : cur + n;
-            if (!cont || !*cur) break;
-            if (!comment) buf_addc(&line, ' ');
+        const char *s;
+        size_t n = next_line(&cur, &s);
+        lineno++;
+        size_t b = 0;
+        while (b < n && (s[b] == ' ' || s[b] == '\t')) b++;
+        if (b < n && (s[b] == '#' || s[b] == ';')) continue;
+        if (!cont) {
+            buf_clear(&line);
+            first = lineno;
         }
+        bool esc = false;
+        for (size_t i = 0; i < n; i++) esc = esc ? false : s[i] == '\\';
+        buf_add(&line, s, esc ? n - 1 : n);
+        if (esc) {
+            buf_addc(&line, ' ');
+            cont = true;
+            if (*cur) continue;
+        }
+        cont = false;
         char *l = line.p;
         trim(l);
-        if (!*l || *l == '#' || *l == ';') continue;
+        if (!*l) continue;
         if (*l == '[') {
             char *close = strchr(l, ']');
             if (!close || close[1]) {
-                unit_err(u, first, "expected '[Section]'");
+                unit_err(u, file, first, "expected '[Section]'");
                 section[0] = '\0';
                 continue;
             }
@@ -345,22 +404,87 @@ void doctor_unit_parse(doc_unit *u, const char *name, const char *path, const ch
         }
         char *eq = strchr(l, '=');
         if (!eq) {
-            unit_err(u, first, "expected 'Key=Value'");
+            unit_err(u, file, first, "expected 'Key=Value' (systemd ignores the line)");
             continue;
         }
         *eq = '\0';
         char *key = l, *val = eq + 1;
         trim(key);
         trim(val);
-        unit_assign(u, section, first, key, val);
+        unit_assign(u, file, section, first, key, val);
     }
     buf_release(&line);
+}
+
+void doctor_unit_parse(doc_unit *u, const char *name, const char *path, const char *text)
+{
+    memset(u, 0, sizeof *u);
+    snprintf(u->name, sizeof u->name, "%s", name);
+    snprintf(u->path, sizeof u->path, "%s", path ? path : "");
+    u->restart_sec_ms = u->limit_interval_ms = u->limit_burst = u->timeout_start_ms = -1;
+    u->gpumod = !strncmp(text, "# Generated by gpumod", 21);
+    parse_text(u, u->path, text);
+}
+
+void doctor_unit_dropin(doc_unit *u, const char *path, const char *text)
+{
+    u->ndropins++;
+    parse_text(u, path, text);
+}
+
+void doctor_unit_envfile(doc_unit *u, const char *path, const char *text)
+{
+    const char *cur = text;
+    int lineno = 0;
+    while (*cur) {
+        const char *s;
+        size_t n = next_line(&cur, &s);
+        lineno++;
+        char l[2048];
+        snprintf(l, sizeof l, "%.*s", (int)(n < sizeof l - 1 ? n : sizeof l - 1), s);
+        trim(l);
+        if (!*l || *l == '#' || *l == ';') continue;
+        char *eq = strchr(l, '=');
+        if (!eq || eq == l) {
+            unit_err(u, path, lineno, "expected 'KEY=VALUE'");
+            continue;
+        }
+        *eq = '\0';
+        char *key = l, *val = eq + 1;
+        trim(key);
+        trim(val);
+        size_t vn = strlen(val);
+        if (vn >= 2 && (val[0] == '"' || val[0] == '\'') && val[vn - 1] == val[0]) {
+            val[vn - 1] = '\0';
+            val++;
+        }
+        strv_pushf(&u->file_env, "%s=%s", key, val);
+    }
 }
 
 void doctor_unit_release(doc_unit *u)
 {
     strv_release(&u->exec);
+    strv_release(&u->env);
+    strv_release(&u->env_files);
+    strv_release(&u->file_env);
     u->has_exec = false;
+}
+
+const char *doctor_unit_label(const doc_unit *u, char *out, size_t cap)
+{
+    if (u->scope && *u->scope) snprintf(out, cap, "%s:%s", u->scope, u->name);
+    else snprintf(out, cap, "%s", u->name);
+    return out;
+}
+
+bool doctor_unit_start_covers_load(const doc_unit *u)
+{
+    static const char *const waits[] = {"notify", "notify-reload", "dbus", "forking", "oneshot"};
+    if (u->has_exec_post) return true;
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++)
+        if (!strcmp(u->type, waits[i])) return true;
+    return false;
 }
 
 /* ---- ports ---- */
@@ -378,6 +502,8 @@ static bool port_text(const char *s, size_t n, int64_t *out)
     return true;
 }
 
+static bool colon_port(const char *a, int64_t *p);
+
 size_t doctor_argv_ports(const strv *argv, int64_t *out, size_t max)
 {
     size_t n = 0;
@@ -393,14 +519,57 @@ size_t doctor_argv_ports(const strv *argv, int64_t *out, size_t max)
             if (port_text(a + 7, strlen(a + 7), &p)) out[n++] = p;
             continue;
         }
-        const char *colon = strrchr(a, ':');
-        if (colon) {
-            const char *d = colon + 1;
-            size_t k = strcspn(d, "/");
-            if (port_text(d, k, &p)) out[n++] = p;
-        }
+        if (colon_port(a, &p)) out[n++] = p;
     }
     return n;
+}
+
+/* HOST:PORT at the end of a value, or before a '/' */
+static bool colon_port(const char *a, int64_t *p)
+{
+    const char *colon = strrchr(a, ':');
+    if (!colon) return false;
+    const char *d = colon + 1;
+    return port_text(d, strcspn(d, "/"), p);
+}
+
+static size_t env_value_ports(const char *kv, int64_t *out, size_t n, size_t max)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || n >= max) return n;
+    size_t klen = (size_t)(eq - kv);
+    const char *val = eq + 1;
+    int64_t p;
+    bool port_key = (klen == 4 && !strncmp(kv, "PORT", 4)) || (klen > 5 && !strncmp(eq - 5, "_PORT", 5));
+    if (port_key && port_text(val, strlen(val), &p)) out[n++] = p;
+    else if (colon_port(val, &p)) out[n++] = p;
+    return n;
+}
+
+/* KEY of kv also assigned in list[from..] */
+static bool env_overridden(const char *kv, const strv *list, size_t from)
+{
+    size_t klen = strcspn(kv, "=");
+    for (size_t i = from; i < list->n; i++)
+        if (!strncmp(list->v[i], kv, klen) && list->v[i][klen] == '=') return true;
+    return false;
+}
+
+size_t doctor_env_ports(const doc_unit *u, int64_t *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < u->env.n; i++)
+        if (!env_overridden(u->env.v[i], &u->env, i + 1) && !env_overridden(u->env.v[i], &u->file_env, 0))
+            n = env_value_ports(u->env.v[i], out, n, max);
+    for (size_t i = 0; i < u->file_env.n; i++)
+        if (!env_overridden(u->file_env.v[i], &u->file_env, i + 1))
+            n = env_value_ports(u->file_env.v[i], out, n, max);
+    return n;
+}
+
+bool doctor_zone_counts(const char *zone)
+{
+    return !strcmp(zone, "Normal") || !strcmp(zone, "Movable");
 }
 
 /* ---- /proc and /etc texts ---- */
@@ -509,6 +678,7 @@ void doctor_scan_modprobe(doc_zfs *z, const char *file, const char *text)
             if (!strncmp(w, "zfs_arc_max=", 12) && u64_word(w + 12, &end, &v) && !*end) {
                 z->persisted = true;
                 z->persisted_max = v;
+                z->persisted_cmdline = false;
                 snprintf(z->persisted_where, sizeof z->persisted_where, "%s:%d", file, lineno);
             }
         }
@@ -517,6 +687,8 @@ void doctor_scan_modprobe(doc_zfs *z, const char *file, const char *text)
 
 void doctor_scan_cmdline(doc_zfs *z, const char *text)
 {
+    for (const char *r = text; (r = strstr(r, "root=ZFS=")); r += 9)
+        if (r == text || r[-1] == ' ') z->root_on_zfs = true;
     const char *p = text;
     while ((p = strstr(p, "zfs.zfs_arc_max="))) {
         uint64_t v;
@@ -525,6 +697,7 @@ void doctor_scan_cmdline(doc_zfs *z, const char *text)
         if (start && u64_word(p + 16, &end, &v) && (!*end || *end == ' ' || *end == '\n')) {
             z->persisted = true;
             z->persisted_max = v;
+            z->persisted_cmdline = true;
             snprintf(z->persisted_where, sizeof z->persisted_where, "the kernel command line");
         }
         p += 16;
@@ -544,7 +717,7 @@ double doctor_parse_unusable(const char *text, int order)
         char zone[32];
         int node, off = 0;
         if (sscanf(l, "Node %d, zone %31s %n", &node, zone, &off) != 2 || !off) continue;
-        if (strcmp(zone, "Normal")) continue;
+        if (!doctor_zone_counts(zone)) continue;
         const char *p = l + off;
         for (int i = 0; *p; i++) {
             char *end;
@@ -592,12 +765,36 @@ void doctor_check_zfs_arc(const doc_host *h, doc_verdict *v)
         cat(v->summary, sizeof v->summary, " (set at runtime only: lost on the next boot, whichever kernel)");
     if (mismatch) cat(v->summary, sizeof v->summary, " (the running value differs from the persisted one)");
     uint64_t want = cap & ~((1ull << 20) - 1);
+    /* with root on ZFS the module loads from the initramfs: a modprobe.d
+     * line reaches only the initramfs images rebuilt after it was written */
+    bool initramfs = z->root_on_zfs && z->persisted && !z->persisted_cmdline;
+    if (initramfs)
+        cat(v->summary, sizeof v->summary,
+            "; root on ZFS (root=ZFS= on the kernel command line): the zfs module loads from the "
+            "initramfs, so every kernel's initramfs must carry the modprobe.d line");
     if (big || runtime_only || mismatch)
         fix(v,
             "cap the ARC now: echo %llu > /sys/module/zfs/parameters/zfs_arc_max; and for every boot "
             "and kernel: 'options zfs zfs_arc_max=%llu' in /etc/modprobe.d/zfs.conf (root on ZFS: "
-            "then update-initramfs -u, or dracut -f)",
-            (unsigned long long)(big ? want : z->param_max), (unsigned long long)(big ? want : z->param_max));
+            "then rebuild every initramfs: update-initramfs -u -k all, or dracut -f --regenerate-all; "
+            "or put zfs.zfs_arc_max=%llu on the kernel command line)",
+            (unsigned long long)(big ? want : z->param_max), (unsigned long long)(big ? want : z->param_max),
+            (unsigned long long)(big ? want : z->param_max));
+    else if (initramfs)
+        fix(v, "after changing %s, rebuild every installed kernel's initramfs (update-initramfs -u -k all, "
+               "or dracut -f --regenerate-all); a rebuild of one leaves the other kernels with the old value",
+            z->persisted_where);
+}
+
+/* The advice, in kB: 1 % of RAM within [64 MiB, 1 GiB], rounded down to
+ * MiB.  The warn bounds are derived from it, so the value advised always
+ * passes: below half of it, or above 5 % of RAM (but never below it). */
+static uint64_t min_free_rec_kb(uint64_t ram_kb)
+{
+    uint64_t r = ram_kb * DOC_MIN_FREE_REC_PCT / 100;
+    if (r < DOC_MIN_FREE_REC_MIN_KB) r = DOC_MIN_FREE_REC_MIN_KB;
+    if (r > DOC_MIN_FREE_REC_MAX_KB) r = DOC_MIN_FREE_REC_MAX_KB;
+    return r & ~(uint64_t)1023;
 }
 
 void doctor_check_min_free(const doc_host *h, doc_verdict *v)
@@ -608,30 +805,41 @@ void doctor_check_min_free(const doc_host *h, doc_verdict *v)
         fix(v, "check that /proc/sys/vm/min_free_kbytes is readable");
         return;
     }
-    uint64_t kb = h->min_free_kb, ram_kb = h->mem.meminfo_ok ? h->mem.mem_total / 1024 : 0;
-    double pct = ram_kb ? 100.0 * (double)kb / (double)ram_kb : 0;
-    if (kb < DOC_MIN_FREE_LOW_KB) {
-        verdict(v, id, DOC_WARN,
-                "vm.min_free_kbytes %llu (%.0f MiB, %.2f%% of RAM) is below %u MiB: kswapd starts "
-                "reclaiming late, so 2 MiB blocks for pinned and driver allocations run out first",
-                (unsigned long long)kb, (double)kb / 1024, pct, DOC_MIN_FREE_LOW_KB / 1024);
-        fix(v,
-            "sysctl -w vm.min_free_kbytes=%u, and persist it: 'vm.min_free_kbytes = %u' in "
-            "/etc/sysctl.d/90-gpumod.conf (it lowers MemAvailable by about as much)",
-            DOC_MIN_FREE_LOW_KB * 2, DOC_MIN_FREE_LOW_KB * 2);
-    } else if (ram_kb && pct > DOC_MIN_FREE_HIGH_PCT) {
-        verdict(v, id, DOC_WARN,
-                "vm.min_free_kbytes %llu (%.0f MiB) is %.1f%% of RAM, above %d%%: it lowers "
-                "MemAvailable by about as much, and vLLM and llama.cpp on unified memory count that as "
-                "not free",
-                (unsigned long long)kb, (double)kb / 1024, pct, DOC_MIN_FREE_HIGH_PCT);
-        fix(v, "lower it, e.g. sysctl -w vm.min_free_kbytes=%u, and persist it in /etc/sysctl.d/",
-            DOC_MIN_FREE_LOW_KB * 2);
-    } else {
-        verdict(v, id, DOC_OK, "vm.min_free_kbytes %llu (%.0f MiB, %.2f%% of RAM): between %u MiB and %d%% of RAM",
-                (unsigned long long)kb, (double)kb / 1024, pct, DOC_MIN_FREE_LOW_KB / 1024,
-                DOC_MIN_FREE_HIGH_PCT);
+    uint64_t kb = h->min_free_kb;
+    if (!h->mem.meminfo_ok || !h->mem.mem_total) {
+        verdict(v, id, DOC_WARN, "vm.min_free_kbytes %llu (%.0f MiB); RAM unknown, so it cannot be judged: %s",
+                (unsigned long long)kb, (double)kb / 1024, h->mem_error[0] ? h->mem_error : "MemTotal is 0");
+        fix(v, "check that /proc/meminfo is readable");
+        return;
     }
+    uint64_t ram_kb = h->mem.mem_total / 1024, rec = min_free_rec_kb(ram_kb), low = rec / 2;
+    uint64_t high = ram_kb * DOC_MIN_FREE_HIGH_PCT / 100;
+    if (high < rec) high = rec;
+    double pct = 100.0 * (double)kb / (double)ram_kb;
+    char range[160];
+    snprintf(range, sizeof range, "advised %llu (%.0f MiB: 1%% of RAM %.1f GiB within 64 MiB..1 GiB), warn below "
+             "%.0f MiB or above %.0f MiB (%d%% of RAM)",
+             (unsigned long long)rec, (double)rec / 1024, (double)ram_kb / (1024.0 * 1024), (double)low / 1024,
+             (double)high / 1024, DOC_MIN_FREE_HIGH_PCT);
+    if (kb < low) {
+        verdict(v, id, DOC_WARN,
+                "vm.min_free_kbytes %llu (%.0f MiB, %.2f%% of RAM) is below half the advised value: kswapd "
+                "starts reclaiming late, so 2 MiB blocks for pinned and driver allocations run out first; %s",
+                (unsigned long long)kb, (double)kb / 1024, pct, range);
+    } else if (kb > high) {
+        verdict(v, id, DOC_WARN,
+                "vm.min_free_kbytes %llu (%.0f MiB, %.1f%% of RAM) is above the bound: it lowers MemAvailable "
+                "by about as much, and vLLM and llama.cpp on unified memory count that as not free; %s",
+                (unsigned long long)kb, (double)kb / 1024, pct, range);
+    } else {
+        verdict(v, id, DOC_OK, "vm.min_free_kbytes %llu (%.0f MiB, %.2f%% of RAM) is within the bounds; %s",
+                (unsigned long long)kb, (double)kb / 1024, pct, range);
+        return;
+    }
+    fix(v,
+        "sysctl -w vm.min_free_kbytes=%llu, and persist it: 'vm.min_free_kbytes = %llu' in "
+        "/etc/sysctl.d/90-gpumod.conf (it lowers MemAvailable by about as much)",
+        (unsigned long long)rec, (unsigned long long)rec);
 }
 
 void doctor_check_swap(const doc_host *h, doc_verdict *v)
@@ -674,26 +882,72 @@ void doctor_check_swap(const doc_host *h, doc_verdict *v)
     }
 }
 
+/* The free blocks of order >= o over the zones that count (Normal,
+ * Movable; every zone when the host has neither), their bytes, and the
+ * worst zone's unusable free space index at o (mm/vmstat.c
+ * unusable_free_index, per zone as the kernel computes it). */
+typedef struct frag_figs {
+    uint64_t blocks, bytes, all_bytes;
+    double worst_ui;
+    char worst_zone[48];
+    bool fallback; /* no Normal/Movable zone: every zone counted */
+} frag_figs;
+
+static void frag_compute(const host_mem *m, frag_figs *f)
+{
+    memset(f, 0, sizeof *f);
+    f->worst_ui = -1;
+    bool any = false;
+    for (size_t z = 0; z < m->nzones; z++) any |= doctor_zone_counts(m->zones[z].zone);
+    f->fallback = !any;
+    int o = m->order_2m;
+    for (size_t z = 0; z < m->nzones; z++) {
+        const buddy_zone *bz = &m->zones[z];
+        uint64_t free_pages = 0, suitable = 0, blocks = 0;
+        for (size_t i = 0; i < bz->norders && i < 63; i++) {
+            uint64_t pages = bz->count[i] << i;
+            free_pages += pages;
+            if ((int)i >= o) {
+                suitable += pages;
+                blocks += bz->count[i];
+            }
+        }
+        f->all_bytes += suitable * m->page_size;
+        if (any && !doctor_zone_counts(bz->zone)) continue;
+        f->blocks += blocks;
+        f->bytes += suitable * m->page_size;
+        double ui = free_pages ? (double)(free_pages - suitable) / (double)free_pages : 1.0;
+        if (ui > f->worst_ui) {
+            f->worst_ui = ui;
+            snprintf(f->worst_zone, sizeof f->worst_zone, "node %d %s", bz->node, bz->zone);
+        }
+    }
+}
+
 void doctor_check_fragmentation(const doc_host *h, const doc_policy *p, doc_verdict *v)
 {
     const char *id = "fragmentation";
     const host_mem *m = &h->mem;
     if (!m->buddyinfo_ok) {
-        verdict(v, id, DOC_WARN, "buddyinfo could not be read: %s", h->mem_error);
+        verdict(v, id, DOC_WARN, "buddyinfo could not be read: %s", h->buddy_error[0] ? h->buddy_error : "unknown");
+        fix(v, "check that /proc/buddyinfo is readable");
         return;
     }
-    uint64_t blocks = 0;
-    for (size_t o = (size_t)m->order_2m; o < m->norders; o++) blocks += m->order_count[o];
-    double ui = h->debugfs_unusable >= 0 ? h->debugfs_unusable : m->unusable_index_2m;
-    const char *ui_src = h->debugfs_unusable >= 0 ? "debugfs, worst Normal zone" : "from buddyinfo";
-    bool short_contig = m->contig_2m_bytes < p->min_contig_bytes;
+    frag_figs f;
+    frag_compute(m, &f);
+    bool dbg = h->debugfs_unusable >= 0;
+    double ui = dbg ? h->debugfs_unusable : f.worst_ui;
+    bool short_contig = f.bytes < p->min_contig_bytes;
     bool frag = ui > DOC_UNUSABLE_WARN;
     doc_status st = short_contig ? (h->nvidia_driver ? DOC_FAIL : DOC_WARN) : frag ? DOC_WARN : DOC_OK;
     verdict(v, id, st,
-            "%llu free blocks of order >= %d (2 MiB and larger) hold %.0f MiB (gate minimum %.0f MiB); "
-            "unusable index at order %d: %.3f (%s; warn above %.1f)",
-            (unsigned long long)blocks, m->order_2m, mib(m->contig_2m_bytes), mib(p->min_contig_bytes),
-            m->order_2m, ui, ui_src, DOC_UNUSABLE_WARN);
+            "%s: %llu free blocks of order >= %d (2 MiB and larger) hold %.0f MiB (gate minimum %.0f MiB); "
+            "unusable index at order %d: %.3f (%s; warn above %.1f); the gate's own figure sums every zone, "
+            "DMA32 included: %.0f MiB",
+            f.fallback ? "all zones (no Normal or Movable zone)" : "Normal and Movable zones",
+            (unsigned long long)f.blocks, m->order_2m, mib(f.bytes), mib(p->min_contig_bytes), m->order_2m, ui,
+            dbg ? "debugfs, worst Normal/Movable zone" : f.worst_zone[0] ? f.worst_zone : "no free pages",
+            DOC_UNUSABLE_WARN, mib(f.all_bytes));
     if (short_contig && !h->nvidia_driver)
         cat(v->summary, sizeof v->summary, "; no NVIDIA driver, so the gate does not apply it");
     if (st != DOC_OK)
@@ -707,6 +961,11 @@ void doctor_check_psi(const doc_host *h, const doc_policy *p, doc_verdict *v)
 {
     const char *id = "psi";
     const host_mem *m = &h->mem;
+    if (!m->psi_ok && h->psi_error[0]) {
+        verdict(v, id, DOC_WARN, "memory pressure (PSI) could not be read: %s", h->psi_error);
+        fix(v, "check the file: the gate and watchdog cannot see memory pressure while it does not parse");
+        return;
+    }
     if (!m->psi_ok) {
         verdict(v, id, DOC_SKIP, "memory pressure (PSI) is not available: a kernel without "
                                  "CONFIG_PSI, or booted with psi=0");
@@ -824,9 +1083,45 @@ static bool restarts(const doc_unit *u)
     return u->restart[0] && strcmp(u->restart, "no");
 }
 
+void doctor_check_unit_files(const doc_unit *u, size_t nu, doc_verdict *v)
+{
+    verdict(v, "unit-files", DOC_OK, "%s", "");
+    size_t bad = 0, lines = 0, user = 0, sys = 0, dropins = 0;
+    for (size_t i = 0; i < nu; i++) {
+        if (u[i].scope && !strcmp(u[i].scope, "user")) user++;
+        if (u[i].scope && !strcmp(u[i].scope, "system")) sys++;
+        dropins += u[i].ndropins;
+        if (!u[i].nerrors) continue;
+        bad++;
+        lines += u[i].nerrors;
+        char lab[300];
+        cat(v->summary, sizeof v->summary, "%s%s: %s%s", bad > 1 ? "; " : "", doctor_unit_label(&u[i], lab, sizeof lab),
+            u[i].error, u[i].nerrors > 1 ? " (and more)" : "");
+    }
+    if (bad) {
+        char list[1024];
+        snprintf(list, sizeof list, "%s", v->summary);
+        snprintf(v->summary, sizeof v->summary,
+                 "%zu unit(s) have %zu line(s) doctor could not read (systemd ignores such lines, so the unit "
+                 "does not do what the line says): %s",
+                 bad, lines, list);
+        v->status = DOC_WARN;
+        fix(v, "correct the lines named (systemd-analyze verify UNIT shows systemd's own reading)");
+    } else {
+        if (user + sys == nu && nu)
+            snprintf(v->summary, sizeof v->summary,
+                     "%zu unit(s) read (%zu user, %zu system) with %zu drop-in(s); every line parsed", nu, user,
+                     sys, dropins);
+        else
+            snprintf(v->summary, sizeof v->summary, "%zu unit(s) read with %zu drop-in(s); every line parsed",
+                     nu, dropins);
+    }
+}
+
 void doctor_check_restart_loops(const doc_unit *u, size_t nu, doc_verdict *v)
 {
     verdict(v, "restart-loops", DOC_OK, "%s", "");
+    char lab[300];
     size_t bad = 0, with = 0;
     for (size_t i = 0; i < nu; i++) {
         if (!restarts(&u[i])) continue;
@@ -842,8 +1137,8 @@ void doctor_check_restart_loops(const doc_unit *u, size_t nu, doc_verdict *v)
         bool never = !unlimited && rs != DOC_TIME_INFINITY && rs * burst >= iv;
         if (!unlimited && !never) continue;
         bad++;
-        cat(v->summary, sizeof v->summary, "%s%s: Restart=%s ", bad > 1 ? "; " : "", u[i].name,
-            u[i].restart);
+        cat(v->summary, sizeof v->summary, "%s%s: Restart=%s ", bad > 1 ? "; " : "",
+            doctor_unit_label(&u[i], lab, sizeof lab), u[i].restart);
         if (unlimited)
             cat(v->summary, sizeof v->summary, "with StartLimit%s=0: restarts forever",
                 iv == 0 ? "IntervalSec" : "Burst");
@@ -874,16 +1169,22 @@ void doctor_check_restart_ports(const doc_unit *u, size_t nu, const doc_preset *
 {
     verdict(v, "restart-always-ports", DOC_OK, "%s", "");
     size_t bad = 0;
+    char lab[300];
     for (size_t i = 0; i < nu; i++) {
         if (strcmp(u[i].restart, "always") || !u[i].has_exec) continue;
-        int64_t ports[16];
-        size_t n = doctor_argv_ports(&u[i].exec, ports, 16);
+        int64_t ports[32];
+        size_t na = doctor_argv_ports(&u[i].exec, ports, 16);
+        size_t n = na + doctor_env_ports(&u[i], ports + na, 16);
         for (size_t k = 0; k < n; k++) {
+            bool dup = false;
+            for (size_t d = 0; d < k; d++) dup |= ports[d] == ports[k];
+            if (dup) continue;
             for (size_t j = 0; j < np; j++) {
                 if (p[j].port != ports[k]) continue;
                 bad++;
-                cat(v->summary, sizeof v->summary, "%s%s listens on port %lld, preset '%s''s port",
-                    bad > 1 ? "; " : "", u[i].name, (long long)ports[k], p[j].id);
+                cat(v->summary, sizeof v->summary, "%s%s listens on port %lld (from its %s), preset '%s''s port",
+                    bad > 1 ? "; " : "", doctor_unit_label(&u[i], lab, sizeof lab), (long long)ports[k],
+                    k < na ? "ExecStart" : "environment", p[j].id);
             }
         }
     }
@@ -904,29 +1205,48 @@ void doctor_check_restart_ports(const doc_unit *u, size_t nu, const doc_preset *
 void doctor_check_start_timeout(const doc_unit *u, size_t nu, const doc_preset *p, size_t np, doc_verdict *v)
 {
     verdict(v, "start-timeout", DOC_OK, "%s", "");
-    size_t n = 0, bad = 0, measured_bad = 0;
+    size_t n = 0, bad = 0, measured_bad = 0, at_exec = 0;
+    char lab[300], execs[1024] = "";
     for (size_t i = 0; i < nu; i++) {
         if (!u[i].gpumod) continue;
         const doc_preset *q = doctor_unit_preset(&u[i], p, np);
         if (!q) continue;
         n++;
-        int64_t t = u[i].timeout_start_ms >= 0 ? u[i].timeout_start_ms : DOC_DEFAULT_TIMEOUT_START_MS;
+        doctor_unit_label(&u[i], lab, sizeof lab);
+        /* Type=exec/simple: systemd counts the start done at the exec,
+         * so TimeoutStartSec never reaches the model load */
+        if (!doctor_unit_start_covers_load(&u[i])) {
+            at_exec++;
+            cat(execs, sizeof execs, "%s%s: the start ends at exec (Type=%s): the load is not bounded by "
+                "TimeoutStartSec", at_exec > 1 ? "; " : "", lab, u[i].type[0] ? u[i].type : "simple");
+            continue;
+        }
+        /* Type=oneshot has no start timeout unless one is set */
+        int64_t def = !strcmp(u[i].type, "oneshot") ? DOC_TIME_INFINITY : DOC_DEFAULT_TIMEOUT_START_MS;
+        int64_t t = u[i].timeout_start_ms >= 0 ? u[i].timeout_start_ms : def;
         bool measured = q->load_ms >= 0;
         int64_t need = measured ? q->load_ms : q->startup_timeout_ms;
         if (need < 0 || t == DOC_TIME_INFINITY || t >= need) continue;
         bad++;
         if (measured) measured_bad++;
-        cat(v->summary, sizeof v->summary, "%s%s: TimeoutStartSec %.0fs%s < %s %.0fs", bad > 1 ? "; " : "",
-            u[i].name, (double)t / 1000, u[i].timeout_start_ms < 0 ? " (systemd's default)" : "",
+        cat(v->summary, sizeof v->summary, "%s%s (Type=%s%s): TimeoutStartSec %.0fs%s < %s %.0fs",
+            bad > 1 ? "; " : "", lab, u[i].type[0] ? u[i].type : "simple",
+            u[i].has_exec_post ? ", with ExecStartPost" : "", (double)t / 1000,
+            u[i].timeout_start_ms < 0 ? " (systemd's default)" : "",
             measured ? "measured load" : "startup_timeout (no load measured yet)", (double)need / 1000);
     }
     if (bad) {
         char list[1024];
         snprintf(list, sizeof list, "%s", v->summary);
         snprintf(v->summary, sizeof v->summary, "%zu gpumod unit(s) would be killed mid-load: %s", bad, list);
+        if (at_exec) cat(v->summary, sizeof v->summary, "; %s", execs);
         v->status = measured_bad ? DOC_FAIL : DOC_WARN;
         fix(v, "render the unit again (gpumod template install ID): TimeoutStartSec comes from the "
                "measured load time or startup_timeout, plus a margin");
+    } else if (at_exec) {
+        snprintf(v->summary, sizeof v->summary, "%zu gpumod unit(s) with a preset, %zu whose start ends at the "
+                 "exec: %s", n, at_exec, execs);
+        v->status = DOC_INFO;
     } else {
         snprintf(v->summary, sizeof v->summary,
                  "%zu gpumod unit(s) with a preset; each TimeoutStartSec covers its measured load time, "
@@ -947,26 +1267,28 @@ void doctor_check_stale_units(const doc_unit *u, size_t nu, const doc_preset *p,
 {
     verdict(v, "stale-units", DOC_OK, "%s", "");
     size_t n = 0, bad = 0;
+    char lab[300];
     for (size_t i = 0; i < nu; i++) {
         if (!u[i].gpumod) continue;
+        const char *name = doctor_unit_label(&u[i], lab, sizeof lab);
         const doc_preset *q = doctor_unit_preset(&u[i], p, np);
         const char *sep = bad ? "; " : "";
         if (!q) {
             bad++;
-            cat(v->summary, sizeof v->summary, "%s%s: no preset '%s' any more", sep, u[i].name,
-                u[i].for_id[0] ? u[i].for_id : u[i].name);
+            cat(v->summary, sizeof v->summary, "%s%s: no preset '%s' any more", sep, name,
+                u[i].for_id[0] ? u[i].for_id : name);
             continue;
         }
         n++;
         if (!q->argv) {
             bad++;
-            cat(v->summary, sizeof v->summary, "%s%s: preset '%s' cannot be built: %s", sep, u[i].name, q->id,
+            cat(v->summary, sizeof v->summary, "%s%s: preset '%s' cannot be built: %s", sep, name, q->id,
                 q->argv_error ? q->argv_error : "no argv");
             continue;
         }
         if (!u[i].has_exec) {
             bad++;
-            cat(v->summary, sizeof v->summary, "%s%s: no ExecStart=%s%s", sep, u[i].name,
+            cat(v->summary, sizeof v->summary, "%s%s: no ExecStart=%s%s", sep, name,
                 u[i].error[0] ? " that parses: " : "", u[i].error);
             continue;
         }
@@ -980,10 +1302,10 @@ void doctor_check_stale_units(const doc_unit *u, size_t nu, const doc_preset *p,
         bad++;
         if (k < min)
             cat(v->summary, sizeof v->summary, "%s%s: argv[%zu] is '%.60s', preset '%s' has '%.60s'", sep,
-                u[i].name, k, a->v[k], q->id, b->v[k]);
+                name, k, a->v[k], q->id, b->v[k]);
         else
             cat(v->summary, sizeof v->summary, "%s%s: ExecStart has %zu words, preset '%s' %zu", sep,
-                u[i].name, a->n, q->id, b->n);
+                name, a->n, q->id, b->n);
     }
     if (bad) {
         char list[1024];

@@ -46,8 +46,16 @@ static void healthy_host(doc_host *h)
     h->mem.order_count[10] = 5000;
     h->mem.contig_2m_bytes = 100 * 2 * MIB + 5000 * 4 * MIB;
     h->mem.unusable_index_2m = 0.02;
+    /* per zone: an idle DMA32 and a healthy Normal zone */
+    h->mem.nzones = 2;
+    h->mem.zones[0] = (buddy_zone){.node = 0, .zone = "DMA32", .norders = 11};
+    h->mem.zones[0].count[10] = 752;
+    h->mem.zones[1] = (buddy_zone){.node = 0, .zone = "Normal", .norders = 11};
+    h->mem.zones[1].count[0] = 100 * 512 * 2; /* 400 MiB in 4 KiB pages */
+    h->mem.zones[1].count[9] = 100;
+    h->mem.zones[1].count[10] = 5000;
     h->min_free_ok = true;
-    h->min_free_kb = 262144;
+    h->min_free_kb = 670720; /* 1 % of 64 GiB */
     h->swaps_ok = true;
     h->nswaps = 1;
     h->debugfs_unusable = -1;
@@ -104,6 +112,13 @@ static void timespans(void **state)
     assert_true(ms == DOC_TIME_INFINITY);
     assert_int_equal(doctor_parse_timespan("5 parsecs", &ms), -1);
     assert_int_equal(doctor_parse_timespan("", &ms), -1);
+    /* months and years, as systemd's parse_sec */
+    assert_int_equal(doctor_parse_timespan("1M", &ms), 0);
+    assert_true(ms == 2629800000LL);
+    assert_int_equal(doctor_parse_timespan("2 years", &ms), 0);
+    assert_true(ms == 2 * 31557600000LL);
+    assert_int_equal(doctor_parse_timespan("1y 1month", &ms), 0);
+    assert_true(ms == 31557600000LL + 2629800000LL);
 }
 
 static const char gpumod_unit[] =
@@ -113,6 +128,7 @@ static const char gpumod_unit[] =
     "StartLimitIntervalSec=600\n"
     "StartLimitBurst=3\n"
     "[Service]\n"
+    "Type=exec\n"
     "ExecStartPre=/usr/local/bin/gpumod preflight --for chat\n"
     "ExecStart=/opt/llama/llama-server --port 7070 \\\n"
     "   --alias \"chat model\"\n"
@@ -144,7 +160,83 @@ static void unit_parse(void **state)
     assert_false(u.gpumod);
     assert_int_equal(u.exec.n, 3);
     assert_string_equal(u.exec.v[0], "/bin/b");
-    assert_string_equal(u.error, "/u/x.service:5: RestartSec='soon' is not a time span");
+    assert_string_equal(u.error, "/u/x.service:5: RestartSec='soon' is not a time span (systemd ignores the line)");
+    assert_int_equal(u.restart_sec_ms, -1);
+    doctor_unit_release(&u);
+
+    /* a value that does not parse keeps the previous one; the legacy
+     * StartLimitInterval= in [Unit]; TimeoutStartSec=0 is no timeout */
+    doctor_unit_parse(&u, "y.service", "/u/y.service",
+                      "[Unit]\nStartLimitInterval=0\n[Service]\nRestartSec=3\nRestartSec=soon\nTimeoutStartSec=0\n"
+                      "Type=notify\n");
+    assert_int_equal(u.restart_sec_ms, 3000);
+    assert_int_equal(u.limit_interval_ms, 0);
+    assert_true(u.timeout_start_ms == DOC_TIME_INFINITY);
+    assert_string_equal(u.type, "notify");
+    assert_int_equal(u.nerrors, 1);
+    doctor_unit_release(&u);
+    doctor_unit_parse(&u, "y.service", "", "[Service]\nTimeoutSec=0\n");
+    assert_true(u.timeout_start_ms == DOC_TIME_INFINITY);
+    doctor_unit_release(&u);
+}
+
+/* systemd.syntax(7): comment lines inside a continuation are skipped
+ * (with or without a trailing backslash, indented or not); CRLF ends a
+ * line; an escaped backslash at the end does not continue */
+static void unit_continuations(void **state)
+{
+    (void)state;
+    doc_unit u;
+    doctor_unit_parse(&u, "ollama.service", "/u/ollama.service",
+                      "[Service]\nExecStart=/usr/local/bin/llama-server \\\n-m /models/x.gguf \\\n"
+                      "# -c 8192 \\\n; --flash-attn\n   # indented\n--port 7070\nRestart=always\n");
+    assert_string_equal(u.error, "");
+    assert_int_equal(u.exec.n, 5);
+    assert_string_equal(u.exec.v[4], "7070");
+    assert_string_equal(u.restart, "always");
+    doctor_unit_release(&u);
+    doctor_unit_parse(&u, "crlf.service", "", "[Service]\r\nExecStart=/bin/a \\\r\n  --port 80\r\nRestart=always\r\n");
+    assert_string_equal(u.error, "");
+    assert_int_equal(u.exec.n, 3);
+    assert_string_equal(u.restart, "always");
+    doctor_unit_release(&u);
+    doctor_unit_parse(&u, "esc.service", "/u/esc.service", "[Service]\nExecStart=/bin/a x\\\\\nnot a key\nRestart=no\n");
+    assert_int_equal(u.exec.n, 2);
+    assert_string_equal(u.exec.v[1], "x\\");
+    assert_string_equal(u.error, "/u/esc.service:3: expected 'Key=Value' (systemd ignores the line)");
+    assert_string_equal(u.restart, "no");
+    doctor_unit_release(&u);
+}
+
+/* drop-ins override what the unit says; Environment= and
+ * EnvironmentFile= name ports */
+static void unit_dropins_env(void **state)
+{
+    (void)state;
+    doc_unit u;
+    int64_t p[8];
+    doctor_unit_parse(&u, "ollama.service", "/usr/lib/systemd/system/ollama.service",
+                      "[Service]\nExecStart=/usr/local/bin/ollama serve\nRestart=always\nRestartSec=3\n"
+                      "TimeoutStartSec=30\n");
+    doctor_unit_dropin(&u, "/etc/systemd/system/ollama.service.d/override.conf",
+                       "[Service]\nEnvironment=\"OLLAMA_HOST=0.0.0.0:11434\" OTHER=1\nTimeoutStartSec=10min\n"
+                       "ExecStart=\nExecStart=/usr/local/bin/ollama serve --verbose\nbad\n");
+    assert_int_equal(u.ndropins, 1);
+    assert_true(u.timeout_start_ms == 600000);
+    assert_int_equal(u.exec.n, 3);
+    assert_string_equal(u.error, "/etc/systemd/system/ollama.service.d/override.conf:6: expected 'Key=Value' "
+                                 "(systemd ignores the line)");
+    assert_int_equal(doctor_env_ports(&u, p, 8), 1);
+    assert_int_equal(p[0], 11434);
+    /* an EnvironmentFile= value overrides the same key */
+    doctor_unit_envfile(&u, "/etc/default/ollama", "# x\nOLLAMA_HOST='127.0.0.1:7070'\nAPI_PORT=8081\nPORT=99999\n");
+    assert_int_equal(doctor_env_ports(&u, p, 8), 2);
+    assert_int_equal(p[0], 7070);
+    assert_int_equal(p[1], 8081);
+    doctor_unit_release(&u);
+    doctor_unit_parse(&u, "a.service", "", "[Service]\nEnvironment=PORT=9000\nEnvironment=\nEnvironment=X_PORT=9001\n");
+    assert_int_equal(doctor_env_ports(&u, p, 8), 1);
+    assert_int_equal(p[0], 9001);
     doctor_unit_release(&u);
 }
 
@@ -206,6 +298,14 @@ static void proc_texts(void **state)
                                      "0.700 0.800\n",
                                      9);
     assert_true(u > 0.699 && u < 0.701);
+    /* a Movable zone counts too, DMA never */
+    u = doctor_parse_unusable("Node 0, zone      DMA 1 1 1 1 1 1 1 1 1 1 1\n"
+                              "Node 1, zone  Movable 0 0 0 0 0 0 0 0 0 0.950 1\n", 9);
+    assert_true(u > 0.949 && u < 0.951);
+    memset(&z, 0, sizeof z);
+    doctor_scan_cmdline(&z, "BOOT_IMAGE=/vmlinuz root=ZFS=rpool/root ro\n");
+    assert_true(z.root_on_zfs);
+    assert_false(z.persisted);
 }
 
 /* ---- host checks ---- */
@@ -243,6 +343,50 @@ static void zfs_arc(void **state)
     status(&v, DOC_OK);
     has(v.summary, "persisted as 4294967296 in /etc/modprobe.d/zfs.conf:1");
     assert_string_equal(v.fix, "");
+
+    /* root on ZFS, persisted in modprobe.d only: every initramfs must carry it */
+    h.zfs.root_on_zfs = true;
+    doctor_check_zfs_arc(&h, &v);
+    status(&v, DOC_OK);
+    has(v.summary, "root on ZFS (root=ZFS= on the kernel command line)");
+    has(v.fix, "update-initramfs -u -k all, or dracut -f --regenerate-all");
+    h.zfs.persisted_cmdline = true;
+    doctor_check_zfs_arc(&h, &v);
+    assert_string_equal(v.fix, "");
+    h.zfs.persisted_cmdline = false;
+    h.zfs.param_max = 2 * GIB; /* differs: the fix rebuilds every initramfs */
+    doctor_check_zfs_arc(&h, &v);
+    status(&v, DOC_WARN);
+    has(v.fix, "update-initramfs -u -k all, or dracut -f --regenerate-all");
+}
+
+/* For each RAM size the advised value passes, half of it less one MiB
+ * warns low, and 5 % of RAM plus one MiB warns high. */
+static void min_free_at(uint64_t ram, uint64_t want_rec_kb)
+{
+    doc_host h;
+    doc_verdict v;
+    char want[128];
+    healthy_host(&h);
+    h.mem.mem_total = ram;
+    h.min_free_kb = 16384;
+    doctor_check_min_free(&h, &v);
+    status(&v, DOC_WARN);
+    snprintf(want, sizeof want, "sysctl -w vm.min_free_kbytes=%llu,", (unsigned long long)want_rec_kb);
+    has(v.fix, want);
+    h.min_free_kb = want_rec_kb;
+    doctor_check_min_free(&h, &v);
+    status(&v, DOC_OK);
+    h.min_free_kb = want_rec_kb / 2 - 1024;
+    doctor_check_min_free(&h, &v);
+    status(&v, DOC_WARN);
+    has(v.summary, "below half the advised value");
+    uint64_t high = ram / 1024 * 5 / 100;
+    h.min_free_kb = (high > want_rec_kb ? high : want_rec_kb) + 1024;
+    doctor_check_min_free(&h, &v);
+    status(&v, DOC_WARN);
+    has(v.summary, "is above the bound");
+    has(v.fix, want);
 }
 
 static void min_free(void **state)
@@ -253,16 +397,25 @@ static void min_free(void **state)
     healthy_host(&h);
     doctor_check_min_free(&h, &v);
     status(&v, DOC_OK);
-    has(v.summary, "vm.min_free_kbytes 262144 (256 MiB, 0.39% of RAM)");
+    has(v.summary, "vm.min_free_kbytes 670720 (655 MiB, 1.00% of RAM) is within the bounds; advised 670720 (655 MiB");
     h.min_free_kb = 67584;
     doctor_check_min_free(&h, &v);
     status(&v, DOC_WARN);
-    has(v.summary, "67584 (66 MiB, 0.10% of RAM) is below 128 MiB");
-    has(v.fix, "sysctl -w vm.min_free_kbytes=262144");
-    h.min_free_kb = 6 * 1024 * 1024; /* 6 GiB on 64 */
+    has(v.summary, "67584 (66 MiB, 0.10% of RAM) is below half the advised value");
+    has(v.summary, "warn below 328 MiB or above 3277 MiB (5% of RAM)");
+    has(v.fix, "sysctl -w vm.min_free_kbytes=670720");
+    min_free_at(2 * GIB, 65536);     /* 1 % is 20 MiB: the 64 MiB floor, under 5 % (102 MiB) */
+    min_free_at(8 * GIB, 82944);     /* 81 MiB */
+    min_free_at(24 * GIB, 250880);   /* 245 MiB */
+    min_free_at(128 * GIB, 1048576); /* 1 % is 1.3 GiB: the 1 GiB cap */
+    min_free_at(GIB, 65536);         /* 5 % is 51 MiB, under the floor: the bound is the floor */
+    /* RAM unknown: said, not 0 % */
+    healthy_host(&h);
+    h.mem.meminfo_ok = false;
+    snprintf(h.mem_error, sizeof h.mem_error, "'/p/meminfo': No such file or directory");
     doctor_check_min_free(&h, &v);
     status(&v, DOC_WARN);
-    has(v.summary, "is 9.4% of RAM, above 5%");
+    has(v.summary, "RAM unknown, so it cannot be judged: '/p/meminfo': No such file");
 }
 
 static void swap(void **state)
@@ -297,15 +450,18 @@ static void fragmentation(void **state)
     healthy_host(&h);
     doctor_check_fragmentation(&h, &pol, &v);
     status(&v, DOC_OK);
-    has(v.summary, "5100 free blocks of order >= 9 (2 MiB and larger) hold 20200 MiB (gate minimum 2048 MiB)");
-    has(v.summary, "unusable index at order 9: 0.020 (from buddyinfo");
-    /* wedged: nothing at 2 MiB on an NVIDIA host */
-    h.mem.order_count[9] = h.mem.order_count[10] = 0;
-    h.mem.contig_2m_bytes = 0;
-    h.mem.unusable_index_2m = 1;
+    has(v.summary, "Normal and Movable zones: 5100 free blocks of order >= 9 (2 MiB and larger) hold 20200 MiB "
+                   "(gate minimum 2048 MiB)");
+    has(v.summary, "unusable index at order 9: 0.019 (node 0 Normal; warn above 0.5)");
+    has(v.summary, "the gate's own figure sums every zone, DMA32 included: 23208 MiB");
+    /* wedged Normal zone, idle DMA32 (3 GiB in order-10 blocks): fails,
+     * whatever DMA32 holds */
+    h.mem.zones[1].count[9] = h.mem.zones[1].count[10] = 0;
     doctor_check_fragmentation(&h, &pol, &v);
     status(&v, DOC_FAIL);
-    has(v.summary, "0 free blocks of order >= 9 (2 MiB and larger) hold 0 MiB");
+    has(v.summary, "Normal and Movable zones: 0 free blocks of order >= 9 (2 MiB and larger) hold 0 MiB");
+    has(v.summary, "unusable index at order 9: 1.000 (node 0 Normal");
+    has(v.summary, "DMA32 included: 3008 MiB");
     has(v.fix, "do not write compact_memory");
     h.nvidia_driver = false;
     doctor_check_fragmentation(&h, &pol, &v);
@@ -315,7 +471,21 @@ static void fragmentation(void **state)
     h.debugfs_unusable = 0.75;
     doctor_check_fragmentation(&h, &pol, &v);
     status(&v, DOC_WARN);
-    has(v.summary, "0.750 (debugfs, worst Normal zone; warn above 0.5)");
+    has(v.summary, "0.750 (debugfs, worst Normal/Movable zone; warn above 0.5)");
+    /* no Normal zone (a small board): every zone counts, and it says so */
+    healthy_host(&h);
+    h.mem.nzones = 1;
+    doctor_check_fragmentation(&h, &pol, &v);
+    status(&v, DOC_OK);
+    has(v.summary, "all zones (no Normal or Movable zone): 752 free blocks");
+    /* buddyinfo unread: its own error, not meminfo's */
+    healthy_host(&h);
+    h.mem.buddyinfo_ok = false;
+    snprintf(h.mem_error, sizeof h.mem_error, "meminfo-error");
+    snprintf(h.buddy_error, sizeof h.buddy_error, "'/p/buddyinfo': Permission denied");
+    doctor_check_fragmentation(&h, &pol, &v);
+    status(&v, DOC_WARN);
+    has(v.summary, "buddyinfo could not be read: '/p/buddyinfo': Permission denied");
 }
 
 static void psi(void **state)
@@ -337,6 +507,11 @@ static void psi(void **state)
     h.mem.psi_ok = false;
     doctor_check_psi(&h, &pol, &v);
     status(&v, DOC_SKIP);
+    /* present but malformed: a warn with the parse error, not a skip */
+    snprintf(h.psi_error, sizeof h.psi_error, "'/p/pressure/memory': no 'full' line");
+    doctor_check_psi(&h, &pol, &v);
+    status(&v, DOC_WARN);
+    has(v.summary, "memory pressure (PSI) could not be read: '/p/pressure/memory': no 'full' line");
 }
 
 static void nvml(void **state)
@@ -409,6 +584,12 @@ static void restart_loops(void **state)
     status(&v, DOC_WARN);
     has(v.summary, "with StartLimitIntervalSec=0: restarts forever");
     doctor_unit_release(&u[0]);
+    /* the legacy alias in [Unit] */
+    doctor_unit_parse(&u[0], "y.service", "", "[Unit]\nStartLimitInterval=0\n[Service]\nRestart=always\n");
+    doctor_check_restart_loops(u, 1, &v);
+    status(&v, DOC_WARN);
+    has(v.summary, "y.service: Restart=always with StartLimitIntervalSec=0: restarts forever");
+    doctor_unit_release(&u[0]);
 }
 
 static strv chat_argv;
@@ -438,38 +619,107 @@ static void restart_ports(void **state)
     status(&v, DOC_OK);
     doctor_check_restart_ports(u, 2, presets, 2, &v);
     status(&v, DOC_FAIL);
-    has(v.summary, "old-embed.service listens on port 8081, preset 'embed''s port");
+    has(v.summary, "old-embed.service listens on port 8081 (from its ExecStart), preset 'embed''s port");
     has(v.fix, "Restart=on-failure");
     for (int i = 0; i < 2; i++) doctor_unit_release(&u[i]);
+    /* Ollama: no port in ExecStart, OLLAMA_HOST from a drop-in; labelled by scope */
+    doctor_unit_parse(&u[0], "ollama.service", "", "[Service]\nExecStart=/usr/local/bin/ollama serve\nRestart=always\n");
+    doctor_check_restart_ports(u, 1, presets, 2, &v);
+    status(&v, DOC_OK);
+    doctor_unit_dropin(&u[0], "", "[Service]\nEnvironment=\"OLLAMA_HOST=0.0.0.0:7070\"\n");
+    u[0].scope = "system";
+    doctor_check_restart_ports(u, 1, presets, 2, &v);
+    status(&v, DOC_FAIL);
+    has(v.summary, "system:ollama.service listens on port 7070 (from its environment), preset 'chat''s port");
+    doctor_unit_release(&u[0]);
+}
+
+static void unit_files(void **state)
+{
+    (void)state;
+    doc_unit u[3];
+    doc_verdict v;
+    doctor_unit_parse(&u[0], "a.service", "/etc/systemd/system/a.service", "[Service]\nExecStart=/bin/a\n");
+    u[0].scope = "system";
+    doctor_unit_parse(&u[1], "a.service", "/h/.config/systemd/user/a.service", "[Service]\nExecStart=/bin/a\n");
+    u[1].scope = "user";
+    doctor_unit_dropin(&u[1], "/h/.config/systemd/user/a.service.d/x.conf", "[Service]\nRestart=no\n");
+    doctor_check_unit_files(u, 2, &v);
+    status(&v, DOC_OK);
+    has(v.summary, "2 unit(s) read (1 user, 1 system) with 1 drop-in(s); every line parsed");
+    doctor_unit_parse(&u[2], "b.service", "/etc/systemd/system/b.service",
+                      "[Service]\nExecStart=/bin/b \\\n  --x\nnonsense\nRestartSec=soon\n");
+    u[2].scope = "system";
+    doctor_check_unit_files(u, 3, &v);
+    status(&v, DOC_WARN);
+    has(v.summary, "1 unit(s) have 2 line(s) doctor could not read");
+    has(v.summary, "system:b.service: /etc/systemd/system/b.service:4: expected 'Key=Value' (systemd ignores the "
+                   "line) (and more)");
+    for (int i = 0; i < 3; i++) doctor_unit_release(&u[i]);
 }
 
 static void start_timeout(void **state)
 {
     (void)state;
     setup_presets();
-    doc_unit u;
+    doc_unit u[2];
     doc_verdict v;
-    doctor_unit_parse(&u, "gpumod-chat.service", "", gpumod_unit); /* 300 s */
-    doctor_check_start_timeout(&u, 1, presets, 2, &v);
+    /* what gpumod renders: Type=exec, the start ends at the exec */
+    doctor_unit_parse(&u[0], "gpumod-chat.service", "", gpumod_unit); /* Type=exec, 300 s */
+    u[0].scope = "user";
+    presets[0].load_ms = 412000;
+    doctor_check_start_timeout(u, 1, presets, 2, &v);
+    status(&v, DOC_INFO);
+    has(v.summary, "1 gpumod unit(s) with a preset, 1 whose start ends at the exec: user:gpumod-chat.service: the "
+                   "start ends at exec (Type=exec): the load is not bounded by TimeoutStartSec");
+    doctor_unit_release(&u[0]);
+
+    /* Type=notify: the start lasts until READY=1, so the load counts */
+    doctor_unit_parse(&u[0], "gpumod-chat.service", "", gpumod_unit);
+    doctor_unit_dropin(&u[0], "", "[Service]\nType=notify\n");
+    presets[0].load_ms = -1;
+    doctor_check_start_timeout(u, 1, presets, 2, &v);
     status(&v, DOC_OK);
     has(v.summary, "1 gpumod unit(s) with a preset");
     presets[0].load_ms = 412000; /* measured: 412 s */
-    doctor_check_start_timeout(&u, 1, presets, 2, &v);
+    doctor_check_start_timeout(u, 1, presets, 2, &v);
     status(&v, DOC_FAIL);
-    has(v.summary, "gpumod-chat.service: TimeoutStartSec 300s < measured load 412s");
+    has(v.summary, "gpumod-chat.service (Type=notify): TimeoutStartSec 300s < measured load 412s");
     presets[0].load_ms = -1;
     presets[0].startup_timeout_ms = 600000;
-    doctor_check_start_timeout(&u, 1, presets, 2, &v);
+    doctor_check_start_timeout(u, 1, presets, 2, &v);
     status(&v, DOC_WARN);
     has(v.summary, "TimeoutStartSec 300s < startup_timeout (no load measured yet) 600s");
-    doctor_unit_release(&u);
-    /* no TimeoutStartSec at all: systemd's 90 s */
-    doctor_unit_parse(&u, "gpumod-chat.service", "", "# Generated by gpumod\n[Service]\nExecStart=/x\n");
+    /* TimeoutStartSec=0 in a drop-in: no timeout */
+    doctor_unit_dropin(&u[0], "", "[Service]\nTimeoutStartSec=0\n");
+    doctor_check_start_timeout(u, 1, presets, 2, &v);
+    status(&v, DOC_OK);
+    doctor_unit_release(&u[0]);
+
+    /* Type=exec with an ExecStartPost= that waits: the start covers the load */
+    doctor_unit_parse(&u[0], "gpumod-chat.service", "",
+                      "# Generated by gpumod\n[Service]\nType=exec\nExecStart=/x\nExecStartPost=/bin/wait-ready\n");
     presets[0].load_ms = 100000;
-    doctor_check_start_timeout(&u, 1, presets, 2, &v);
+    doctor_check_start_timeout(u, 1, presets, 2, &v);
     status(&v, DOC_FAIL);
-    has(v.summary, "TimeoutStartSec 90s (systemd's default) < measured load 100s");
-    doctor_unit_release(&u);
+    has(v.summary, "gpumod-chat.service (Type=exec, with ExecStartPost): TimeoutStartSec 90s (systemd's default) < "
+                   "measured load 100s");
+    /* and both together: a fail, the exec unit still named */
+    doctor_unit_parse(&u[1], "gpumod-chat.service", "", gpumod_unit);
+    u[1].scope = "system";
+    doctor_check_start_timeout(u, 2, presets, 2, &v);
+    status(&v, DOC_FAIL);
+    has(v.summary, "1 gpumod unit(s) would be killed mid-load");
+    has(v.summary, "system:gpumod-chat.service: the start ends at exec (Type=exec)");
+    doctor_unit_release(&u[1]);
+    doctor_unit_release(&u[0]);
+    /* oneshot without TimeoutStartSec: systemd sets no timeout */
+    doctor_unit_parse(&u[0], "gpumod-chat.service", "", "# Generated by gpumod\n[Service]\nType=oneshot\nExecStart=/x\n");
+    doctor_check_start_timeout(u, 1, presets, 2, &v);
+    status(&v, DOC_OK);
+    doctor_unit_release(&u[0]);
+    presets[0].load_ms = -1;
+    presets[0].startup_timeout_ms = 120000;
 }
 
 static void stale_units(void **state)
@@ -501,7 +751,7 @@ static void stale_units(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(split_exec_quoting), cmocka_unit_test(timespans), cmocka_unit_test(unit_parse),
+        cmocka_unit_test(split_exec_quoting), cmocka_unit_test(timespans), cmocka_unit_test(unit_parse), cmocka_unit_test(unit_continuations), cmocka_unit_test(unit_dropins_env), cmocka_unit_test(unit_files),
         cmocka_unit_test(ports),              cmocka_unit_test(proc_texts), cmocka_unit_test(zfs_arc),
         cmocka_unit_test(min_free),           cmocka_unit_test(swap),       cmocka_unit_test(fragmentation),
         cmocka_unit_test(psi),                cmocka_unit_test(nvml),       cmocka_unit_test(oomd_and_compact),
