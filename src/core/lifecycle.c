@@ -9,7 +9,8 @@
 
 const char *const svc_state_names[] = {"down", "starting", "ready", "unhealthy", "stopping", "failed", "sleeping"};
 const char *const svc_event_names[] = {"start",   "refused",     "ready", "start_timeout", "exited", "health_failed",
-                                       "health_ok", "stop", "stopped", "watchdog", "reset", "give_up"};
+                                       "health_ok", "stop", "stopped", "watchdog", "reset", "give_up",
+                                       "respawned"};
 const char *const svc_action_names[] = {"none", "admit", "kill", "restart", "record"};
 
 #define T(s, e, n, a) [s][e] = {n, a, 1}
@@ -27,6 +28,7 @@ static const row table[SVC__STATES][EV__EVENTS] = {
     T(SVC_DOWN, EV_STOPPED, SVC_DOWN, ACT_RECORD), /* a late confirmation */
     T(SVC_DOWN, EV_RESET, SVC_DOWN, ACT_NONE),
     T(SVC_DOWN, EV_GIVE_UP, SVC_FAILED, ACT_RECORD), /* restarts exhausted: sticky from here */
+    T(SVC_DOWN, EV_RESPAWNED, SVC_STARTING, ACT_RECORD), /* a unit found running: adopted */
 
     /* starting: admitted and loading */
     T(SVC_STARTING, EV_REFUSED, SVC_DOWN, ACT_RECORD), /* the gate said no: nothing ran, no retry */
@@ -38,6 +40,7 @@ static const row table[SVC__STATES][EV__EVENTS] = {
     T(SVC_STARTING, EV_START, SVC_STARTING, ACT_NONE), /* already on its way */
     T(SVC_STARTING, EV_HEALTH_OK, SVC_STARTING, ACT_NONE),
     T(SVC_STARTING, EV_HEALTH_FAILED, SVC_STARTING, ACT_NONE), /* loading: 503 is expected */
+    T(SVC_STARTING, EV_RESPAWNED, SVC_STARTING, ACT_RECORD), /* exited during load, systemd restarts it */
 
     /* ready */
     T(SVC_READY, EV_HEALTH_OK, SVC_READY, ACT_NONE),
@@ -47,6 +50,7 @@ static const row table[SVC__STATES][EV__EVENTS] = {
     T(SVC_READY, EV_WATCHDOG, SVC_STOPPING, ACT_KILL),
     T(SVC_READY, EV_START, SVC_READY, ACT_NONE),
     T(SVC_READY, EV_READY, SVC_READY, ACT_NONE),
+    T(SVC_READY, EV_RESPAWNED, SVC_STARTING, ACT_RECORD), /* crashed, systemd restarts it: no policy of ours */
 
     /* unhealthy: a restart is under way (kill, then the policy's EV_START) */
     T(SVC_UNHEALTHY, EV_HEALTH_OK, SVC_READY, ACT_RECORD),
@@ -56,6 +60,7 @@ static const row table[SVC__STATES][EV__EVENTS] = {
     T(SVC_UNHEALTHY, EV_STOP, SVC_STOPPING, ACT_KILL),
     T(SVC_UNHEALTHY, EV_WATCHDOG, SVC_STOPPING, ACT_KILL),
     T(SVC_UNHEALTHY, EV_START, SVC_UNHEALTHY, ACT_NONE),
+    T(SVC_UNHEALTHY, EV_RESPAWNED, SVC_STARTING, ACT_RECORD),
 
     /* stopping: nothing restarts from here */
     T(SVC_STOPPING, EV_STOPPED, SVC_DOWN, ACT_RECORD),

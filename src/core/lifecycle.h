@@ -35,6 +35,8 @@ typedef enum {
     EV_WATCHDOG,      /* the memory watchdog chose this service */
     EV_RESET,         /* a person cleared a failed service */
     EV_GIVE_UP,       /* the restart policy said no more restarts (after an exit or health failure) */
+    EV_RESPAWNED,     /* the runner runs it again on its own (systemd's Restart=), or it was found
+                         running (a unit adopted at reconcile): loading, no admission of ours */
     EV__EVENTS
 } svc_event;
 extern const char *const svc_event_names[];

@@ -9,6 +9,7 @@
 #ifndef GPUMOD_RUNNER_H
 #define GPUMOD_RUNNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,6 +24,13 @@ typedef void (*runner_output_cb)(const char *data, size_t len, void *ud);
 /* code: the engine's exit code, or -1; sig: the signal that ended it, or
  * 0.  Under gpumod-exec a status 128+N is the engine killed by signal N. */
 typedef void (*runner_exit_cb)(int code, int sig, void *ud);
+/* Only from a runner that owns restarts (systemd): the main process
+ * changed.  pid > 0: a new main process runs (restarts 0: the first one
+ * of this handle, known only now; else the unit's restarts since the
+ * start); pid 0: the main process exited and the runner restarts it
+ * (code/sig as on_exit).  on_exit still ends the handle, once, when the
+ * unit ended for good. */
+typedef void (*runner_respawn_cb)(pid_t pid, int64_t restarts, int code, int sig, void *ud);
 
 typedef struct runner_spec {
     const strv *argv;     /* argv[0] resolved (a path) */
@@ -31,12 +39,17 @@ typedef struct runner_spec {
     const char *id;       /* the service, for names (systemd units) and messages */
     runner_output_cb on_output;
     runner_exit_cb on_exit;
+    runner_respawn_cb on_respawn; /* NULL unless the runner owns restarts */
     void *ud;
 } runner_spec;
 
 typedef struct runner runner;
 struct runner {
-    const char *name; /* "spawn" */
+    const char *name; /* "spawn", "systemd" */
+    /* The runner restarts an exited service itself (systemd's Restart=,
+     * with the numbers rendered into the unit): the supervisor observes
+     * (on_respawn) instead of applying its restart policy. */
+    bool owns_restarts;
     /* NULL with err (nothing runs then). */
     run_handle *(*spawn)(runner *r, const runner_spec *spec, char *err, size_t errlen);
     /* The main pid (the engine when known, else the group leader) and the
@@ -49,10 +62,27 @@ struct runner {
      * after on_exit, or at shutdown. */
     void (*close)(run_handle *h);
     void (*free)(runner *r);
+    /* May be NULL.  After on_exit: why the run ended, in words (borrowed
+     * until close), and whether it ended failed (systemd gave up: start
+     * limit, RestartPreventExitStatus, the gate refused in ExecStartPre);
+     * NULL: nothing to add to the exit code. */
+    const char *(*end_reason)(run_handle *h, bool *failed);
+    /* May be NULL.  A service found running (a unit a previous daemon
+     * started): a handle as if spawn had started it and its main process
+     * had come (on_respawn with restarts 0 follows), or NULL: nothing
+     * runs (err empty) or err. */
+    run_handle *(*adopt)(runner *r, const runner_spec *spec, char *err, size_t errlen);
 };
 
 /* The spawn runner: gpumod-exec --parent-pid <getpid()> -- ARGV...,
  * stdout and stderr as pipes.  exec_helper is copied. */
 runner *runner_spawn_new(uv_loop_t *loop, const char *exec_helper);
+
+/* The systemd runner (docs/systemd.md "systemd runner"): service ID runs
+ * as gpumod-ID.service of the user manager (user) or the system manager,
+ * started and stopped over sd-bus; its output is read from log_dir/ID.unit.log,
+ * where the rendered unit appends it.  NULL with err when the bus cannot
+ * be reached. */
+runner *runner_systemd_new(uv_loop_t *loop, bool user, const char *log_dir, char *err, size_t errlen);
 
 #endif

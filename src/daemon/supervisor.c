@@ -150,6 +150,7 @@ struct svc {
     bool has_exit;
     int exit_code, exit_sig;
     int64_t exit_ms;
+    bool end_failed; /* the runner says the run ended failed (systemd gave up) */
 
     /* the kill in progress */
     bool killing;
@@ -552,11 +553,15 @@ static void note_members(svc *v, const pid_t *pids, int n)
  * lives). */
 static void signal_group(svc *v, int sig, int n)
 {
-    if (v->pgid <= 1 || n <= 0) return;
+    /* a unit is stopped through systemd even while its main pid is not
+     * known yet (ExecStartPre runs) */
+    bool unit = v->s->run->owns_restarts && v->h && !v->exited;
+    if (!unit && (v->pgid <= 1 || n <= 0)) return;
     int rc = -1;
     errno = ESRCH;
     if (v->h && !v->exited) rc = v->s->run->signal_group(v->h, sig);
-    if (rc != 0 && errno == ESRCH) rc = kill(-v->pgid, sig); /* the helper is gone, members are not */
+    if (rc != 0 && errno == ESRCH && v->pgid > 1 && n > 0)
+        rc = kill(-v->pgid, sig); /* the helper is gone, members are not */
     if (rc != 0 && errno != ESRCH)
         log_warn("supervisor: '%s': cannot signal process group %d: %s", v->id, (int)v->pgid, strerror(errno));
 }
@@ -654,9 +659,9 @@ static void begin_kill(svc *v)
     v->kill_t0 = clock_mono_ms();
     v->kill_polls = 0;
     v->nseen = 0;
-    if (v->pgid > 1) {
+    if (v->pgid > 1 || (v->s->run->owns_restarts && v->h)) {
         pid_t pids[1024];
-        int n = proctree_group(NULL, v->pgid, pids, 1024, NULL, 0);
+        int n = v->pgid > 1 ? proctree_group(NULL, v->pgid, pids, 1024, NULL, 0) : 0;
         if (n < 0) n = 0;
         note_members(v, pids, n);
         if (v->s->hurry) {
@@ -937,11 +942,13 @@ static void load_probed(int status, const char *err, void *ud)
     if (v->probe_gen != v->gen) return;
     v->probe = NULL;
     if (v->state != SVC_STARTING) return;
-    if (status == 200) {
+    if (status == 200 && v->pgid > 0) {
         became_ready(v);
         return;
     }
-    if (status)
+    if (status == 200) /* a unit's main pid is not known yet: the footprint would have no group */
+        snprintf(v->probe_err, sizeof v->probe_err, "status 200, main pid not known yet");
+    else if (status)
         snprintf(v->probe_err, sizeof v->probe_err, "status %d", status);
     else
         snprintf(v->probe_err, sizeof v->probe_err, "%s", err ? err : "no answer");
@@ -1042,8 +1049,16 @@ static void on_exit_cb(int code, int sig, void *ud)
     if (code >= 0) snprintf(cs, sizeof cs, "%d", code);
     if (sig) snprintf(ss, sizeof ss, "%d", sig);
     snprintf(fixed, sizeof fixed, "{\"code\":%s,\"signal\":%s,\"pid\":%d}", cs, ss, (int)(v->pid ? v->pid : v->pgid));
-    char words[96];
-    if (sig)
+    char words[640];
+    const char *why = s->run->end_reason ? s->run->end_reason(v->h, &v->end_failed) : NULL;
+    if (!why) v->end_failed = false;
+    if (why && sig)
+        snprintf(words, sizeof words, "killed by signal %d (%s): %s", sig, strsignal(sig), why);
+    else if (why && code >= 0)
+        snprintf(words, sizeof words, "exited with code %d: %s", code, why);
+    else if (why)
+        snprintf(words, sizeof words, "%s", why);
+    else if (sig)
         snprintf(words, sizeof words, "killed by signal %d (%s)", sig, strsignal(sig));
     else
         snprintf(words, sizeof words, "exited with code %d", code);
@@ -1065,7 +1080,7 @@ static void on_exit_cb(int code, int sig, void *ud)
         char *tail = log_tail(v);
         char *msg = xasprintf("'%s' %s during load; log tail:\n%s", v->id, words, tail);
         set_pending(v, 422, "start_failed", msg);
-        char w2[128];
+        char w2[700];
         snprintf(w2, sizeof w2, "%s during load", words);
         feed(v, EV_EXITED, w2);
         free(tail);
@@ -1083,12 +1098,80 @@ static void on_exit_cb(int code, int sig, void *ud)
         v->h = NULL;
         run_file_remove(v);
         v->pgid = v->pid = 0;
-        char w2[128];
+        char w2[700];
         snprintf(w2, sizeof w2, "%s while %s", words, svc_state_names[v->state]);
         feed(v, EV_EXITED, w2);
         return;
     }
     /* failed already, or down: nothing else to do */
+}
+
+/* A runner that owns restarts (systemd): the main process changed. */
+static void loading_again(svc *v)
+{
+    v->spawn_mono = clock_mono_ms();
+    v->probe_err[0] = 0;
+    v->progress = -1;
+    logscan_init(&v->ls, v->driver);
+    ensure_timers(v);
+    uv_timer_start(&v->t_start, start_timed_out, (uint64_t)v->startup_timeout_ms, 0);
+    v->probe_delay = PROBE_FIRST_MS;
+    uv_timer_start(&v->t_probe, probe_step, PROBE_FIRST_MS, 0);
+}
+
+static void on_respawn_cb(pid_t pid, int64_t restarts, int code, int sig, void *ud)
+{
+    svc *v = ud;
+    sup *s = v->s;
+    if (v->killing) {
+        if (pid > 0) v->pgid = s->run->pgid(v->h);
+        return;
+    }
+    if (pid > 0) {
+        v->pid = pid;
+        v->pgid = s->run->pgid(v->h);
+        if (v->pgid <= 0) v->pgid = pid;
+        v->starttime = proctree_starttime(NULL, v->pgid);
+        run_file_write(v);
+        if (restarts == 0) return; /* the first main process of this start */
+        char words[128];
+        snprintf(words, sizeof words, "systemd restarted it: main pid %d (NRestarts +%lld)", (int)pid,
+                 (long long)restarts);
+        if (v->state != SVC_STARTING) { /* the exit went unseen between two reads */
+            v->gen++;
+            stop_probe(v);
+            feed(v, EV_RESPAWNED, words);
+        }
+        loading_again(v);
+        return;
+    }
+    /* the main process exited and systemd restarts the unit */
+    char fixed[128], cs[16] = "null", ss[16] = "null", words[160];
+    if (code >= 0) snprintf(cs, sizeof cs, "%d", code);
+    if (sig) snprintf(ss, sizeof ss, "%d", sig);
+    snprintf(fixed, sizeof fixed, "{\"code\":%s,\"signal\":%s,\"pid\":%d}", cs, ss, (int)(v->pid ? v->pid : v->pgid));
+    if (sig)
+        snprintf(words, sizeof words, "killed by signal %d (%s)", sig, strsignal(sig));
+    else
+        snprintf(words, sizeof words, "exited with code %d", code);
+    v->has_exit = true;
+    v->exit_code = code;
+    v->exit_sig = sig;
+    v->exit_ms = wall_ms();
+    emit(s, v->id, "exit", NULL, NULL, words, fixed);
+    char data[160], rw[200];
+    snprintf(data, sizeof data, "{\"attempt\":%lld,\"by\":\"systemd\"}", (long long)restarts);
+    snprintf(rw, sizeof rw, "%s; systemd restarts it (restart %lld, Restart=on-failure)", words, (long long)restarts);
+    emit(s, v->id, "restart", NULL, NULL, rw, data);
+    v->attempt = restarts;
+    run_file_remove(v);
+    v->pgid = v->pid = 0;
+    v->gen++;
+    stop_probe(v);
+    if (v->slot && v->state == SVC_READY) /* it exited while its footprint was being measured */
+        end_start(v, "failed", 422, "start_failed", "exited right after it became ready", NULL);
+    if (v->timers) uv_timer_stop(&v->t_start); /* the new main process gets its own startup_timeout */
+    feed(v, EV_RESPAWNED, rw);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1118,6 +1201,19 @@ static void copy_running(svc *v, const preset *p, const settings *st)
     v->pol.backoff_max_ms = pr->backoff_max_ms >= 0 ? pr->backoff_max_ms : sr->backoff_max_ms;
 }
 
+static void open_log(svc *v, const settings *st)
+{
+    if (v->log) return;
+    const char *dir = st->log_dir;
+    char *d = dir ? xstrdup(dir) : xasprintf("%s/logs", st->state_dir ? st->state_dir : ".");
+    mkdir(d, 0750);
+    char *path = xasprintf("%s/%s.log", d, v->id);
+    v->log = logring_new(path, st->supervisor.log_max_mb * 1024 * 1024, st->supervisor.log_keep);
+    if (logring_error(v->log)[0]) log_warn("supervisor: '%s': %s", v->id, logring_error(v->log));
+    free(path);
+    free(d);
+}
+
 static void spawn_it(svc *v, const preset *p)
 {
     sup *s = v->s;
@@ -1141,22 +1237,14 @@ static void spawn_it(svc *v, const preset *p)
     free(l.argv.v[0]);
     l.argv.v[0] = bin;
 
-    if (!v->log) {
-        const char *dir = st->log_dir;
-        char *d = dir ? xstrdup(dir) : xasprintf("%s/logs", st->state_dir ? st->state_dir : ".");
-        mkdir(d, 0750);
-        char *path = xasprintf("%s/%s.log", d, v->id);
-        v->log = logring_new(path, st->supervisor.log_max_mb * 1024 * 1024, st->supervisor.log_keep);
-        if (logring_error(v->log)[0]) log_warn("supervisor: '%s': %s", v->id, logring_error(v->log));
-        free(path);
-        free(d);
-    }
+    open_log(v, st);
     logscan_init(&v->ls, p->driver);
     v->progress = -1;
     v->exited = false;
     v->probe_err[0] = 0;
     runner_spec rs = {.argv = &l.argv, .env = &l.env, .cwd = l.cwd, .id = v->id,
-                      .on_output = on_output, .on_exit = on_exit_cb, .ud = v};
+                      .on_output = on_output, .on_exit = on_exit_cb,
+                      .on_respawn = s->run->owns_restarts ? on_respawn_cb : NULL, .ud = v};
     v->h = s->run->spawn(s->run, &rs, err, sizeof err);
     if (!v->h) {
         fail_spawn(v, err);
@@ -1187,7 +1275,10 @@ static void spawn_it(svc *v, const preset *p)
     buf_json_str(&d, v->origin);
     buf_adds(&d, "}");
     char words[96];
-    snprintf(words, sizeof words, "spawned process group %d", (int)v->pgid);
+    if (v->pgid > 0)
+        snprintf(words, sizeof words, "spawned process group %d", (int)v->pgid);
+    else /* a unit: its main pid comes once systemd ran ExecStartPre */
+        snprintf(words, sizeof words, "started as a %s unit", s->run->name);
     emit(s, v->id, "spawn", NULL, NULL, words, d.p);
     buf_release(&d);
     strv_release(&shown);
@@ -1470,8 +1561,12 @@ static void act(svc *v, svc_state from, svc_event ev, svc_action a)
     case ACT_RESTART:
         if (v->state == SVC_UNHEALTHY)
             begin_kill(v); /* the restart: kill first; the policy asks when the group is gone */
-        else
-            policy_restart(v);
+        else if (ev == EV_EXITED && v->s->run->owns_restarts) {
+            /* systemd saw the exit and did not restart it (on_respawn
+             * would have come): it ended for good */
+            if (v->end_failed) feed(v, EV_GIVE_UP, "systemd gave up on the unit");
+        } else
+            policy_restart(v); /* a health failure: systemd cannot see it, the daemon restarts */
         break;
     default:
         break;
@@ -1698,7 +1793,24 @@ sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen)
     s->env.proc_root = s->proc_root;
     s->env.run_dir = s->run_dir;
     s->cfg = cfg;
-    s->run = runner_spawn_new(env->loop, s->exec_helper);
+    if (cfg->set.supervisor.runner == RUNNER_SYSTEMD) {
+        /* the user manager; a daemon of root with no session bus: the system one */
+        bool user = geteuid() != 0 || (getenv("DBUS_SESSION_BUS_ADDRESS") && *getenv("DBUS_SESSION_BUS_ADDRESS"));
+        const settings *st = &cfg->set;
+        char *d = st->log_dir ? xstrdup(st->log_dir) : xasprintf("%s/logs", st->state_dir ? st->state_dir : ".");
+        mkdir(d, 0750);
+        s->run = runner_systemd_new(env->loop, user, d, err, errlen);
+        free(d);
+        if (!s->run) {
+            free(s->exec_helper);
+            free(s->proc_root);
+            free(s->run_dir);
+            free(s);
+            return NULL;
+        }
+    } else {
+        s->run = runner_spawn_new(env->loop, s->exec_helper);
+    }
     for (size_t i = 0; i < cfg->n_presets; i++)
         if (cfg->presets[i].id && !find(s, cfg->presets[i].id)) add_svc(s, cfg->presets[i].id);
     return s;
@@ -2248,6 +2360,8 @@ static bool recon_ports(sup *s)
     for (size_t i = 0; i < cfg->n_presets; i++) {
         const preset *p = &cfg->presets[i];
         if (!p->id || p->driver == DRV_REMOTE || p->port == 0 || p->port > 65535) continue;
+        svc *adopted = find(s, p->id);
+        if (adopted && adopted->h) continue; /* held by its own adopted unit */
         const char *host = driver_host(p);
         if (port_surely_free(s, host, (int)p->port)) continue;
         port_owner o;
@@ -2318,10 +2432,53 @@ static bool recon_ports(sup *s)
     return killing;
 }
 
+/* A runner that can (systemd): every configured service whose unit runs
+ * is adopted, loading until its health says ready, and measured; a
+ * previous daemon's run file or port holder for it is then its own
+ * process, not a leftover. */
+static void adopt_units(sup *s)
+{
+    if (!s->run->adopt) return;
+    const settings *st = set_of(s);
+    for (size_t i = 0; i < s->cfg->n_presets; i++) {
+        const preset *p = &s->cfg->presets[i];
+        if (!p->id || p->driver == DRV_REMOTE) continue;
+        svc *v = find(s, p->id);
+        if (!v) v = add_svc(s, p->id);
+        if (v->h || v->state != SVC_DOWN) continue;
+        runner_spec rs = {.id = v->id, .on_output = on_output, .on_exit = on_exit_cb, .on_respawn = on_respawn_cb,
+                          .ud = v};
+        char err[512];
+        run_handle *h = s->run->adopt(s->run, &rs, err, sizeof err);
+        if (!h) {
+            if (err[0]) log_warn("supervisor: '%s': reconcile: %s", v->id, err);
+            continue;
+        }
+        ensure_timers(v);
+        copy_running(v, p, st);
+        if (config_hash(p, st, v->run_hash, NULL, err, sizeof err) != 0) v->run_hash[0] = 0;
+        open_log(v, st);
+        logscan_init(&v->ls, p->driver);
+        v->h = h;
+        v->exited = false;
+        v->pgid = v->pid = 0;
+        v->seq = ++s->seq;
+        snprintf(v->origin, sizeof v->origin, "reconcile");
+        v->outcome = "pending";
+        v->start_at_ms = wall_ms();
+        char *w = xasprintf("found running as %s of a previous daemon: adopted", "its systemd unit");
+        log_info("supervisor: '%s': %s", v->id, w);
+        feed(v, EV_RESPAWNED, w);
+        free(w);
+        loading_again(v);
+    }
+}
+
 void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
 {
     s->recon_cb = cb;
     s->recon_ud = ud;
+    adopt_units(s);
     if (!s->recon_timer) {
         uv_timer_init(s->env.loop, &s->t_recon);
         s->t_recon.data = s;
@@ -2343,6 +2500,11 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
         }
         unlink(path);
         free(path);
+        svc *adopted = find(s, id);
+        if (adopted && adopted->h) { /* its unit runs on: not a leftover */
+            free(id);
+            continue;
+        }
         int members = 0;
         if (pgid > 1) {
             pid_t pids[8];

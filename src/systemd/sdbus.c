@@ -1,16 +1,21 @@
 /* sdbus.c - sd-bus through dlopen (see sdbus.h).
  *
- * The symbol table is the whole contract with libsystemd: a later systemd
- * runner adds the readers it needs (sd_bus_message_read, match slots) as
- * rows here and keeps sdbus_call() as its one way to call a method, so
- * every call it makes has a deadline: sd_bus_call()'s usec argument, not
- * the library default of 25 s. */
+ * The symbol table is the whole contract with libsystemd.  Every call
+ * has a deadline: sd_bus_call()'s or sd_bus_call_async()'s usec argument,
+ * not the library default of 25 s.  On a loop (the daemon's systemd
+ * runner) the connection is driven by a uv_poll_t and a uv_timer_t; an
+ * asynchronous call's context rides on its floating slot, whose destroy
+ * callback answers "connection closed" when the bus goes before the
+ * reply, so every callback runs exactly once. */
 #include "systemd/sdbus.h"
 
 #include "util/buf.h"
 #include "util/errf.h"
 
 #include <dlfcn.h>
+#include <poll.h>
+#include <time.h>
+#include <uv.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,11 +43,40 @@ static struct {
     int (*call)(void *bus, void *m, uint64_t usec, sd_err *e, void **reply);
     void *(*msg_unref)(void *m);
     void (*error_free)(sd_err *e);
+    /* the loop and the readers */
+    int (*get_fd)(void *bus);
+    int (*get_events)(void *bus);
+    int (*get_timeout)(void *bus, uint64_t *usec);
+    int (*process)(void *bus, void **m);
+    int (*call_async)(void *bus, void **slot, void *m, int (*cb)(void *m, void *ud, sd_err *e), void *ud,
+                      uint64_t usec);
+    int (*match_signal_async)(void *bus, void **slot, const char *sender, const char *path, const char *iface,
+                              const char *member, int (*cb)(void *m, void *ud, sd_err *e),
+                              int (*install)(void *m, void *ud, sd_err *e), void *ud);
+    void *(*slot_unref)(void *slot);
+    int (*slot_set_destroy)(void *slot, void (*cb)(void *ud));
+    int (*slot_set_floating)(void *slot, int b);
+    int (*is_method_error)(void *m, const char *name);
+    const sd_err *(*get_error)(void *m);
+    int (*read_basic)(void *m, char type, void *p);
+    int (*enter)(void *m, char type, const char *contents);
+    int (*exit_container)(void *m);
+    int (*peek_type)(void *m, char *type, const char **contents);
+    int (*skip)(void *m, const char *types);
+    const char *(*get_path)(void *m);
+    const char *(*get_member)(void *m);
 } L;
 
 struct sdbus {
     void *bus;
     bool user;
+    /* attached to a loop */
+    uv_poll_t *poll;
+    uv_timer_t *timer;
+    int poll_events;
+    bool dead;
+    void (*on_disconnect)(const char *why, void *ud);
+    void *dud;
 };
 
 #define SYM(f, n) {#n, (void **)&L.f}
@@ -58,6 +92,24 @@ static const struct {
     SYM(call, sd_bus_call),
     SYM(msg_unref, sd_bus_message_unref),
     SYM(error_free, sd_bus_error_free),
+    SYM(get_fd, sd_bus_get_fd),
+    SYM(get_events, sd_bus_get_events),
+    SYM(get_timeout, sd_bus_get_timeout),
+    SYM(process, sd_bus_process),
+    SYM(call_async, sd_bus_call_async),
+    SYM(match_signal_async, sd_bus_match_signal_async),
+    SYM(slot_unref, sd_bus_slot_unref),
+    SYM(slot_set_destroy, sd_bus_slot_set_destroy_callback),
+    SYM(slot_set_floating, sd_bus_slot_set_floating),
+    SYM(is_method_error, sd_bus_message_is_method_error),
+    SYM(get_error, sd_bus_message_get_error),
+    SYM(read_basic, sd_bus_message_read_basic),
+    SYM(enter, sd_bus_message_enter_container),
+    SYM(exit_container, sd_bus_message_exit_container),
+    SYM(peek_type, sd_bus_message_peek_type),
+    SYM(skip, sd_bus_message_skip),
+    SYM(get_path, sd_bus_message_get_path),
+    SYM(get_member, sd_bus_message_get_member),
 };
 #undef SYM
 
@@ -132,9 +184,29 @@ int sdbus_open(sdbus **out, bool user, char *err, size_t errlen)
     return 0;
 }
 
+static void handle_free(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void detach(sdbus *b)
+{
+    if (b->poll) {
+        uv_close((uv_handle_t *)b->poll, handle_free);
+        b->poll = NULL;
+    }
+    if (b->timer) {
+        uv_close((uv_handle_t *)b->timer, handle_free);
+        b->timer = NULL;
+    }
+}
+
 void sdbus_close(sdbus *b)
 {
     if (!b) return;
+    detach(b);
+    /* pending calls are answered "connection closed" (their slots'
+     * destroy callbacks) while the bus is freed */
     if (b->bus) L.flush_close_unref(b->bus);
     free(b);
 }
@@ -143,6 +215,8 @@ void sdbus_msg_free(sdbus_msg *m)
 {
     if (m) L.msg_unref(m);
 }
+
+static void rearm(sdbus *b);
 
 int sdbus_call(sdbus *b, const char *dest, const char *path, const char *iface, const char *member,
                int64_t timeout_ms, sdbus_msg **reply, char *err, size_t errlen, const char *types, ...)
@@ -171,6 +245,7 @@ int sdbus_call(sdbus *b, const char *dest, const char *path, const char *iface, 
     uint64_t usec = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000 : 1;
     r = L.call(b->bus, m, usec, &e, &rep);
     L.msg_unref(m);
+    rearm(b); /* on a loop: what it read meanwhile is dispatched on the next turn */
     if (r < 0) {
         if (r == -ETIMEDOUT)
             errf(err, errlen, "%s.%s on the %s bus: no answer within %lld ms", iface, member, sdbus_scope(b),
@@ -195,4 +270,419 @@ int sdbus_systemd_reload(sdbus *b, int64_t timeout_ms, char *err, size_t errlen)
 {
     return sdbus_call(b, "org.freedesktop.systemd1", "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager",
                       "Reload", timeout_ms, NULL, err, errlen, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* the loop */
+
+static void lost(sdbus *b, int r)
+{
+    if (b->dead) return;
+    b->dead = true;
+    detach(b);
+    char why[160];
+    snprintf(why, sizeof why, "the %s bus connection was lost: %s", sdbus_scope(b), strerror(-r));
+    if (b->on_disconnect) b->on_disconnect(why, b->dud);
+}
+
+static void pump(sdbus *b)
+{
+    if (b->dead) return;
+    for (int i = 0; i < 4096; i++) { /* bounded: a flood yields to the loop, the timer comes back at once */
+        int r = L.process(b->bus, NULL);
+        if (r < 0) {
+            lost(b, r);
+            return;
+        }
+        if (r == 0) break;
+    }
+    rearm(b);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    (void)status, (void)events;
+    pump(p->data);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    pump(t->data);
+}
+
+static void rearm(sdbus *b)
+{
+    if (b->dead || !b->poll) return;
+    int ev = L.get_events(b->bus);
+    if (ev < 0) {
+        lost(b, ev);
+        return;
+    }
+    int want = (ev & POLLIN ? UV_READABLE : 0) | (ev & POLLOUT ? UV_WRITABLE : 0);
+    if (want != b->poll_events) {
+        b->poll_events = want;
+        uv_poll_start(b->poll, want, on_poll);
+    }
+    uint64_t usec = UINT64_MAX;
+    if (L.get_timeout(b->bus, &usec) < 0) usec = UINT64_MAX;
+    if (usec == UINT64_MAX) {
+        uv_timer_stop(b->timer);
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+    uint64_t ms = usec > now ? (usec - now + 999) / 1000 : 0;
+    uv_timer_start(b->timer, on_timer, ms, 0);
+}
+
+int sdbus_attach(sdbus *b, struct uv_loop_s *loop, void (*on_disconnect)(const char *why, void *ud), void *ud,
+                 char *err, size_t errlen)
+{
+    int fd = L.get_fd(b->bus);
+    if (fd < 0) {
+        errf(err, errlen, "the %s bus: no file descriptor to poll: %s", sdbus_scope(b), strerror(-fd));
+        return -1;
+    }
+    b->poll = xcalloc(1, sizeof *b->poll);
+    b->timer = xcalloc(1, sizeof *b->timer);
+    int r = uv_poll_init(loop, b->poll, fd);
+    if (r) {
+        errf(err, errlen, "the %s bus: cannot poll fd %d: %s", sdbus_scope(b), fd, uv_strerror(r));
+        free(b->poll);
+        free(b->timer);
+        b->poll = NULL;
+        b->timer = NULL;
+        return -1;
+    }
+    uv_timer_init(loop, b->timer);
+    b->poll->data = b->timer->data = b;
+    b->poll_events = 0;
+    b->on_disconnect = on_disconnect;
+    b->dud = ud;
+    uv_timer_start(b->timer, on_timer, 0, 0); /* what is queued already */
+    return 0;
+}
+
+bool sdbus_connected(const sdbus *b)
+{
+    return b && !b->dead;
+}
+
+/* ------------------------------------------------------------------ */
+/* asynchronous calls and matches */
+
+struct sdbus_slot {
+    sdbus *b;
+    void *slot;
+    bool fired, is_match;
+    sdbus_reply_cb rcb;
+    sdbus_signal_cb scb;
+    void *ud;
+    char what[160]; /* iface.member on the bus, for errors */
+    int64_t timeout_ms;
+};
+
+static void slot_destroyed(void *ud)
+{
+    sdbus_slot *c = ud;
+    if (!c->is_match && !c->fired) {
+        c->fired = true;
+        char e[256];
+        snprintf(e, sizeof e, "%s: connection closed before the answer", c->what);
+        c->rcb(NULL, e, c->ud);
+    }
+    free(c);
+}
+
+static int on_reply(void *m, void *ud, sd_err *ret)
+{
+    sdbus_slot *c = ud;
+    (void)ret;
+    if (c->fired) return 0;
+    c->fired = true;
+    if (L.is_method_error(m, NULL) > 0) {
+        const sd_err *e = L.get_error(m);
+        char msg[768];
+        const char *name = e && e->name ? e->name : "error";
+        if (!strcmp(name, "org.freedesktop.DBus.Error.NoReply") || !strcmp(name, "org.freedesktop.DBus.Error.Timeout") ||
+            !strcmp(name, "org.freedesktop.DBus.Error.TimedOut"))
+            snprintf(msg, sizeof msg, "%s: no answer within %lld ms", c->what, (long long)c->timeout_ms);
+        else
+            snprintf(msg, sizeof msg, "%s: %s: %s", c->what, name, e && e->message ? e->message : "failed");
+        c->rcb(NULL, msg, c->ud);
+    } else {
+        c->rcb(m, NULL, c->ud);
+    }
+    return 0;
+}
+
+int sdbus_call_async(sdbus *b, const char *dest, const char *path, const char *iface, const char *member,
+                     int64_t timeout_ms, sdbus_reply_cb cb, void *ud, char *err, size_t errlen, const char *types,
+                     ...)
+{
+    if (b->dead) {
+        errf(err, errlen, "%s.%s on the %s bus: the connection was lost", iface, member, sdbus_scope(b));
+        return -1;
+    }
+    void *m = NULL;
+    int r = L.new_method_call(b->bus, &m, dest, path, iface, member);
+    if (r < 0) {
+        errf(err, errlen, "%s.%s on the %s bus: cannot build the call: %s", iface, member, sdbus_scope(b),
+             strerror(-r));
+        return -1;
+    }
+    if (types && *types) {
+        va_list ap;
+        va_start(ap, types);
+        r = L.appendv(m, types, ap);
+        va_end(ap);
+        if (r < 0) {
+            errf(err, errlen, "%s.%s on the %s bus: cannot append arguments '%s': %s", iface, member,
+                 sdbus_scope(b), types, strerror(-r));
+            L.msg_unref(m);
+            return -1;
+        }
+    }
+    sdbus_slot *c = xcalloc(1, sizeof *c);
+    c->b = b;
+    c->rcb = cb;
+    c->ud = ud;
+    c->timeout_ms = timeout_ms;
+    snprintf(c->what, sizeof c->what, "%s.%s on the %s bus", iface, member, sdbus_scope(b));
+    void *slot = NULL;
+    uint64_t usec = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000 : 1;
+    r = L.call_async(b->bus, &slot, m, on_reply, c, usec);
+    L.msg_unref(m);
+    if (r < 0) {
+        errf(err, errlen, "%s: cannot send: %s", c->what, strerror(-r));
+        free(c);
+        return -1;
+    }
+    /* the bus owns the slot; c goes with it, after the answer (or the close) */
+    L.slot_set_destroy(slot, slot_destroyed);
+    L.slot_set_floating(slot, 1);
+    L.slot_unref(slot);
+    rearm(b);
+    return 0;
+}
+
+static int on_signal(void *m, void *ud, sd_err *ret)
+{
+    sdbus_slot *c = ud;
+    (void)ret;
+    c->scb(m, c->ud);
+    return 0;
+}
+
+static int on_match_installed(void *m, void *ud, sd_err *ret)
+{
+    sdbus_slot *c = ud;
+    (void)ret;
+    if (L.is_method_error(m, NULL) > 0) {
+        const sd_err *e = L.get_error(m);
+        /* sd-bus disconnects the slot itself; nothing more will come */
+        fprintf(stderr, "gpumod: %s: cannot add a signal match: %s\n", c->what, e && e->message ? e->message : "?");
+    }
+    return 0;
+}
+
+int sdbus_match_signal(sdbus *b, sdbus_slot **out, const char *sender, const char *path, const char *iface,
+                       const char *member, sdbus_signal_cb cb, void *ud, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (b->dead) {
+        errf(err, errlen, "match on %s.%s on the %s bus: the connection was lost", iface, member ? member : "*",
+             sdbus_scope(b));
+        return -1;
+    }
+    sdbus_slot *c = xcalloc(1, sizeof *c);
+    c->b = b;
+    c->is_match = true;
+    c->scb = cb;
+    c->ud = ud;
+    snprintf(c->what, sizeof c->what, "%s.%s on the %s bus", iface, member ? member : "*", sdbus_scope(b));
+    int r = L.match_signal_async(b->bus, &c->slot, sender, path, iface, member, on_signal, on_match_installed, c);
+    if (r < 0) {
+        errf(err, errlen, "%s: cannot add a signal match: %s", c->what, strerror(-r));
+        free(c);
+        return -1;
+    }
+    rearm(b);
+    *out = c;
+    return 0;
+}
+
+void sdbus_slot_free(sdbus_slot *s)
+{
+    if (!s) return;
+    if (s->slot) L.slot_unref(s->slot);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* reading */
+
+int sdbus_msg_read_basic(sdbus_msg *m, char type, void *p, char *err, size_t errlen)
+{
+    int r = L.read_basic(m, type, p);
+    if (r <= 0) {
+        errf(err, errlen, "cannot read a '%c' from the message: %s", type, r == 0 ? "no more arguments" : strerror(-r));
+        return -1;
+    }
+    return 0;
+}
+
+const char *sdbus_msg_path(sdbus_msg *m)
+{
+    return L.get_path(m);
+}
+
+const char *sdbus_msg_member(sdbus_msg *m)
+{
+    return L.get_member(m);
+}
+
+static void prop_add(sdbus_props *out, const char *name, sdbus_prop *pv)
+{
+    for (size_t i = 0; i < out->n; i++)
+        if (!strcmp(out->v[i].name, name)) { /* a later value replaces it */
+            free(out->v[i].s);
+            pv->name = out->v[i].name;
+            out->v[i] = *pv;
+            return;
+        }
+    out->v = xrealloc(out->v, (out->n + 1) * sizeof *out->v);
+    pv->name = xstrdup(name);
+    out->v[out->n++] = *pv;
+}
+
+/* The variant at the read position into out as name. */
+static int read_variant(void *m, const char *name, sdbus_props *out, char *err, size_t errlen)
+{
+    char t = 0;
+    const char *contents = NULL;
+    int r = L.peek_type(m, &t, &contents);
+    if (r <= 0 || t != 'v' || !contents) {
+        errf(err, errlen, "property '%s': expected a variant", name);
+        return -1;
+    }
+    sdbus_prop pv = {0};
+    if (strlen(contents) != 1 || !strchr("sobyqnuixt", contents[0])) {
+        r = L.skip(m, "v");
+        if (r < 0) {
+            errf(err, errlen, "property '%s': cannot skip its '%s' value: %s", name, contents, strerror(-r));
+            return -1;
+        }
+        prop_add(out, name, &pv);
+        return 0;
+    }
+    char ct = contents[0];
+    r = L.enter(m, 'v', contents);
+    if (r <= 0) {
+        errf(err, errlen, "property '%s': cannot open its variant", name);
+        return -1;
+    }
+    union {
+        const char *s;
+        uint8_t y;
+        int b;
+        uint16_t q;
+        int16_t n;
+        uint32_t u;
+        int32_t i;
+        int64_t x;
+        uint64_t t;
+    } val;
+    memset(&val, 0, sizeof val);
+    r = L.read_basic(m, ct, &val);
+    if (r <= 0) {
+        errf(err, errlen, "property '%s': cannot read its '%c' value", name, ct);
+        return -1;
+    }
+    pv.type = ct;
+    switch (ct) {
+    case 's':
+    case 'o': pv.s = xstrdup(val.s ? val.s : ""); break;
+    case 'b': pv.i = val.b ? 1 : 0; break;
+    case 'y': pv.u = val.y; break;
+    case 'q': pv.u = val.q; break;
+    case 'n': pv.i = val.n; break;
+    case 'u': pv.u = val.u; break;
+    case 'i': pv.i = val.i; break;
+    case 'x': pv.i = val.x; break;
+    case 't': pv.u = val.t; break;
+    default: break;
+    }
+    if (ct == 'y' || ct == 'q' || ct == 'u' || ct == 't') pv.i = pv.u > INT64_MAX ? INT64_MAX : (int64_t)pv.u;
+    L.exit_container(m);
+    prop_add(out, name, &pv);
+    return 0;
+}
+
+int sdbus_msg_read_props(sdbus_msg *m, sdbus_props *out, char *err, size_t errlen)
+{
+    int r = L.enter(m, 'a', "{sv}");
+    if (r <= 0) {
+        errf(err, errlen, "expected a{sv} (properties)");
+        return -1;
+    }
+    while ((r = L.enter(m, 'e', "sv")) > 0) {
+        const char *name = NULL;
+        if (L.read_basic(m, 's', &name) <= 0 || !name) {
+            errf(err, errlen, "a property without a name");
+            return -1;
+        }
+        if (read_variant(m, name, out, err, errlen)) return -1;
+        L.exit_container(m);
+    }
+    if (r < 0) {
+        errf(err, errlen, "cannot read the properties: %s", strerror(-r));
+        return -1;
+    }
+    L.exit_container(m);
+    return 0;
+}
+
+int sdbus_msg_read_variant(sdbus_msg *m, const char *name, sdbus_props *out, char *err, size_t errlen)
+{
+    return read_variant(m, name, out, err, errlen);
+}
+
+const sdbus_prop *sdbus_props_get(const sdbus_props *p, const char *name)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->v[i].name, name)) return &p->v[i];
+    return NULL;
+}
+
+void sdbus_props_release(sdbus_props *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->v[i].name);
+        free(p->v[i].s);
+    }
+    free(p->v);
+    p->v = NULL;
+    p->n = 0;
+}
+
+char *sdbus_unit_path(const char *unit)
+{
+    static const char hex[] = "0123456789abcdef";
+    buf b = BUF_INIT;
+    buf_adds(&b, "/org/freedesktop/systemd1/unit/");
+    if (!*unit) buf_addc(&b, '_');
+    for (const unsigned char *p = (const unsigned char *)unit; *p; p++) {
+        bool keep = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9' && p != (const unsigned char *)unit);
+        if (keep) {
+            buf_addc(&b, (char)*p);
+        } else {
+            buf_addc(&b, '_');
+            buf_addc(&b, hex[*p >> 4]);
+            buf_addc(&b, hex[*p & 15]);
+        }
+    }
+    return buf_detach(&b);
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct sdbus sdbus;
 typedef struct sdbus_msg sdbus_msg; /* an sd_bus_message, opaque */
@@ -36,5 +37,75 @@ void sdbus_msg_free(sdbus_msg *m);
 /* org.freedesktop.systemd1.Manager.Reload: systemd reads its unit files
  * again (systemctl daemon-reload). */
 int sdbus_systemd_reload(sdbus *b, int64_t timeout_ms, char *err, size_t errlen);
+
+/* ---- on a libuv loop (the daemon's systemd runner) ----
+ *
+ * sdbus_attach drives the connection from the loop: a uv_poll_t on the
+ * bus's fd with the events sd-bus asks for, a uv_timer_t at its next
+ * deadline, sd_bus_process until it has nothing left.  A blocking
+ * sdbus_call still works on an attached bus (what it read meanwhile is
+ * dispatched on the next turn).  on_disconnect (may be NULL) runs once
+ * when the connection is lost; every call still pending has been answered
+ * with an error by then.  The loop must outlive the bus; sdbus_close
+ * detaches (the handles close on the loop's next turn). */
+struct uv_loop_s;
+int sdbus_attach(sdbus *b, struct uv_loop_s *loop, void (*on_disconnect)(const char *why, void *ud), void *ud,
+                 char *err, size_t errlen);
+bool sdbus_connected(const sdbus *b);
+
+typedef struct sdbus_slot sdbus_slot;
+/* A reply, or err (NULL on success) naming the member, the bus and the
+ * error: systemd's, "no answer within N ms", or "connection closed".
+ * reply is borrowed for the callback (NULL when err).  Called exactly
+ * once for every call that was sent, also when the bus is closed. */
+typedef void (*sdbus_reply_cb)(sdbus_msg *reply, const char *err, void *ud);
+/* As sdbus_call, but the answer comes to cb on the loop.  0, or -1 with
+ * err (cb is then never called). */
+int sdbus_call_async(sdbus *b, const char *dest, const char *path, const char *iface, const char *member,
+                     int64_t timeout_ms, sdbus_reply_cb cb, void *ud, char *err, size_t errlen, const char *types,
+                     ...);
+/* Signals from sender (may be NULL) on path (NULL: any) of iface.member
+ * (member NULL: any) to cb, msg borrowed, until sdbus_slot_free.  The
+ * match is installed asynchronously (the bus daemon's AddMatch). */
+typedef void (*sdbus_signal_cb)(sdbus_msg *msg, void *ud);
+int sdbus_match_signal(sdbus *b, sdbus_slot **out, const char *sender, const char *path, const char *iface,
+                       const char *member, sdbus_signal_cb cb, void *ud, char *err, size_t errlen);
+void sdbus_slot_free(sdbus_slot *s);
+
+/* ---- reading messages ---- */
+
+/* The next argument, of basic type type ('s', 'o', 'u', 'i', 't', 'x',
+ * 'b', 'y', 'q', 'n', 'd'); for 's' and 'o' *p is a const char * borrowed
+ * from the message.  0, or -1 with err. */
+int sdbus_msg_read_basic(sdbus_msg *m, char type, void *p, char *err, size_t errlen);
+const char *sdbus_msg_path(sdbus_msg *m);
+const char *sdbus_msg_member(sdbus_msg *m);
+
+/* One property value: integers in i (signed types and 'b') or u
+ * (unsigned), strings ('s', 'o') copied in s; other types are skipped. */
+typedef struct sdbus_prop {
+    char *name;
+    char type; /* 0: a type not kept */
+    int64_t i;
+    uint64_t u;
+    char *s;
+} sdbus_prop;
+typedef struct sdbus_props {
+    sdbus_prop *v;
+    size_t n;
+} sdbus_props;
+/* Append the properties of the a{sv} at the read position (a GetAll
+ * reply; a PropertiesChanged signal after its interface name: read that
+ * 's' first).  0, or -1 with err. */
+int sdbus_msg_read_props(sdbus_msg *m, sdbus_props *out, char *err, size_t errlen);
+/* The variant at the read position (a Get reply) as property name. */
+int sdbus_msg_read_variant(sdbus_msg *m, const char *name, sdbus_props *out, char *err, size_t errlen);
+const sdbus_prop *sdbus_props_get(const sdbus_props *p, const char *name);
+void sdbus_props_release(sdbus_props *p);
+
+/* The object path systemd gives a unit: /org/freedesktop/systemd1/unit/
+ * and the name with every byte outside [A-Za-z0-9] as _XX (lowercase
+ * hex), a leading digit too (sd_bus_path_encode).  Caller frees. */
+char *sdbus_unit_path(const char *unit);
 
 #endif

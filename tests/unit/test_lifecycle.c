@@ -53,6 +53,19 @@ static void crash_and_health(void **state)
     step(SVC_UNHEALTHY, EV_STOPPED, SVC_DOWN, ACT_RESTART);
 }
 
+/* systemd's Restart= restarts it: loading again, no policy or admission of
+ * ours; never out of a state a person asked to leave */
+static void runner_owned_restarts(void **state)
+{
+    step(SVC_READY, EV_RESPAWNED, SVC_STARTING, ACT_RECORD);
+    step(SVC_UNHEALTHY, EV_RESPAWNED, SVC_STARTING, ACT_RECORD);
+    step(SVC_STARTING, EV_RESPAWNED, SVC_STARTING, ACT_RECORD);
+    step(SVC_DOWN, EV_RESPAWNED, SVC_STARTING, ACT_RECORD); /* a unit found running at reconcile */
+    refuse(SVC_STOPPING, EV_RESPAWNED);
+    refuse(SVC_FAILED, EV_RESPAWNED);
+    assert_string_equal(svc_event_names[EV_RESPAWNED], "respawned");
+}
+
 static void stopping_absorbs_failures(void **state)
 {
     step(SVC_STOPPING, EV_EXITED, SVC_STOPPING, ACT_NONE);
@@ -207,6 +220,7 @@ int main(void)
         cmocka_unit_test(happy_path),
         cmocka_unit_test(failures_during_start),
         cmocka_unit_test(crash_and_health),
+        cmocka_unit_test(runner_owned_restarts),
         cmocka_unit_test(stopping_absorbs_failures),
         cmocka_unit_test(failed_is_sticky),
         cmocka_unit_test(impossible_transitions),
