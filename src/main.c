@@ -197,7 +197,9 @@ static const cmd commands[] = {
      "      Print (or with --install, write like template install) the drop-in\n"
      "      UNIT.d/50-gpumod-protect.conf: MemoryMin= (128M), MemoryLow= (512M),\n"
      "      OOMScoreAdjust= (-900) and ManagedOOMPreference=avoid (acts only where\n"
-     "      systemd-oomd runs).  UNIT without a suffix means UNIT.service.\n",
+     "      systemd-oomd runs).  UNIT without a suffix means UNIT.service.\n"
+     "      .service/.socket/.slice/.scope only.  --install without --user or\n"
+     "      --system: the scope whose unit directories hold UNIT's file.\n",
      cmd_protect},
     {"doctor", "[--json]", "check the host and its units for what freezes GPU hosts, with fixes",
      "  doctor [--json]\n"

@@ -17,6 +17,7 @@
 #include "cli/hostview.h"
 #include "model/need.h"
 #include "store/db.h"
+#include "util/journal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,20 @@ typedef struct pf {
     need_detail details[64];
     size_t nres;
 } pf;
+
+/* Under systemd (INVOCATION_ID set) the verdict also goes to the journal:
+ * a unit's StandardOutput=append: sends stdout to its log file, and the
+ * reason a start was refused belongs in `journalctl -u UNIT`. */
+static bool journaled;
+
+static void verdict_out(const char *text, bool refused)
+{
+    fputs(text, stdout);
+    const char *inv = getenv("INVOCATION_ID");
+    if (!inv || !*inv || !text || !*text) return;
+    journal_send("gpumod-preflight", refused ? 3 : 6, text);
+    journaled = true;
+}
 
 /* a preset whose own file has errors cannot be judged: exit 2 */
 static int preset_usable(pf *f, const preset *p)
@@ -175,7 +190,7 @@ static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mo
             cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(j, "verdicts")) daemon_verdict_text(&out, v);
             buf_printf(&out, "mode '%s': %s\n", mode_id, ok ? "fits" : "does not fit");
         }
-        fputs(out.p, stdout);
+        verdict_out(out.p, !ok);
         buf_release(&out);
     }
     cJSON_Delete(j);
@@ -183,7 +198,26 @@ static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mo
     return ok ? EXIT_OK : EXIT_REFUSED;
 }
 
+static int preflight_run(cli *c, int argc, char **argv);
+
 int cmd_preflight(cli *c, int argc, char **argv)
+{
+    int rc = preflight_run(c, argc, argv);
+    const char *inv = getenv("INVOCATION_ID");
+    if (rc != EXIT_OK && !journaled && inv && *inv) {
+        /* the detail went to stderr, which may be a file: say where */
+        buf m = BUF_INIT;
+        buf_adds(&m, "gpumod preflight");
+        for (int i = 1; i < argc; i++) buf_printf(&m, " %s", argv[i]);
+        buf_printf(&m, ": %s (exit %d); the detail is on its stderr (the unit's log file)",
+                   rc == EXIT_USAGE ? "configuration or usage error" : "refused or failed", rc);
+        journal_send("gpumod-preflight", 3, m.p);
+        buf_release(&m);
+    }
+    return rc;
+}
+
+static int preflight_run(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("preflight");
     const char *svc = NULL, *mode_id = NULL;
@@ -292,7 +326,10 @@ int cmd_preflight(cli *c, int argc, char **argv)
         else if (rc == EXIT_OK) buf_printf(&out, "mode '%s': %s\n", mode_id, all_ok ? "fits" : "does not fit");
     }
     if (rc == EXIT_OK) {
-        fputs(out.p, stdout);
+        if (c->json)
+            fputs(out.p, stdout);
+        else
+            verdict_out(out.p, !all_ok);
         if (!all_ok) rc = EXIT_REFUSED;
     }
     if (timing) {

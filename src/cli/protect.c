@@ -6,7 +6,12 @@
  *
  * The drop-in is <unitdir>/<UNIT>.d/50-gpumod-protect.conf, printed, or
  * with --install written like the templates (diff, marker, --yes,
- * --force, Reload).  Nothing here reads the configuration. */
+ * --force, Reload).  Nothing here reads the configuration.
+ *
+ * The scope is never guessed: without --user or --system it is the
+ * manager whose unit directories hold the unit's file (a drop-in for a
+ * user unit named like a system one protects nothing), and a unit found
+ * in both, or in neither, is refused. */
 #include "cli/cli.h"
 #include "cli/template.h"
 #include "core/unit.h"
@@ -15,13 +20,81 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PROTECT_FILE "50-gpumod-protect.conf"
+
+static const char *const system_dirs[] = {"/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system",
+                                           "/lib/systemd/system", NULL};
+static const char *const user_dirs[] = {"/etc/systemd/user", "/usr/lib/systemd/user", NULL};
+
+/* The first directory holding name (or, for an instance a@b.type, its
+ * template a@.type) in one scope's search path; NULL.  Caller frees.
+ * GPUMOD_UNIT_SEARCH_ROOT prefixes every directory (tests). */
+static char *find_unit(const char *name, bool user)
+{
+    const char *root = getenv("GPUMOD_UNIT_SEARCH_ROOT");
+    if (!root) root = "";
+    char *tmpl = NULL;
+    const char *at = strchr(name, '@'), *dot = strrchr(name, '.');
+    if (at && dot && at + 1 < dot) tmpl = xasprintf("%.*s%s", (int)(at - name + 1), name, dot);
+    char *own = NULL;
+    if (user) {
+        const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+        if (xdg && xdg[0] == '/')
+            own = xasprintf("%s/systemd/user", xdg);
+        else if (home && home[0] == '/')
+            own = xasprintf("%s/.config/systemd/user", home);
+    }
+    const char *const *dirs = user ? user_dirs : system_dirs;
+    char *found = NULL;
+    for (int i = -1; !found && (i < 0 || dirs[i]); i++) {
+        const char *d = i < 0 ? own : dirs[i];
+        if (!d) continue;
+        for (int k = 0; k < 2 && !found; k++) {
+            const char *f = k ? tmpl : name;
+            if (!f) continue;
+            char *path = xasprintf("%s%s/%s", root, d, f);
+            struct stat st;
+            if (!lstat(path, &st))
+                found = path;
+            else
+                free(path);
+        }
+    }
+    free(own);
+    free(tmpl);
+    return found;
+}
+
+/* --user / --system when neither was given: where the unit's file is. */
+static int pick_scope(const char *name, bool *user)
+{
+    char *sys = find_unit(name, false), *usr = find_unit(name, true);
+    int rc = 0;
+    if (sys && usr) {
+        fprintf(stderr, "gpumod: protect: %s is both a system unit (%s) and a user unit (%s): give --system or "
+                        "--user\n", name, sys, usr);
+        rc = -1;
+    } else if (!sys && !usr) {
+        fprintf(stderr, "gpumod: protect: no unit file for %s in the system unit directories (/etc/systemd/system, "
+                        "/run/systemd/system, /usr/lib/systemd/system, /lib/systemd/system) or the user ones "
+                        "(~/.config/systemd/user, /etc/systemd/user, /usr/lib/systemd/user): check the name "
+                        "(systemctl status %s), or give --system or --user\n", name, name);
+        rc = -1;
+    } else {
+        *user = usr != NULL;
+    }
+    free(sys);
+    free(usr);
+    return rc;
+}
 
 int cmd_protect(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("protect");
-    tpl_install_opts o = {.user = tpl_default_user()};
+    tpl_install_opts o = {0};
+    bool scope_given = false;
     const char *unit = NULL, *unit_dir = NULL;
     unit_protect u = {.version = GPUMOD_VERSION, .memory_min = "128M", .memory_low = "512M", .oom_score_adjust = -900};
     bool install = false;
@@ -29,9 +102,9 @@ int cmd_protect(cli *c, int argc, char **argv)
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
         if (!strcmp(a, "--user"))
-            o.user = true;
+            o.user = true, scope_given = true;
         else if (!strcmp(a, "--system"))
-            o.user = false;
+            o.user = false, scope_given = true;
         else if (!strcmp(a, "--install"))
             install = true;
         else if (!strcmp(a, "--yes"))
@@ -71,6 +144,10 @@ int cmd_protect(cli *c, int argc, char **argv)
     }
     if (!install) {
         fputs(text.p, stdout);
+        goto out;
+    }
+    if (!scope_given && pick_scope(name, &o.user)) {
+        rc = EXIT_USAGE;
         goto out;
     }
     char *dir = install_unit_dir(o.user, unit_dir, err, sizeof err);

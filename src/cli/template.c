@@ -17,6 +17,7 @@
 #include "store/db.h"
 #include "systemd/install.h"
 #include "systemd/sdbus.h"
+#include "util/clock.h"
 #include "util/errf.h"
 #include "util/run.h"
 
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define RELOAD_TIMEOUT_MS 15000
@@ -34,9 +36,50 @@ bool tpl_default_user(void)
     return geteuid() != 0;
 }
 
-/* the running gpumod, absolute: what ExecStart= must name */
-static char *self_path(char *err, size_t errlen)
+/* path made absolute against the working directory, '.' and empty
+ * components dropped, symlinks kept; NULL when it has a '..' (systemd
+ * refuses such a path, and resolving it lexically could be wrong). */
+static char *lexical_abs(const char *path)
 {
+    char cwd[PATH_MAX];
+    char *full = path[0] == '/' ? xstrdup(path) : getcwd(cwd, sizeof cwd) ? xasprintf("%s/%s", cwd, path) : NULL;
+    if (!full) return NULL;
+    buf b = BUF_INIT;
+    for (char *save = NULL, *w = strtok_r(full, "/", &save); w; w = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(w, ".")) continue;
+        if (!strcmp(w, "..")) {
+            free(full);
+            buf_release(&b);
+            return NULL;
+        }
+        buf_addc(&b, '/');
+        buf_adds(&b, w);
+    }
+    free(full);
+    if (!b.len) buf_addc(&b, '/');
+    char *r = xstrdup(b.p);
+    buf_release(&b);
+    return r;
+}
+
+/* The running gpumod, absolute, as the caller named it: argv[0] when it
+ * holds a '/', else the PATH entry that has it, so that a link an upgrade
+ * moves (/usr/local/bin/gpumod -> /opt/gpumod/0.1/bin/gpumod) stays
+ * right.  Only when that is not this very file (same device and inode)
+ * /proc/self/exe, the resolved target. */
+static char *self_path(const char *argv0, char *err, size_t errlen)
+{
+    struct stat self, st;
+    bool have_self = stat("/proc/self/exe", &self) == 0;
+    char *cand = NULL;
+    if (argv0 && *argv0) {
+        int e = 0;
+        char *w = strchr(argv0, '/') ? xstrdup(argv0) : run_which(argv0, &e);
+        if (w) cand = lexical_abs(w);
+        free(w);
+    }
+    if (cand && have_self && !stat(cand, &st) && st.st_dev == self.st_dev && st.st_ino == self.st_ino) return cand;
+    free(cand);
     char p[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
     if (n <= 0) {
@@ -44,7 +87,50 @@ static char *self_path(char *err, size_t errlen)
         return NULL;
     }
     p[n] = '\0';
+    static const char deleted[] = " (deleted)";
+    if ((size_t)n > sizeof deleted - 1 && !strcmp(p + n - (sizeof deleted - 1), deleted)) {
+        errf(err, errlen, "the running gpumod binary '%s' was deleted or replaced: run the installed gpumod by its "
+                          "path", p);
+        return NULL;
+    }
     return xstrdup(p);
+}
+
+/* The system daemon (gpumod.service, StateDirectory=gpumod) resolves its
+ * paths in systemd's environment, not the renderer's: state directory
+ * $STATE_DIRECTORY, its socket the configured one or STATE/gpumod.sock
+ * (no XDG_RUNTIME_DIR there), its logs the configured log_dir or
+ * STATE/logs.  The renderer's values count as configured only when they
+ * are not its own defaults. */
+#define SYSTEM_STATE_DIR "/var/lib/gpumod"
+
+static bool str_is(const char *s, const char *dir, const char *leaf)
+{
+    if (!s || !dir) return false;
+    char *v = xasprintf("%s/%s", dir, leaf);
+    bool eq = !strcmp(s, v);
+    free(v);
+    return eq;
+}
+
+static char *system_socket(const cli *c, const config *cfg)
+{
+    const char *env = getenv("GPUMOD_SOCKET");
+    bool overridden = c->paths.socket || (env && *env);
+    const char *s = cfg->set.socket;
+    if (overridden || !s || str_is(s, getenv("XDG_RUNTIME_DIR"), "gpumod.sock") ||
+        str_is(s, cfg->set.state_dir, "gpumod.sock"))
+        return xstrdup(SYSTEM_STATE_DIR "/gpumod.sock");
+    return xstrdup(s);
+}
+
+static char *unit_log_dir(const config *cfg, bool user)
+{
+    const char *ld = cfg->set.log_dir;
+    if (!user && (!ld || str_is(ld, cfg->set.state_dir, "logs"))) return xstrdup(SYSTEM_STATE_DIR "/logs");
+    if (ld && ld[0] == '/') return xstrdup(ld);
+    if (!ld && cfg->set.state_dir && cfg->set.state_dir[0] == '/') return xasprintf("%s/logs", cfg->set.state_dir);
+    return NULL;
 }
 
 /* --config-dir for the unit: when this command was pointed elsewhere than
@@ -60,13 +146,13 @@ static const char *unit_config_dir(const cli *c, const config *cfg, bool user)
 
 /* The longest load (spawn to ready) the daemon measured for this preset as
  * configured now (its footprint events with the same config hash); -1. */
-static int64_t measured_load_ms(const config *cfg, const preset *p)
+static int64_t measured_load_ms(const config *cfg, const char *state_dir, const preset *p)
 {
     char hash[65], err[256];
     if (config_hash(p, &cfg->set, hash, NULL, err, sizeof err)) return -1;
     store *st;
     bool missing;
-    if (store_open(&st, cfg->set.state_dir, false, 200, &missing, err, sizeof err)) {
+    if (store_open(&st, state_dir, false, 200, &missing, err, sizeof err)) {
         if (!missing) fprintf(stderr, "gpumod: template: measured load times unavailable: %s\n", err);
         return -1;
     }
@@ -97,7 +183,8 @@ static int64_t pick(int64_t v, int64_t dflt)
 /* Render p's unit into out.  Returns EXIT_OK, or EXIT_USAGE with the reason
  * printed (a preset with errors, a binary not found, a value systemd
  * cannot hold). */
-static int render_service(const cli *c, const config *cfg, const preset *p, bool user, bool files_check, buf *out)
+static int render_service(const cli *c, const config *cfg, const preset *p, bool user, bool files_check, buf *out,
+                          char **log_dir_out)
 {
     char err[512];
     if (p->has_errors) {
@@ -111,7 +198,8 @@ static int render_service(const cli *c, const config *cfg, const preset *p, bool
         return EXIT_USAGE;
     }
     int rc = EXIT_USAGE;
-    char *gp = self_path(err, sizeof err);
+    char *out_file = NULL;
+    char *gp = self_path(c->prog, err, sizeof err), *sys_sock = NULL, *log_dir = NULL;
     if (!gp) {
         fprintf(stderr, "gpumod: template: %s\n", err);
         goto out;
@@ -138,17 +226,24 @@ static int render_service(const cli *c, const config *cfg, const preset *p, bool
                 driver_names[p->driver]);
         goto out;
     }
+    /* the service's output, appended where the daemon's systemd runner
+     * reads it (runner.h runner_systemd_new) */
+    if ((log_dir = unit_log_dir(cfg, user))) out_file = xasprintf("%s/%s.unit.log", log_dir, p->id);
+    if (!user) sys_sock = system_socket(c, cfg);
     unit_service u = {
         .id = p->id,
         .description = p->name && *p->name ? p->name : p->description,
         .version = GPUMOD_VERSION,
         .gpumod = gp,
         .config_dir = unit_config_dir(c, cfg, user),
+        .state_dir = user ? NULL : SYSTEM_STATE_DIR,
+        .socket = sys_sock,
         .argv = &l.argv,
         .env = &l.env,
         .cwd = l.cwd,
+        .output_file = out_file,
         .startup_timeout_ms = pick(p->startup_timeout_ms, cfg->set.supervisor.startup_timeout_ms),
-        .measured_load_ms = measured_load_ms(cfg, p),
+        .measured_load_ms = measured_load_ms(cfg, user ? cfg->set.state_dir : SYSTEM_STATE_DIR, p),
         .stop_timeout_ms = cfg->set.supervisor.stop_timeout_ms,
         .restart = unit_restart(&p->restart, &cfg->set.supervisor.restart),
         .user = user,
@@ -157,8 +252,15 @@ static int render_service(const cli *c, const config *cfg, const preset *p, bool
         fprintf(stderr, "gpumod: template: %s\n", err);
         goto out;
     }
+    if (log_dir_out && log_dir) {
+        *log_dir_out = log_dir;
+        log_dir = NULL;
+    }
     rc = EXIT_OK;
 out:
+    free(log_dir);
+    free(sys_sock);
+    free(out_file);
     free(gp);
     launch_release(&l);
     return rc;
@@ -167,7 +269,7 @@ out:
 static int render_daemon(const cli *c, const config *cfg, bool user, buf *out)
 {
     char err[512];
-    char *gp = self_path(err, sizeof err);
+    char *gp = self_path(c->prog, err, sizeof err);
     if (!gp) {
         fprintf(stderr, "gpumod: template daemon: %s\n", err);
         return EXIT_USAGE;
@@ -184,6 +286,29 @@ static int render_daemon(const cli *c, const config *cfg, bool user, buf *out)
     if (rc) fprintf(stderr, "gpumod: template daemon: %s\n", err);
     free(gp);
     return rc ? EXIT_USAGE : EXIT_OK;
+}
+
+/* The log directory, and its parents, mode 0755. */
+static int make_log_dir(const char *dir)
+{
+    char *d = xstrdup(dir);
+    int rc = 0;
+    for (char *p = d + 1;; p++) {
+        bool last = !*p;
+        if (*p == '/' || last) {
+            *p = '\0';
+            if (mkdir(d, 0755) && errno != EEXIST) {
+                fprintf(stderr, "gpumod: template install: cannot create the log directory '%s': %s (the unit "
+                                "appends its output there)\n", d, strerror(errno));
+                rc = -1;
+                break;
+            }
+            if (last) break;
+            *p = '/';
+        }
+    }
+    free(d);
+    return rc;
 }
 
 int tpl_install_one(const char *what, const char *path, const char *text, const tpl_install_opts *o, bool *wrote)
@@ -214,7 +339,10 @@ int tpl_finish(const char *what, const tpl_install_opts *o, bool wrote, int rc)
     if (!wrote || o->no_reload) return rc;
     char err[512];
     sdbus *b = NULL;
-    if (sdbus_open(&b, o->user, err, sizeof err) || sdbus_systemd_reload(b, RELOAD_TIMEOUT_MS, err, sizeof err)) {
+    /* one 15 s deadline for the connection, the authentication and the call */
+    int64_t t0 = clock_mono_ms();
+    if (sdbus_open_within(&b, o->user, RELOAD_TIMEOUT_MS, err, sizeof err) ||
+        sdbus_systemd_reload(b, RELOAD_TIMEOUT_MS - (clock_mono_ms() - t0), err, sizeof err)) {
         fprintf(stderr, "gpumod: %s: written, but systemd was not reloaded: %s (run systemctl %sdaemon-reload)\n", what,
                 err, o->user ? "--user " : "");
         sdbus_close(b);
@@ -300,7 +428,7 @@ int cmd_template(cli *c, int argc, char **argv)
         goto out;
     }
     if (!install) {
-        if ((rc = render_service(c, &cfg, config_preset(&cfg, id), o.user, files_check, &text))) goto out;
+        if ((rc = render_service(c, &cfg, config_preset(&cfg, id), o.user, files_check, &text, NULL))) goto out;
         fputs(text.p, stdout);
         goto out;
     }
@@ -314,14 +442,19 @@ int cmd_template(cli *c, int argc, char **argv)
             continue;
         }
         buf_clear(&text);
-        int r = render_service(c, &cfg, p, o.user, files_check, &text);
+        char *log_dir = NULL;
+        int r = render_service(c, &cfg, p, o.user, files_check, &text, &log_dir);
         if (r == EXIT_OK) {
             char *name = unit_service_name(p->id), *path = xasprintf("%s/%s", dir, name);
             r = tpl_install_one("template install", path, text.p, &o, &wrote);
+            /* StandardOutput=append: does not create the directory: a
+             * start by hand would fail with 209/STDOUT */
+            if (!r && o.yes && log_dir && make_log_dir(log_dir)) r = EXIT_REFUSED;
             free(name);
             free(path);
             done++;
         }
+        free(log_dir);
         if (r && (!rc || r == EXIT_USAGE)) rc = r;
     }
     if (all && !done && !rc) printf("no service to install\n");

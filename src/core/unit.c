@@ -22,9 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A byte offset of the first invalid UTF-8 sequence, or -1. */
-static long utf8_bad(const char *s)
+/* A byte offset of the first invalid UTF-8 sequence, or -1; *nonchar gets
+ * the code point when it is well-formed but a noncharacter (0 else). */
+static long utf8_bad(const char *s, unsigned *nonchar)
 {
+    *nonchar = 0;
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         unsigned c = *p;
@@ -48,6 +50,11 @@ static long utf8_bad(const char *s)
             cp = (cp << 6) | (p[i] & 0x3f);
         }
         if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return (long)((const char *)p - s);
+        /* noncharacters: systemd's unichar_is_valid refuses them too */
+        if ((cp >= 0xfdd0 && cp <= 0xfdef) || (cp & 0xfffe) == 0xfffe) {
+            *nonchar = cp;
+            return (long)((const char *)p - s);
+        }
         p += n + 1;
     }
     return -1;
@@ -63,7 +70,13 @@ static int value_check(const char *v, const char *what, char *err, size_t errlen
             return -1;
         }
     }
-    long bad = utf8_bad(v);
+    unsigned nonchar;
+    long bad = utf8_bad(v, &nonchar);
+    if (bad >= 0 && nonchar) {
+        errf(err, errlen, "%s: Unicode noncharacter U+%04X at byte %ld cannot be written to a systemd unit", what,
+             nonchar, bad);
+        return -1;
+    }
     if (bad >= 0) {
         errf(err, errlen, "%s: invalid UTF-8 at byte %ld cannot be written to a systemd unit", what, bad);
         return -1;
@@ -136,6 +149,8 @@ int unit_env_assignment(buf *out, const char *kv, char *err, size_t errlen)
     return 0;
 }
 
+/* systemd's unit_name_is_valid(): PREFIX.TYPE, PREFIX@INSTANCE.TYPE or
+ * the template PREFIX@.TYPE; PREFIX and INSTANCE from [A-Za-z0-9:_.\-]. */
 int unit_name_check(const char *name, char *err, size_t errlen)
 {
     size_t n = name ? strlen(name) : 0;
@@ -160,24 +175,79 @@ int unit_name_check(const char *name, char *err, size_t errlen)
         errf(err, errlen, "unit name '%s': expected NAME.service (or another unit type suffix)", name);
         return -1;
     }
+    const char *at = strchr(name, '@');
+    if (at && (at == name || at > dot || strchr(at + 1, '@'))) {
+        errf(err, errlen, "unit name '%s': expected one '@' after a non-empty name (NAME@INSTANCE%s or the template "
+                          "NAME@%s)", name, dot, dot);
+        return -1;
+    }
     return 0;
+}
+
+/* parse_permyriad(): 0 to 100 with at most two decimals, then '%' */
+static bool percent_ok(const char *s)
+{
+    const char *p = s;
+    unsigned long whole = 0;
+    size_t digits = 0;
+    for (; isdigit((unsigned char)*p); p++, digits++) {
+        whole = whole * 10 + (unsigned long)(*p - '0');
+        if (whole > 100) return false;
+    }
+    if (!digits) return false;
+    bool frac_nonzero = false;
+    if (*p == '.') {
+        p++;
+        size_t k = 0;
+        for (; isdigit((unsigned char)*p); p++, k++) frac_nonzero = frac_nonzero || *p != '0';
+        if (!k || k > 2) return false;
+    }
+    if (whole == 100 && frac_nonzero) return false;
+    return p[0] == '%' && p[1] == '\0';
+}
+
+/* parse_size() with base 1024 as MemoryMin= takes it: N[.F][K|M|G|T|P|E],
+ * below UINT64_MAX (that value is "infinity"). */
+static bool bytes_ok(const char *s)
+{
+    const char *p = s;
+    uint64_t whole = 0;
+    size_t digits = 0;
+    for (; isdigit((unsigned char)*p); p++, digits++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (whole > (UINT64_MAX - d) / 10) return false;
+        whole = whole * 10 + d;
+    }
+    if (!digits) return false;
+    uint64_t frac = 0, scale = 1;
+    if (*p == '.') {
+        p++;
+        size_t k = 0;
+        for (; isdigit((unsigned char)*p); p++, k++)
+            if (scale < 1000000000000000000ull) frac = frac * 10 + (uint64_t)(*p - '0'), scale *= 10;
+        if (!k) return false;
+    }
+    uint64_t mult = 1;
+    if (*p) {
+        const char *u = strchr("KMGTPE", *p);
+        if (!u || p[1]) return false;
+        for (long i = 0; i <= u - "KMGTPE"; i++) mult *= 1024;
+    } else if (scale > 1) {
+        return false; /* a fraction of a byte */
+    }
+    if (whole > UINT64_MAX / mult) return false;
+    uint64_t v = whole * mult;
+    /* frac/scale * mult, without overflow: mult <= 2^60, frac < scale */
+    long double extra = (long double)frac / (long double)scale * (long double)mult;
+    if ((long double)v + extra >= (long double)UINT64_MAX) return false;
+    return v < UINT64_MAX;
 }
 
 bool unit_size_ok(const char *s)
 {
     if (!s || !*s) return false;
     if (!strcmp(s, "infinity")) return true;
-    const char *p = s;
-    if (!isdigit((unsigned char)*p)) return false;
-    while (isdigit((unsigned char)*p)) p++;
-    if (*p == '.') {
-        p++;
-        if (!isdigit((unsigned char)*p)) return false;
-        while (isdigit((unsigned char)*p)) p++;
-    }
-    if (*p == '%') return p[1] == '\0';
-    if (*p && strchr("KMGTPE", *p)) p++;
-    return *p == '\0';
+    return strchr(s, '%') ? percent_ok(s) : bytes_ok(s);
 }
 
 bool unit_is_ours(const char *text)
@@ -252,6 +322,35 @@ static int abs_path(const char *p, const char *what, char *err, size_t errlen)
     return 0;
 }
 
+/* A '..' component: systemd calls such a path not normalized and refuses
+ * the unit (WorkingDirectory=, the executable of Exec*=). */
+static int dotdot_check(const char *p, const char *what, char *err, size_t errlen)
+{
+    for (const char *s = p; (s = strstr(s, "..")); s += 2) {
+        if ((s == p || s[-1] == '/') && (s[2] == '/' || !s[2])) {
+            errf(err, errlen, "%s '%s': a '..' component is not allowed in a systemd unit (give the path without it)",
+                 what, p);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The executable of an Exec*= line is taken literally after unquoting:
+ * systemd refuses quotes and backslashes in it ("Executable name contains
+ * special characters") and never expands '$' there, so no escaping
+ * writes these; they are refused. */
+static int exec_path_check(const char *p, const char *what, char *err, size_t errlen)
+{
+    const char *bad = strpbrk(p, "\\\"'$");
+    if (bad) {
+        errf(err, errlen, "%s '%s': character '%c' cannot be in an executable path in a systemd unit (move or link "
+                          "the binary to a path without it)", what, p, *bad);
+        return -1;
+    }
+    return dotdot_check(p, what, err, errlen);
+}
+
 /* <gpumod> [--config-dir DIR] words..., as one Exec line. */
 static int gpumod_line(buf *out, const char *key, const char *gpumod, const char *config_dir, const char *const *words,
                        char *err, size_t errlen)
@@ -282,7 +381,12 @@ int unit_render_service(buf *out, const unit_service *u, char *err, size_t errle
         errf(err, errlen, "service '%s': binary '%s': expected an absolute path or a plain name", u->id, bin);
         goto fail;
     }
-    if (abs_path(u->gpumod, "gpumod binary", err, errlen)) goto fail;
+    snprintf(what, sizeof what, "service '%s': binary", u->id);
+    if (exec_path_check(bin, what, err, errlen)) goto fail;
+    if (abs_path(u->gpumod, "gpumod binary", err, errlen) || exec_path_check(u->gpumod, "gpumod binary", err, errlen))
+        goto fail;
+    if (u->state_dir && abs_path(u->state_dir, "state directory", err, errlen)) goto fail;
+    if (u->socket && abs_path(u->socket, "control socket", err, errlen)) goto fail;
     if (u->config_dir && abs_path(u->config_dir, "configuration directory", err, errlen)) goto fail;
 
     char *m = xasprintf("service %s", u->id);
@@ -303,7 +407,14 @@ int unit_render_service(buf *out, const unit_service *u, char *err, size_t errle
     buf_printf(&b, "\nStartLimitBurst=%" PRId64 "\n", u->restart.max_restarts + 1);
 
     buf_adds(&b, "\n[Service]\nType=exec\n");
-    const char *pre[] = {"preflight", "--for", u->id, NULL};
+    /* the gate asks the daemon of the same scope: for --system, the
+     * state directory and socket the system daemon resolves (ExecStartPre
+     * of a unit without User= gets no HOME, no STATE_DIRECTORY) */
+    const char *pre[8];
+    size_t np = 0;
+    if (u->state_dir) pre[np++] = "--state-dir", pre[np++] = u->state_dir;
+    if (u->socket) pre[np++] = "--socket", pre[np++] = u->socket;
+    pre[np++] = "preflight", pre[np++] = "--for", pre[np++] = u->id, pre[np] = NULL;
     snprintf(what, sizeof what, "service '%s': ExecStartPre", u->id);
     if (gpumod_line(&b, "ExecStartPre", u->gpumod, u->config_dir, pre, err, errlen)) goto fail;
     snprintf(what, sizeof what, "service '%s': ExecStart", u->id);
@@ -315,10 +426,17 @@ int unit_render_service(buf *out, const unit_service *u, char *err, size_t errle
     }
     if (u->cwd) {
         snprintf(what, sizeof what, "service '%s': working directory", u->id);
-        if (abs_path(u->cwd, what, err, errlen)) goto fail;
+        if (abs_path(u->cwd, what, err, errlen) || dotdot_check(u->cwd, what, err, errlen)) goto fail;
         buf_adds(&b, "WorkingDirectory=");
         if (raw_value(&b, u->cwd, what, err, errlen)) goto fail;
         buf_addc(&b, '\n');
+    }
+    if (u->output_file) {
+        snprintf(what, sizeof what, "service '%s': output file", u->id);
+        if (abs_path(u->output_file, what, err, errlen)) goto fail;
+        buf_adds(&b, "StandardOutput=append:");
+        if (raw_value(&b, u->output_file, what, err, errlen)) goto fail;
+        buf_adds(&b, "\nStandardError=inherit\n");
     }
     buf_adds(&b, "TimeoutStartSec=");
     dur(&b, unit_start_timeout_ms(u->startup_timeout_ms, u->measured_load_ms));
@@ -326,7 +444,9 @@ int unit_render_service(buf *out, const unit_service *u, char *err, size_t errle
     dur(&b, u->stop_timeout_ms);
     buf_adds(&b, "\nRestart=on-failure\nRestartSec=");
     dur(&b, u->restart.backoff_initial_ms);
-    /* 2: preflight's configuration error, permanent until someone edits */
+    /* 2: a usage error of the engine is not retried.  systemd looks at the
+     * main process only: a failing ExecStartPre (the gate) is retried until
+     * the start limit, which ends the loop (docs/systemd.md). */
     buf_adds(&b, "\nRestartPreventExitStatus=2\nKillMode=control-group\nSendSIGKILL=yes\n");
     buf_printf(&b, "\n[Install]\nWantedBy=%s\n", u->user ? "default.target" : "multi-user.target");
     buf_add(out, b.p, b.len);
@@ -370,13 +490,36 @@ fail:
     return -1;
 }
 
+/* The section a drop-in's settings go in, by unit type, and whether the
+ * type runs processes of its own (OOMScoreAdjust= is a systemd.exec(5)
+ * setting; MemoryMin=, MemoryLow= and ManagedOOMPreference= are
+ * systemd.resource-control(5) settings, which these four all take). */
+static const struct {
+    const char *suffix, *section;
+    bool exec;
+} protect_types[] = {
+    {".service", "Service", true},
+    {".socket", "Socket", true},
+    {".slice", "Slice", false},
+    {".scope", "Scope", false},
+};
+
 int unit_render_protect(buf *out, const unit_protect *u, char *err, size_t errlen)
 {
     if (unit_name_check(u->unit, err, errlen)) return -1;
+    const char *dot = strrchr(u->unit, '.');
+    size_t t = 0, nt = sizeof protect_types / sizeof protect_types[0];
+    while (t < nt && strcmp(dot, protect_types[t].suffix)) t++;
+    if (t == nt) {
+        errf(err, errlen, "unit '%s': a %s unit has no memory protection settings (expected a .service, .socket, "
+                          ".slice or .scope unit)", u->unit, dot + 1);
+        return -1;
+    }
     const char *sizes[2][2] = {{"MemoryMin", u->memory_min}, {"MemoryLow", u->memory_low}};
     for (int i = 0; i < 2; i++) {
         if (sizes[i][1] && !unit_size_ok(sizes[i][1])) {
-            errf(err, errlen, "%s '%s': expected a size such as 256M, 1G, 5%% or infinity", sizes[i][0], sizes[i][1]);
+            errf(err, errlen, "%s '%s': expected a size such as 256M, 1G (K, M, G, T: powers of 1024, below 16E), "
+                              "5%% (0 to 100, at most two decimals) or infinity", sizes[i][0], sizes[i][1]);
             return -1;
         }
     }
@@ -389,11 +532,11 @@ int unit_render_protect(buf *out, const unit_protect *u, char *err, size_t errle
     free(m);
     buf_adds(out, "# Keeps this unit alive under memory pressure (gpumod protect).\n"
                   "# MemoryMin/MemoryLow protect only as far as the enclosing slice is\n"
-                  "# protected too (systemd.resource-control(5)).\n"
-                  "[Service]\n");
+                  "# protected too (systemd.resource-control(5)).\n");
+    buf_printf(out, "[%s]\n", protect_types[t].section);
     for (int i = 0; i < 2; i++)
         if (sizes[i][1]) buf_printf(out, "%s=%s\n", sizes[i][0], sizes[i][1]);
-    buf_printf(out, "OOMScoreAdjust=%d\n", u->oom_score_adjust);
+    if (protect_types[t].exec) buf_printf(out, "OOMScoreAdjust=%d\n", u->oom_score_adjust);
     buf_adds(out, "# Acts only where systemd-oomd runs (gpumod doctor says whether it does).\n"
                   "ManagedOOMPreference=avoid\n");
     return 0;

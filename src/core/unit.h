@@ -34,9 +34,16 @@ typedef struct unit_service {
     const char *version;     /* for the marker */
     const char *gpumod;      /* absolute path of the gpumod binary */
     const char *config_dir;  /* NULL: the default (no --config-dir) */
+    /* the daemon's state directory and socket for the gate (--state-dir,
+     * --socket in ExecStartPre); NULL: none (the user scope's defaults) */
+    const char *state_dir;
+    const char *socket;
     const strv *argv;        /* the driver's argv, argv[0] absolute */
     const strv *env;         /* KEY=VALUE */
     const char *cwd;         /* NULL: none */
+    /* NULL: the journal; else StandardOutput=append:FILE (absolute) and
+     * StandardError=inherit, the file the daemon's systemd runner reads */
+    const char *output_file;
     int64_t startup_timeout_ms;
     int64_t measured_load_ms; /* -1: never measured */
     int64_t stop_timeout_ms;
@@ -54,7 +61,10 @@ typedef struct unit_daemon {
 
 typedef struct unit_protect {
     const char *version;
-    const char *unit;       /* the unit the drop-in is for (checked) */
+    /* the unit the drop-in is for (checked): .service and .socket get
+     * OOMScoreAdjust= too; .slice and .scope the memory settings only;
+     * other types are refused */
+    const char *unit;
     const char *memory_min; /* systemd sizes: 64M, 1G, 5%, infinity */
     const char *memory_low;
     int oom_score_adjust;   /* -1000..1000 */
@@ -82,10 +92,11 @@ int unit_exec_word(buf *out, const char *w, const char *what, char *err, size_t 
 /* Append KEY=VALUE as the quoted value of an Environment= line. */
 int unit_env_assignment(buf *out, const char *kv, char *err, size_t errlen);
 
-/* A unit name systemd accepts (name.suffix, [A-Za-z0-9:_.\@-], <= 255);
- * 0 or -1 with err. */
+/* A unit name systemd accepts (NAME.TYPE, NAME@INSTANCE.TYPE, NAME@.TYPE;
+ * [A-Za-z0-9:_.\-], <= 255); 0 or -1 with err. */
 int unit_name_check(const char *name, char *err, size_t errlen);
-/* A memory size systemd reads: N[.N][K|M|G|T|P|E], N%, infinity. */
+/* A memory size MemoryMin= takes: N[.N][K|M|G|T|P|E] (powers of 1024,
+ * below 2^64), 0 to 100 % with at most two decimals, or infinity. */
 bool unit_size_ok(const char *s);
 /* The text starts with gpumod's marker line. */
 bool unit_is_ours(const char *text);

@@ -38,6 +38,7 @@ typedef struct lines {
     const char **p;
     size_t *len;
     size_t n;
+    bool nonl; /* the last line has no final newline */
 } lines;
 
 static void split(lines *l, const char *s)
@@ -46,6 +47,7 @@ static void split(lines *l, const char *s)
     l->p = xmalloc(cap * sizeof *l->p);
     l->len = xmalloc(cap * sizeof *l->len);
     l->n = 0;
+    l->nonl = false;
     while (s && *s) {
         const char *nl = strchr(s, '\n');
         size_t n = nl ? (size_t)(nl - s) : strlen(s);
@@ -56,13 +58,22 @@ static void split(lines *l, const char *s)
         }
         l->p[l->n] = s;
         l->len[l->n++] = n;
+        if (!nl) l->nonl = true;
         s += n + (nl ? 1 : 0);
     }
 }
 
+/* the unterminated last line of a side */
+static bool unterminated(const lines *l, size_t i)
+{
+    return l->nonl && i + 1 == l->n;
+}
+
+/* A line and its newline: "b" at the end without one differs from "b\n",
+ * as in diff -u (which marks it "\ No newline at end of file"). */
 static bool same(const lines *a, size_t i, const lines *b, size_t j)
 {
-    return a->len[i] == b->len[j] && !memcmp(a->p[i], b->p[j], a->len[i]);
+    return a->len[i] == b->len[j] && unterminated(a, i) == unterminated(b, j) && !memcmp(a->p[i], b->p[j], a->len[i]);
 }
 
 typedef struct op {
@@ -135,6 +146,7 @@ void install_diff(buf *out, const char *a_label, const char *a, const char *b_la
             buf_addc(out, ops[m].k);
             buf_add(out, src->p[ops[m].line], src->len[ops[m].line]);
             buf_addc(out, '\n');
+            if (unterminated(src, ops[m].line)) buf_adds(out, "\\ No newline at end of file\n");
         }
         k = end;
     }
@@ -251,11 +263,37 @@ out:
     return rc;
 }
 
+/* A link in a unit directory: a rename would replace the link and leave
+ * its target as it was; a link to /dev/null is a masked unit. */
+static int refuse_link(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) || !S_ISLNK(st.st_mode)) return 0;
+    char target[4096];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n < 0) {
+        errf(err, errlen, "cannot read the link '%s': %s", path, strerror(errno));
+        return -1;
+    }
+    target[n] = '\0';
+    if (!strcmp(target, "/dev/null")) {
+        char *b = xstrdup(path), *unit = basename(b);
+        errf(err, errlen, "'%s' is masked (a link to /dev/null): not replaced, also not with --force (systemctl "
+                          "unmask %s first)", path, unit);
+        free(b);
+        return -1;
+    }
+    errf(err, errlen, "'%s' is a symlink to '%s': not replaced, also not with --force (remove the link, or install "
+                      "into the directory of its target with --unit-dir)", path, target);
+    return -1;
+}
+
 int install_file(const char *path, const char *text, bool apply, bool force, install_change *chg, buf *diff,
                  char *err, size_t errlen)
 {
     buf old = BUF_INIT;
     bool missing;
+    if (refuse_link(path, err, errlen)) return -1;
     if (read_small(path, &old, &missing, err, errlen)) {
         buf_release(&old);
         return -1;

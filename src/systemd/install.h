@@ -24,7 +24,8 @@ char *install_unit_dir(bool user, const char *dir, char *err, size_t errlen);
 /* Compare text with the file at path: *chg says how it differs, and diff
  * gets the unified diff (a new file: against /dev/null).  apply: write it
  * (creating the directories), unless it is the same.  A file without the
- * marker is refused (-1, err says --force) unless force.  -1 with err on
+ * marker is refused (-1, err says --force) unless force.  A symlink is
+ * refused, force or not (a link to /dev/null as masked).  -1 with err on
  * any I/O error. */
 int install_file(const char *path, const char *text, bool apply, bool force, install_change *chg, buf *diff,
                  char *err, size_t errlen);
@@ -33,7 +34,8 @@ int install_file(const char *path, const char *text, bool apply, bool force, ins
 int install_write_atomic(const char *path, const char *text, char *err, size_t errlen);
 
 /* A unified diff (3 lines of context) of a against b, labelled; nothing
- * when they are equal. */
+ * when they are equal.  A missing final newline shows as diff -u shows
+ * it ("\ No newline at end of file"). */
 void install_diff(buf *out, const char *a_label, const char *a, const char *b_label, const char *b);
 
 #endif

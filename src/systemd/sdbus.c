@@ -36,7 +36,11 @@ static struct {
     void *h;
     int (*open_user)(void **bus);
     int (*open_system)(void **bus);
-    void *(*flush_close_unref)(void *bus);
+    void (*close)(void *bus);
+    void *(*unref)(void *bus);
+    int (*is_ready)(void *bus);
+    int (*wait)(void *bus, uint64_t usec);
+    int (*get_address)(void *bus, const char **address);
     int (*new_method_call)(void *bus, void **m, const char *dest, const char *path, const char *iface,
                            const char *member);
     int (*appendv)(void *m, const char *types, va_list ap);
@@ -86,7 +90,11 @@ static const struct {
 } syms[] = {
     SYM(open_user, sd_bus_open_user),
     SYM(open_system, sd_bus_open_system),
-    SYM(flush_close_unref, sd_bus_flush_close_unref),
+    SYM(close, sd_bus_close),
+    SYM(unref, sd_bus_unref),
+    SYM(is_ready, sd_bus_is_ready),
+    SYM(wait, sd_bus_wait),
+    SYM(get_address, sd_bus_get_address),
     SYM(new_method_call, sd_bus_message_new_method_call),
     SYM(appendv, sd_bus_message_appendv),
     SYM(call, sd_bus_call),
@@ -153,7 +161,50 @@ const char *sdbus_scope(const sdbus *b)
     return b->user ? "user" : "system";
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* sd_bus_open_* only starts the connection; the first call would wait for
+ * the authentication under libsystemd's own 90 s.  Drive it here, under
+ * the caller's deadline, so that a bus that accepts and never answers
+ * costs timeout_ms at most. */
+static int wait_ready(void *bus, bool user, int64_t timeout_ms, char *err, size_t errlen)
+{
+    int64_t deadline = mono_ms() + timeout_ms;
+    const char *addr = NULL;
+    if (L.get_address(bus, &addr) < 0 || !addr) addr = "?";
+    for (;;) {
+        int r = L.is_ready(bus);
+        if (r > 0) return 0;
+        if (r == 0) r = L.process(bus, NULL);
+        if (r > 0) continue;
+        if (r == 0) {
+            int64_t left = deadline - mono_ms();
+            if (left <= 0) {
+                errf(err, errlen, "the %s bus (%s) timed out after %lld s: connected, but the bus did not complete "
+                                  "the authentication (a hung dbus-daemon or dbus-broker?)", user ? "user" : "system",
+                     addr, (long long)((timeout_ms + 999) / 1000));
+                return -1;
+            }
+            r = L.wait(bus, (uint64_t)left * 1000);
+        }
+        if (r < 0) {
+            errf(err, errlen, "cannot connect to the %s bus (%s): %s", user ? "user" : "system", addr, strerror(-r));
+            return -1;
+        }
+    }
+}
+
 int sdbus_open(sdbus **out, bool user, char *err, size_t errlen)
+{
+    return sdbus_open_within(out, user, SDBUS_CONNECT_TIMEOUT_MS, err, errlen);
+}
+
+int sdbus_open_within(sdbus **out, bool user, int64_t timeout_ms, char *err, size_t errlen)
 {
     *out = NULL;
     if (sdbus_load(err, errlen)) return -1;
@@ -175,6 +226,11 @@ int sdbus_open(sdbus **out, bool user, char *err, size_t errlen)
         else
             errf(err, errlen, "cannot connect to the system bus (%s): %s", addr && *addr ? addr
                  : "/run/dbus/system_bus_socket", strerror(-r));
+        return -1;
+    }
+    if (wait_ready(bus, user, timeout_ms > 0 ? timeout_ms : 1, err, errlen)) {
+        L.close(bus);
+        L.unref(bus);
         return -1;
     }
     sdbus *b = xcalloc(1, sizeof *b);
@@ -207,7 +263,12 @@ void sdbus_close(sdbus *b)
     detach(b);
     /* pending calls are answered "connection closed" (their slots'
      * destroy callbacks) while the bus is freed */
-    if (b->bus) L.flush_close_unref(b->bus);
+    /* no flush: it waits for a running bus without a deadline; after a
+     * blocking call nothing is left queued */
+    if (b->bus) {
+        L.close(b->bus);
+        L.unref(b->bus);
+    }
     free(b);
 }
 

@@ -20,8 +20,13 @@ typedef struct sdbus_msg sdbus_msg; /* an sd_bus_message, opaque */
 int sdbus_load(char *err, size_t errlen);
 
 /* Connect to the user bus (the caller's systemd --user) or the system
- * bus.  0 with *out set, or -1 with err. */
+ * bus, connection and authentication within SDBUS_CONNECT_TIMEOUT_MS.
+ * 0 with *out set, or -1 with err (a timeout: "the user bus (ADDRESS)
+ * timed out after N s ..."). */
+#define SDBUS_CONNECT_TIMEOUT_MS 15000
 int sdbus_open(sdbus **out, bool user, char *err, size_t errlen);
+/* The same within timeout_ms. */
+int sdbus_open_within(sdbus **out, bool user, int64_t timeout_ms, char *err, size_t errlen);
 void sdbus_close(sdbus *b);
 /* "user" or "system" */
 const char *sdbus_scope(const sdbus *b);

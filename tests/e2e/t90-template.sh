@@ -73,6 +73,11 @@ else
             --unit-dir "$T/v$scope"
         t_has out "created: $T/v$scope/sshd.service.d/50-gpumod-protect.conf"
         verify "$T/v$scope/sshd.service" "$scope"
+        # a slice gets [Slice] (no OOMScoreAdjust, not a slice setting)
+        printf '[Unit]\nDescription=work\n' >"$T/v$scope/work.slice"
+        t_run 0 gpumod protect work.slice "$scope" --install --yes --no-reload --unit-dir "$T/v$scope"
+        t_has "$T/v$scope/work.slice.d/50-gpumod-protect.conf" "[Slice]"
+        verify "$T/v$scope/work.slice" "$scope"
         t_end
     done
 
@@ -123,7 +128,25 @@ t_has err "gpumod: template: no preset 'nosuch' in $C"
 t_run 2 gpumod template render
 t_has err "template render: which service? give its id"
 t_run 2 gpumod protect sshd --memory-min lots
-t_has err "MemoryMin 'lots': expected a size such as 256M, 1G, 5% or infinity"
+t_has err "MemoryMin 'lots': expected a size such as 256M, 1G (K, M, G, T: powers of 1024, below 16E), 5% (0 to 100, at most two decimals) or infinity"
+t_run 2 gpumod protect sshd --memory-min 150%
+t_has err "MemoryMin '150%': expected a size"
+t_run 2 gpumod protect sshd --memory-low 99999999999999999999
+t_has err "MemoryLow '99999999999999999999': expected a size"
+t_run 2 gpumod protect backup.timer
+t_has err "unit 'backup.timer': a timer unit has no memory protection settings (expected a .service, .socket, .slice or .scope unit)"
+t_run 2 gpumod protect @.service
+t_has err "unit name '@.service': expected one '@' after a non-empty name"
+t_run 0 gpumod protect user.slice
+t_has out "[Slice]"
+t_lacks out "OOMScoreAdjust"
+printf 'id: dollar\ndriver: command\nport: 7078\ncommand: ["/opt/a$b/x", y]\n' >"$C/presets/dollar.yaml"
+t_run 2 gpumod template render dollar --user --no-files-check
+t_has err "gpumod: template: service 'dollar': binary '/opt/a\$b/x': character '\$' cannot be in an executable path in a systemd unit"
+printf 'id: dollar\ndriver: command\nport: 7078\ncommand: [/bin/echo, "a\\uFDD0b"]\n' >"$C/presets/dollar.yaml"
+t_run 2 gpumod template render dollar --user
+t_has err "service 'dollar': ExecStart argument 1: Unicode noncharacter U+FDD0 at byte 1 cannot be written to a systemd unit"
+rm "$C/presets/dollar.yaml"
 t_run 2 gpumod protect sshd --oom-score-adjust -2000
 t_has err "--oom-score-adjust: expected an integer in -1000..1000"
 t_end
@@ -203,6 +226,123 @@ t_has "$U/gpumod-chat.service" "--port 7090 "
 sed -i 's/^port: 7090/port: 7091/' "$C/presets/chat.yaml"
 GPUMOD_LIBSYSTEMD=/nonexistent/libsystemd.so.0 t_run 1 gpumod template install chat --user --yes
 t_has err "written, but systemd was not reloaded: cannot load '/nonexistent/libsystemd.so.0'"
+t_end
+
+t_begin "--system: the gate asks the system daemon (its state dir and socket), --user its own"
+t_run 0 gpumod template render chat --system
+t_has out "ExecStartPre=$GPUMOD_BIN --config-dir $C --state-dir /var/lib/gpumod --socket /var/lib/gpumod/gpumod.sock preflight --for chat"
+t_has out "StandardOutput=append:/var/lib/gpumod/logs/chat.unit.log"
+t_run 0 gpumod template render chat --user
+t_has out "ExecStartPre=$GPUMOD_BIN --config-dir $C preflight --for chat"
+t_lacks out "--state-dir"
+t_has out "StandardOutput=append:$T/state/logs/chat.unit.log"
+t_end
+
+t_begin "ExecStartPre names gpumod as it was called (a link stays a link)"
+ln -s "$GPUMOD_BIN" "$T/gpumod-link"
+"$T/gpumod-link" template render chat --user >"$T/out" 2>"$T/err" || t_fail "render through a link failed"
+t_has out "ExecStartPre=$T/gpumod-link --config-dir $C preflight --for chat"
+t_end
+
+t_begin "install creates the log directory the unit appends to"
+rm -rf "$T/state/logs"
+t_run 0 gpumod template install tool --user --yes --no-reload
+[ -d "$T/state/logs" ] || t_fail "no log directory $T/state/logs after install"
+t_eq "$(stat -c %a "$T/state/logs")" "755" "log directory mode"
+t_end
+
+t_begin "a symlinked or masked unit is refused, also with --force"
+mkdir -p "$T/real"
+cp "$U/gpumod-tool.service" "$T/real/gpumod-tool.service"
+rm "$U/gpumod-tool.service"
+ln -s "$T/real/gpumod-tool.service" "$U/gpumod-tool.service"
+sed -i 's/^port: 7076/port: 7079/' "$C/presets/tool.yaml"
+t_run 1 gpumod template install tool --user --yes --no-reload --force
+t_has err "gpumod: template install: '$U/gpumod-tool.service' is a symlink to '$T/real/gpumod-tool.service': not replaced, also not with --force"
+[ -L "$U/gpumod-tool.service" ] || t_fail "the link was replaced"
+rm "$U/gpumod-tool.service"
+ln -s /dev/null "$U/gpumod-tool.service"
+t_run 1 gpumod template install tool --user --yes --no-reload --force
+t_has err "'$U/gpumod-tool.service' is masked (a link to /dev/null): not replaced, also not with --force (systemctl unmask gpumod-tool.service first)"
+t_eq "$(readlink "$U/gpumod-tool.service")" "/dev/null" "still masked"
+rm "$U/gpumod-tool.service"
+t_end
+
+t_begin "an update whose only change is the final newline shows it in the diff"
+t_run 0 gpumod template install tool --user --yes --no-reload
+printf '%s' "$(cat "$U/gpumod-tool.service")" >"$T/nonl" && cp "$T/nonl" "$U/gpumod-tool.service"
+t_run 0 gpumod template install tool --user
+t_has out "\\ No newline at end of file"
+t_has out "would update: $U/gpumod-tool.service"
+t_end
+
+t_begin "protect: the scope is where the unit's file is, never a silent default"
+R=$T/root
+mkdir -p "$R/lib/systemd/system" "$R/usr/lib/systemd/user" "$R/etc/systemd/user"
+printf '[Service]\nExecStart=/bin/true\n' >"$R/lib/systemd/system/sshd.service"
+printf '[Service]\nExecStart=/bin/true\n' >"$R/usr/lib/systemd/user/ide.service"
+printf '[Service]\nExecStart=/bin/true\n' >"$R/lib/systemd/system/both.service"
+printf '[Service]\nExecStart=/bin/true\n' >"$R/etc/systemd/user/both.service"
+export GPUMOD_UNIT_SEARCH_ROOT=$R
+# a bus that is not there: the reload error says which manager was meant
+DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/nobus DBUS_SESSION_BUS_ADDRESS=unix:path=$T/nobus \
+    t_run 1 gpumod protect sshd --install --yes --unit-dir "$T/p1"
+t_has out "created: $T/p1/sshd.service.d/50-gpumod-protect.conf"
+t_has err "(run systemctl daemon-reload)"
+DBUS_SYSTEM_BUS_ADDRESS=unix:path=$T/nobus DBUS_SESSION_BUS_ADDRESS=unix:path=$T/nobus \
+    t_run 1 gpumod protect ide --install --yes --unit-dir "$T/p2"
+t_has err "(run systemctl --user daemon-reload)"
+t_run 2 gpumod protect both --install --yes --no-reload --unit-dir "$T/p3"
+t_has err "gpumod: protect: both.service is both a system unit ($R/lib/systemd/system/both.service) and a user unit ($R/etc/systemd/user/both.service): give --system or --user"
+t_run 2 gpumod protect nosuch --install --yes --no-reload --unit-dir "$T/p3"
+t_has err "gpumod: protect: no unit file for nosuch.service in the system unit directories"
+if [ -e "$T/p3" ]; then t_fail "a refused protect wrote $T/p3"; fi
+t_run 0 gpumod protect both --system --install --yes --no-reload --unit-dir "$T/p3"
+unset GPUMOD_UNIT_SEARCH_ROOT
+t_end
+
+t_begin "preflight under systemd sends its verdict to the journal socket"
+cat >"$T/jl.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+open(sys.argv[1] + ".ready", "w").close()
+s.settimeout(30)
+sys.stdout.write(s.recv(65536).decode())
+EOF
+printf 'id: huge\ndriver: command\nport: 7081\ncommand: [/bin/echo, hi]\nmemory: {gpu_mb: 0, host_mb: 16000000}\n' >"$C/presets/huge.yaml"
+python3 "$T/jl.py" "$T/journal.sock" >"$T/journal.out" &
+jpid=$!
+t_wait 10 test -e "$T/journal.sock.ready" || t_fail "the journal listener did not start"
+INVOCATION_ID=0123abcd GPUMOD_JOURNAL_SOCKET=$T/journal.sock t_run 1 gpumod preflight --for huge --standalone
+t_has out "refused: 'huge'"
+wait "$jpid"
+t_has "$T/journal.out" "MESSAGE=refused: 'huge': MemAvailable"
+t_has "$T/journal.out" "PRIORITY=3"
+t_has "$T/journal.out" "SYSLOG_IDENTIFIER=gpumod-preflight"
+# not under systemd, or no journal: nothing sent, nothing said
+GPUMOD_JOURNAL_SOCKET=$T/none.sock INVOCATION_ID=0123abcd t_run 1 gpumod preflight --for huge --standalone
+t_lacks err "journal"
+rm "$C/presets/huge.yaml"
+t_end
+
+t_begin "reload: a bus that accepts and never answers costs the 15 s deadline, not 90 s"
+cat >"$T/hang.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(8)
+keep = []
+while True:
+    keep.append(s.accept()[0])
+EOF
+python3 "$T/hang.py" "$T/hang.sock" &
+hpid=$!
+t_wait 10 test -S "$T/hang.sock" || t_fail "the hung bus listener did not start"
+sed -i 's/^port: 7079/port: 7082/' "$C/presets/tool.yaml"
+DBUS_SESSION_BUS_ADDRESS=unix:path=$T/hang.sock t_run 1 timeout 60 "$GPUMOD_BIN" template install tool --user --yes
+kill "$hpid" 2>/dev/null
+t_has err "written, but systemd was not reloaded: the user bus (unix:path=$T/hang.sock) timed out after 15 s"
 t_end
 
 t_done

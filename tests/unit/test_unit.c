@@ -183,7 +183,8 @@ static void protect_dropin(void **state)
     buf_clear(&b);
     u.memory_min = "lots";
     assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), -1);
-    assert_string_equal(err, "MemoryMin 'lots': expected a size such as 256M, 1G, 5% or infinity");
+    assert_string_equal(err, "MemoryMin 'lots': expected a size such as 256M, 1G (K, M, G, T: powers of 1024, below "
+                             "16E), 5% (0 to 100, at most two decimals) or infinity");
     u.memory_min = "5%";
     u.oom_score_adjust = -1001;
     assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), -1);
@@ -239,6 +240,16 @@ static void refuses_what_systemd_cannot_hold(void **state)
     assert_string_equal(err, "service 's': ExecStart argument 1: control character 0x0d at byte 1 cannot be written "
                              "to a systemd unit");
     assert_int_equal(b.len, 0);
+    /* the output file of the systemd runner: absolute, appended to */
+    free(argv.v[1]);
+    argv.v[1] = xstrdup("--x");
+    u.output_file = "logs/s.unit.log";
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), -1);
+    assert_string_equal(err, "service 's': output file 'logs/s.unit.log': expected an absolute path");
+    u.output_file = "/var/log/gpumod/s.unit.log";
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\nStandardOutput=append:/var/log/gpumod/s.unit.log\nStandardError=inherit\n"));
+    buf_clear(&b);
     strv_release(&argv);
     buf_release(&b);
 }
@@ -323,6 +334,206 @@ static void install_rules(void **state)
     rm_rf(dir);
 }
 
+/* the section by unit type; names, sizes as systemd parses them */
+static void protect_types_and_sizes(void **state)
+{
+    (void)state;
+    buf b = BUF_INIT;
+    char err[512];
+    unit_protect u = {.version = "1", .unit = "user.slice", .memory_min = "128M", .memory_low = "5.5%",
+                      .oom_score_adjust = -900};
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\n[Slice]\nMemoryMin=128M\nMemoryLow=5.5%\n"));
+    assert_null(strstr(b.p, "OOMScoreAdjust")); /* not a slice setting */
+    assert_null(strstr(b.p, "[Service]"));
+    assert_non_null(strstr(b.p, "\nManagedOOMPreference=avoid\n"));
+    buf_clear(&b);
+    u.unit = "sshd.socket";
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\n[Socket]\n"));
+    assert_non_null(strstr(b.p, "\nOOMScoreAdjust=-900\n"));
+    buf_clear(&b);
+    u.unit = "session-2.scope";
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\n[Scope]\n"));
+    assert_null(strstr(b.p, "OOMScoreAdjust"));
+    buf_clear(&b);
+    u.unit = "getty@.service"; /* a template: every instance */
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\n[Service]\n"));
+    buf_clear(&b);
+    u.unit = "backup.timer";
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), -1);
+    assert_string_equal(err, "unit 'backup.timer': a timer unit has no memory protection settings (expected a "
+                             ".service, .socket, .slice or .scope unit)");
+    u.unit = "@.service";
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), -1);
+    assert_string_equal(err, "unit name '@.service': expected one '@' after a non-empty name (NAME@INSTANCE.service "
+                             "or the template NAME@.service)");
+    u.unit = "a@b@c.service";
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), -1);
+    u.unit = "a.b@c.service"; /* a dot in the prefix is allowed */
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), 0);
+    assert_int_equal(unit_name_check("a@b.c@.service", err, sizeof err), -1);
+    buf_clear(&b);
+
+    static const char *const good[] = {"0", "64M", "1.5G", "15E", "100%", "0%", "5.5%", "10.25%", "100.00%",
+                                       "infinity", "18446744073709551614", NULL};
+    static const char *const bad[] = {"150%", "100.01%", "10.255%", "-1M", "99999999999999999999",
+                                      "18446744073709551615", "16E", "17179869184G", "1.5", "5 %", "1X", ".5G",
+                                      "5.%", "", "1e3", NULL};
+    for (size_t i = 0; good[i]; i++)
+        if (!unit_size_ok(good[i])) fail_msg("size '%s' refused, systemd takes it", good[i]);
+    for (size_t i = 0; bad[i]; i++)
+        if (unit_size_ok(bad[i])) fail_msg("size '%s' accepted, systemd refuses it", bad[i]);
+    u.unit = "sshd.service";
+    u.memory_min = "150%";
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), -1);
+    assert_non_null(strstr(err, "MemoryMin '150%': expected a size"));
+    u.memory_min = "128M";
+    u.memory_low = "99999999999999999999";
+    assert_int_equal(unit_render_protect(&b, &u, err, sizeof err), -1);
+    assert_non_null(strstr(err, "MemoryLow '99999999999999999999': expected a size"));
+    assert_int_equal(b.len, 0);
+    buf_release(&b);
+}
+
+/* the gate of a system unit names the system daemon's state and socket;
+ * paths and values systemd would refuse are refused with the field named */
+static void service_scope_and_refusals(void **state)
+{
+    (void)state;
+    strv argv = STRV_INIT, env = STRV_INIT;
+    strv_push(&argv, "/opt/llama/llama-server");
+    strv_push(&argv, "--x");
+    unit_service u = {.id = "s", .version = "1", .gpumod = "/usr/local/bin/gpumod", .config_dir = "/etc/gpumod",
+                      .state_dir = "/var/lib/gpumod", .socket = "/var/lib/gpumod/gpumod.sock", .argv = &argv,
+                      .env = &env, .stop_timeout_ms = 1000, .startup_timeout_ms = 1000};
+    buf b = BUF_INIT;
+    char err[512];
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\nExecStartPre=/usr/local/bin/gpumod --config-dir /etc/gpumod --state-dir "
+                                "/var/lib/gpumod --socket /var/lib/gpumod/gpumod.sock preflight --for s\n"));
+    buf_clear(&b);
+    u.state_dir = u.socket = NULL; /* --user: the user's own defaults */
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\nExecStartPre=/usr/local/bin/gpumod --config-dir /etc/gpumod preflight --for s\n"));
+    buf_clear(&b);
+
+    static const struct {
+        const char *bin, *want;
+    } bins[] = {
+        {"/opt/a$b/llama-server", "service 's': binary '/opt/a$b/llama-server': character '$' cannot be in an "
+                                  "executable path in a systemd unit (move or link the binary to a path without it)"},
+        {"/opt/it's/llama-server", "service 's': binary '/opt/it's/llama-server': character ''' cannot be"},
+        {"/opt/\"q\"/llama-server", "character '\"' cannot be"},
+        {"/opt/back\\slash/x", "character '\\' cannot be"},
+        {"/opt/llama/../bin/llama-server", "service 's': binary '/opt/llama/../bin/llama-server': a '..' component "
+                                           "is not allowed in a systemd unit (give the path without it)"},
+    };
+    for (size_t i = 0; i < sizeof bins / sizeof bins[0]; i++) {
+        free(argv.v[0]);
+        argv.v[0] = xstrdup(bins[i].bin);
+        assert_int_equal(unit_render_service(&b, &u, err, sizeof err), -1);
+        if (!strstr(err, bins[i].want)) fail_msg("binary '%s': got '%s', want '%s'", bins[i].bin, err, bins[i].want);
+    }
+    free(argv.v[0]);
+    argv.v[0] = xstrdup("/opt/llama/llama-server");
+    u.gpumod = "/opt/gpu$mod/gpumod";
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), -1);
+    assert_string_equal(err, "gpumod binary '/opt/gpu$mod/gpumod': character '$' cannot be in an executable path in "
+                             "a systemd unit (move or link the binary to a path without it)");
+    u.gpumod = "/usr/local/bin/gpumod";
+    /* '$' in an argument is fine: doubled, systemd gives back one */
+    free(argv.v[1]);
+    argv.v[1] = xstrdup("a$b");
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), 0);
+    assert_non_null(strstr(b.p, "\nExecStart=/opt/llama/llama-server a$$b\n"));
+    buf_clear(&b);
+    u.cwd = "/srv/x/../app dir";
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), -1);
+    assert_string_equal(err, "service 's': working directory '/srv/x/../app dir': a '..' component is not allowed in "
+                             "a systemd unit (give the path without it)");
+    u.cwd = "/srv/x..y/.../app"; /* '..' inside a name is a name */
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), 0);
+    buf_clear(&b);
+    u.cwd = NULL;
+    /* noncharacters: systemd drops the whole line */
+    free(argv.v[1]);
+    argv.v[1] = xstrdup("a\xef\xb7\x90" "b"); /* U+FDD0 */
+    assert_int_equal(unit_render_service(&b, &u, err, sizeof err), -1);
+    assert_string_equal(err, "service 's': ExecStart argument 1: Unicode noncharacter U+FDD0 at byte 1 cannot be "
+                             "written to a systemd unit");
+    assert_int_equal(unit_exec_word(&b, "x\xef\xbf\xbe", "argument 2", err, sizeof err), -1); /* U+FFFE */
+    assert_string_equal(err, "argument 2: Unicode noncharacter U+FFFE at byte 1 cannot be written to a systemd unit");
+    assert_int_equal(unit_exec_word(&b, "\xf0\x9f\xbf\xbf", "argument 2", err, sizeof err), -1); /* U+1FFFF */
+    assert_int_equal(unit_exec_word(&b, "\xef\xb7\xb0", "argument 2", err, sizeof err), 0); /* U+FDF0: valid */
+    assert_int_equal(b.len, 3);
+    strv_release(&argv);
+    strv_release(&env);
+    buf_release(&b);
+}
+
+/* a link is never written through; a masked unit stays masked */
+static void install_links_and_newline(void **state)
+{
+    (void)state;
+    buf d = BUF_INIT;
+    install_diff(&d, "a", "a\nb", "b", "a\nb\n");
+    assert_string_equal(d.p, "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
+    buf_clear(&d);
+    install_diff(&d, "a", "a\nb\n", "b", "a\nc");
+    assert_string_equal(d.p, "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n\\ No newline at end of file\n");
+    buf_clear(&d);
+
+    char tmpl[] = "/tmp/gpumod-test-unit.XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    char *real = xasprintf("%s/real.service", dir), *link = xasprintf("%s/gpumod-x.service", dir);
+    char *masked = xasprintf("%s/gpumod-m.service", dir);
+    const char *v1 = UNIT_MARKER_PREFIX "1 for service x" UNIT_MARKER_TAIL "\n[Service]\nExecStart=/bin/true\n";
+    const char *v2 = UNIT_MARKER_PREFIX "1 for service x" UNIT_MARKER_TAIL "\n[Service]\nExecStart=/bin/false\n";
+    write_file(real, v1, 0644);
+    assert_int_equal(symlink(real, link), 0);
+    assert_int_equal(symlink("/dev/null", masked), 0);
+    char err[768];
+    install_change chg;
+    for (int force = 0; force < 2; force++) {
+        assert_int_equal(install_file(link, v2, true, force, &chg, &d, err, sizeof err), -1);
+        char *want = xasprintf("'%s' is a symlink to '%s': not replaced, also not with --force (remove the link, or "
+                               "install into the directory of its target with --unit-dir)", link, real);
+        assert_string_equal(err, want);
+        free(want);
+        assert_int_equal(install_file(masked, v2, true, force, &chg, &d, err, sizeof err), -1);
+        want = xasprintf("'%s' is masked (a link to /dev/null): not replaced, also not with --force (systemctl "
+                         "unmask gpumod-m.service first)", masked);
+        assert_string_equal(err, want);
+        free(want);
+    }
+    char *got = read_text(real);
+    assert_string_equal(got, v1);
+    free(got);
+    char lt[256];
+    ssize_t n = readlink(masked, lt, sizeof lt - 1);
+    assert_true(n > 0);
+    lt[n] = '\0';
+    assert_string_equal(lt, "/dev/null");
+    /* a marker file whose last newline went: "updated", and the diff says why */
+    char *path = xasprintf("%s/gpumod-n.service", dir);
+    write_file(path, UNIT_MARKER_PREFIX "1 for service x" UNIT_MARKER_TAIL "\n[Service]", 0644);
+    buf_clear(&d);
+    assert_int_equal(install_file(path, UNIT_MARKER_PREFIX "1 for service x" UNIT_MARKER_TAIL "\n[Service]\n", false,
+                                  false, &chg, &d, err, sizeof err), 0);
+    assert_int_equal(chg, INSTALL_CHANGED);
+    assert_non_null(strstr(d.p, "\n-[Service]\n\\ No newline at end of file\n+[Service]\n"));
+    free(path);
+    free(real);
+    free(link);
+    free(masked);
+    buf_release(&d);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +541,8 @@ int main(void)
         cmocka_unit_test(daemon_units),   cmocka_unit_test(protect_dropin),
         cmocka_unit_test(refuses_what_systemd_cannot_hold),
         cmocka_unit_test(start_timeout),  cmocka_unit_test(line_diff),       cmocka_unit_test(install_rules),
+        cmocka_unit_test(protect_types_and_sizes), cmocka_unit_test(service_scope_and_refusals),
+        cmocka_unit_test(install_links_and_newline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
