@@ -21,11 +21,14 @@ static void gpu_json(buf *b, const snapshot *s)
     else buf_adds(b, "null");
     buf_printf(b, ",\"nvml_ms\":%lld,\"host\":{\"mem_total_bytes\":%llu,\"mem_free_bytes\":%llu,"
                   "\"mem_available_bytes\":%llu,\"swap_total_bytes\":%llu,\"swap_free_bytes\":%llu,"
-                  "\"page_size\":%llu,\"contig_2m_bytes\":%llu,\"unusable_index_2m\":%.4f,\"order_counts\":[",
+                  "\"page_size\":%llu,\"contig_2m_bytes\":%llu,\"zones_counted\":%s,"
+                  "\"unusable_index_2m\":%.4f,\"order_counts\":[",
                (long long)s->nvml_ms, (unsigned long long)h->mem_total, (unsigned long long)h->mem_free,
                (unsigned long long)h->mem_available, (unsigned long long)h->swap_total,
                (unsigned long long)h->swap_free, (unsigned long long)h->page_size,
-               (unsigned long long)h->contig_2m_bytes, h->unusable_index_2m);
+               (unsigned long long)h->contig_2m_bytes,
+               !h->buddyinfo_ok ? "null" : h->zones_all ? "\"all\"" : "\"Normal+Movable\"",
+               h->unusable_index_2m);
     for (size_t o = 0; o < h->norders; o++)
         buf_printf(b, "%s%llu", o ? "," : "", (unsigned long long)h->order_count[o]);
     buf_adds(b, "],\"psi\":");
@@ -80,7 +83,9 @@ static void gpu_text(buf *b, const snapshot *s)
         buf_printf(b, "host   memory unknown: %s\n", s->host_error);
     }
     if (h->buddyinfo_ok) {
-        buf_adds(b, "       free in blocks >= 2 MiB: ");
+        /* the zones the gate counts (memory.md 6.4) */
+        buf_printf(b, "       free in blocks >= 2 MiB, %s: ",
+                   h->zones_all ? "all zones (no Normal/Movable zone)" : "Normal+Movable");
         fmt_bytes(b, h->contig_2m_bytes);
         buf_printf(b, " (page %llu KiB; free blocks by order:", (unsigned long long)(h->page_size / 1024));
         for (size_t o = 0; o < h->norders; o++) buf_printf(b, " %llu", (unsigned long long)h->order_count[o]);

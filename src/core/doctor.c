@@ -887,7 +887,7 @@ void doctor_check_swap(const doc_host *h, doc_verdict *v)
  * worst zone's unusable free space index at o (mm/vmstat.c
  * unusable_free_index, per zone as the kernel computes it). */
 typedef struct frag_figs {
-    uint64_t blocks, bytes, all_bytes;
+    uint64_t blocks, bytes;
     double worst_ui;
     char worst_zone[48];
     bool fallback; /* no Normal/Movable zone: every zone counted */
@@ -912,7 +912,6 @@ static void frag_compute(const host_mem *m, frag_figs *f)
                 blocks += bz->count[i];
             }
         }
-        f->all_bytes += suitable * m->page_size;
         if (any && !doctor_zone_counts(bz->zone)) continue;
         f->blocks += blocks;
         f->bytes += suitable * m->page_size;
@@ -942,12 +941,11 @@ void doctor_check_fragmentation(const doc_host *h, const doc_policy *p, doc_verd
     doc_status st = short_contig ? (h->nvidia_driver ? DOC_FAIL : DOC_WARN) : frag ? DOC_WARN : DOC_OK;
     verdict(v, id, st,
             "%s: %llu free blocks of order >= %d (2 MiB and larger) hold %.0f MiB (gate minimum %.0f MiB); "
-            "unusable index at order %d: %.3f (%s; warn above %.1f); the gate's own figure sums every zone, "
-            "DMA32 included: %.0f MiB",
+            "unusable index at order %d: %.3f (%s; warn above %.1f); the gate counts the same zones",
             f.fallback ? "all zones (no Normal or Movable zone)" : "Normal and Movable zones",
             (unsigned long long)f.blocks, m->order_2m, mib(f.bytes), mib(p->min_contig_bytes), m->order_2m, ui,
             dbg ? "debugfs, worst Normal/Movable zone" : f.worst_zone[0] ? f.worst_zone : "no free pages",
-            DOC_UNUSABLE_WARN, mib(f.all_bytes));
+            DOC_UNUSABLE_WARN);
     if (short_contig && !h->nvidia_driver)
         cat(v->summary, sizeof v->summary, "; no NVIDIA driver, so the gate does not apply it");
     if (st != DOC_OK)

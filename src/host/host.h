@@ -55,10 +55,14 @@ typedef struct host_mem {
     buddy_zone zones[HOST_MAX_ZONES];
     size_t nzones;
     size_t norders;                         /* max over zones */
-    uint64_t order_count[HOST_MAX_ORDERS];  /* summed over zones */
+    /* The figures below count the Normal and Movable zones of every node
+     * (DMA and DMA32 are left out: memory.md 6.4), or every zone when a
+     * host has neither (zones_all). */
+    uint64_t order_count[HOST_MAX_ORDERS];  /* summed over the counted zones */
     uint64_t contig_2m_bytes;               /* free bytes in blocks >= 2 MiB */
     int order_2m;                           /* the order of a 2 MiB block at this page size */
-    double unusable_index_2m;               /* kernel's unusable_index at order_2m, all zones; -1 unknown */
+    double unusable_index_2m;               /* kernel's unusable_index at order_2m, counted zones summed; -1 unknown */
+    bool zones_all;                         /* no Normal/Movable zone: every zone counted */
     bool buddyinfo_ok;
     /* /proc/pressure/memory, percent */
     double psi_some_avg10, psi_some_avg60, psi_some_avg300;

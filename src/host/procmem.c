@@ -253,6 +253,7 @@ static void buddyinfo_clear(host_mem *m, uint64_t page_size)
     m->order_2m = 0;
     m->unusable_index_2m = -1;
     m->buddyinfo_ok = false;
+    m->zones_all = false;
 }
 
 /* "Node N, zone NAME c0 c1 ... cK" into z. */
@@ -299,6 +300,11 @@ static int parse_zone(const line *l, buddy_zone *z, const char *label, char *err
     return 0;
 }
 
+static bool zone_counted(const char *zone)
+{
+    return !strcmp(zone, "Normal") || !strcmp(zone, "Movable");
+}
+
 static int parse_buddyinfo(host_mem *m, const char *text, uint64_t page_size, const char *label,
                            char *err, size_t errlen)
 {
@@ -327,18 +333,30 @@ static int parse_buddyinfo(host_mem *m, const char *text, uint64_t page_size, co
             goto fail;
         }
         m->norders = z->norders;
-        for (size_t i = 0; i < z->norders; i++) {
-            if (__builtin_add_overflow(m->order_count[i], z->count[i], &m->order_count[i])) {
-                errf(err, errlen, "'%s' line %d: order %zu counts overflow 64 bits", label, l.no,
-                     i);
-                goto fail;
-            }
-        }
         m->nzones++;
     }
     if (m->nzones == 0) {
         errf(err, errlen, "'%s' is empty", label);
         goto fail;
+    }
+    /* The zones that serve the driver's GFP_KERNEL chunks in practice:
+     * Normal and Movable (memory.md 6.4).  DMA32 (the first 4 GiB on
+     * x86-64) is a fallback whose free blocks would make a fragmented
+     * Normal zone look healthy; DMA is tiny.  A host with neither (some
+     * 32-bit or odd layouts) counts every zone. */
+    bool any_counted = false;
+    for (size_t k = 0; k < m->nzones; k++)
+        any_counted |= zone_counted(m->zones[k].zone);
+    m->zones_all = !any_counted;
+    for (size_t k = 0; k < m->nzones; k++) {
+        const buddy_zone *z = &m->zones[k];
+        if (any_counted && !zone_counted(z->zone)) continue;
+        for (size_t i = 0; i < z->norders; i++) {
+            if (__builtin_add_overflow(m->order_count[i], z->count[i], &m->order_count[i])) {
+                errf(err, errlen, "'%s': order %zu counts overflow 64 bits", label, i);
+                goto fail;
+            }
+        }
     }
 
     /* 2 MiB: the NVIDIA driver's large allocation chunk (memory.md 4.3).
@@ -348,7 +366,7 @@ static int parse_buddyinfo(host_mem *m, const char *text, uint64_t page_size, co
         o++;
     m->order_2m = o;
 
-    /* mm/vmstat.c unusable_free_index(), over all zones summed:
+    /* mm/vmstat.c unusable_free_index(), over the counted zones summed:
      * (free_pages - free_blocks_suitable << o) / free_pages.  The
      * suitable pages are exactly those in blocks of order >= o. */
     uint64_t free_pages = 0, suitable_pages = 0;

@@ -47,6 +47,10 @@ t_jq out '.need.gpu_bytes["0"] > 0' true
 t_jq out .nvml ok
 t_jq out '.available.gpus[0].free_bytes' $(((24576 - 500) * MIB))
 t_jq out '.high_order_pages | has("9")' true
+# the Normal zone's blocks only (DMA32's 752 order-10 blocks left out)
+t_jq out '.high_order_pages["10"]' 636
+# Normal: 6*512 + 636*1024 = 654336 pages x 4096
+t_jq out .available.host.contig_2m_bytes 2680160256
 GPUMOD_PROC_ROOT=$P/healthy t_run 0 pf --for chat
 t_has out "ok: 'chat' fits: need (estimate)"
 t_end
@@ -69,6 +73,53 @@ t_end
 t_begin "fragmented host without any NVIDIA driver: the contiguity rule does not apply"
 no_gpu
 GPUMOD_PROC_ROOT=$P/fragmented t_run 0 pf --for chat
+t_end
+
+# an idle DMA32 zone (752 order-10 blocks: 3008 MiB) beside the fragmented
+# Normal zone: every zone summed it made 3026 MiB and passed; the gate counts
+# Normal and Movable only (memory.md 6.4)
+mkdir -p "$T/dma32"
+cp "$P/fragmented/meminfo" "$T/dma32/"
+cp -r "$P/fragmented/pressure" "$T/dma32/"
+{
+    sed -n 1p "$P/healthy/buddyinfo"  # DMA: 1 order-9, 3 order-10 blocks
+    sed -n 2p "$P/healthy/buddyinfo"  # DMA32: 2 order-9, 752 order-10 blocks
+    sed -n 3p "$P/fragmented/buddyinfo"  # Normal: nothing >= order 9
+} >"$T/dma32/buddyinfo"
+
+t_begin "free 2 MiB blocks only in DMA32: refused as fragmented, gpu says which zones count"
+with_gpu
+GPUMOD_PROC_ROOT=$T/dma32 t_run 1 pf --for chat --json
+t_jq out .binding host.contig_2m
+t_jq out .reason "free memory in blocks >= 2 MiB 0 MiB < required 2048 MiB (host is fragmented)"
+t_jq out .available.host.contig_2m_bytes 0
+GPUMOD_PROC_ROOT=$T/dma32 t_run 0 gpumod gpu --json
+t_jq out .host.zones_counted Normal+Movable
+t_jq out .host.contig_2m_bytes 0
+t_jq out .host.order_counts[10] 0
+GPUMOD_PROC_ROOT=$T/dma32 t_run 0 gpumod gpu
+t_has out "free in blocks >= 2 MiB, Normal+Movable: 0 B"
+t_end
+
+# no Normal or Movable zone: every zone counts, and gpu says so.
+# DMA 1*512 + 3*1024 = 3584 pages, DMA32 2*512 + 752*1024 = 771072 pages:
+# 774656 pages x 4096 = 3172990976 bytes (3026 MiB) >= 2048 MiB
+mkdir -p "$T/nonormal"
+cp "$P/healthy/meminfo" "$T/nonormal/"
+cp -r "$P/healthy/pressure" "$T/nonormal/"
+sed -n 1,2p "$P/healthy/buddyinfo" >"$T/nonormal/buddyinfo"
+
+t_begin "no Normal/Movable zone: every zone counted, and said"
+with_gpu
+GPUMOD_PROC_ROOT=$T/nonormal t_run 0 gpumod gpu --json
+t_jq out .host.zones_counted all
+t_jq out .host.contig_2m_bytes 3172990976
+t_jq out .host.order_counts[10] 755
+GPUMOD_PROC_ROOT=$T/nonormal t_run 0 gpumod gpu
+t_has out "free in blocks >= 2 MiB, all zones (no Normal/Movable zone): 2.96 GiB" # 3026/1024 = 2.955
+GPUMOD_PROC_ROOT=$T/nonormal t_run 0 pf --for chat
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 gpumod gpu --json
+t_jq out .host.zones_counted Normal+Movable
 t_end
 
 t_begin "memory pressure high: refused"

@@ -69,11 +69,22 @@ static void parse_buddy(host_mem *m, const char *name, uint64_t page_size)
     free(text);
 }
 
+/* free bytes in the counted zones (Normal and Movable; all when neither) */
 static uint64_t free_bytes(const host_mem *m)
 {
     uint64_t pages = 0;
     for (size_t i = 0; i < m->norders; i++)
         pages += m->order_count[i] << i;
+    return pages * m->page_size;
+}
+
+/* free bytes in every zone: the kernel's MemFree */
+static uint64_t all_zone_bytes(const host_mem *m)
+{
+    uint64_t pages = 0;
+    for (size_t z = 0; z < m->nzones; z++)
+        for (size_t i = 0; i < m->zones[z].norders; i++)
+            pages += m->zones[z].count[i] << i;
     return pages * m->page_size;
 }
 
@@ -114,13 +125,21 @@ static void healthy_real_numbers(void **state)
     assert_int_equal(m.zones[2].node, 0);
     assert_int_equal(m.zones[2].norders, 11);
     assert_int_equal(m.zones[2].count[0], 4167);
-    assert_int_equal(m.zones[2].count[10], 136);
-    const uint64_t oc[11] = {4168, 1537, 972, 259, 129, 131, 115, 52, 20, 9, 891};
+    assert_int_equal(m.zones[2].count[10], 636);
+    /* only the Normal zone counts: DMA and DMA32 are left out */
+    assert_false(m.zones_all);
+    const uint64_t oc[11] = {4167, 1535, 968, 257, 124, 127, 112, 49, 15, 6, 636};
     for (int i = 0; i < 11; i++)
         assert_int_equal(m.order_count[i], oc[i]);
     assert_int_equal(m.order_2m, 9);
-    assert_int_equal(m.contig_2m_bytes, 3755999232ull);
-    assert_close(m.unusable_index_2m, (3914080256.0 - 3755999232.0) / 3914080256.0);
+    /* Normal, in pages: orders 0-8 4167 + 1535*2 + 968*4 + 257*8 + 124*16
+     * + 127*32 + 112*64 + 49*128 + 15*256 = 36493; orders 9-10 6*512 +
+     * 636*1024 = 654336 (x 4096 = 2680160256 bytes, 2556 MiB); free
+     * 36493 + 654336 = 690829 pages = 2829635584 bytes.  (All zones,
+     * DMA32's 752 order-10 blocks included, would be 5582 MiB.) */
+    assert_int_equal(free_bytes(&m), 2829635584ull);
+    assert_int_equal(m.contig_2m_bytes, 2680160256ull);
+    assert_close(m.unusable_index_2m, 36493.0 / 690829.0);
 }
 
 static void short_fixture(void **state)
@@ -135,8 +154,9 @@ static void short_fixture(void **state)
     assert_close(m.psi_some_avg10, 1.21);
     assert_close(m.psi_full_avg10, 0.40);
     parse_buddy(&m, "short", 4096);
-    assert_int_equal(free_bytes(&m), m.mem_free); /* the kernel's own identity */
-    assert_int_equal(m.contig_2m_bytes, 360710144ull);
+    assert_int_equal(all_zone_bytes(&m), m.mem_free); /* the kernel's own identity */
+    /* Normal: 12*512 + 41*1024 = 48128 pages x 4096 (188 MiB) */
+    assert_int_equal(m.contig_2m_bytes, 197132288ull);
 }
 
 static void fragmented_fixture(void **state)
@@ -147,11 +167,12 @@ static void fragmented_fixture(void **state)
     assert_int_equal(m.mem_available, 20761929 * KB);
     assert_true(m.mem_available > 19 * 1024 * MIB);
     parse_buddy(&m, "fragmented", 4096);
-    assert_int_equal(free_bytes(&m), m.mem_free);
+    assert_int_equal(all_zone_bytes(&m), m.mem_free);
+    /* the Normal zone's counts: 212/41/9/3/1 blocks of order 4-8, none above */
     assert_int_equal(m.order_count[9], 0);
     assert_int_equal(m.order_count[10], 0);
-    assert_int_equal(m.order_count[8], 3);
-    assert_int_equal(m.order_count[4], 309);
+    assert_int_equal(m.order_count[8], 1);
+    assert_int_equal(m.order_count[4], 212);
     assert_int_equal(m.contig_2m_bytes, 0);
     assert_close(m.unusable_index_2m, 1.0);
 }
@@ -172,8 +193,9 @@ static void pressured_fixture(void **state)
     assert_int_equal(m.swap_free, 3143772 * KB);
     assert_int_equal(m.mem_available, 4958169 * KB);
     parse_buddy(&m, "pressured", 4096);
-    assert_int_equal(free_bytes(&m), m.mem_free);
-    assert_int_equal(m.contig_2m_bytes, 2797600768ull);
+    assert_int_equal(all_zone_bytes(&m), m.mem_free);
+    /* Normal: 120*512 + 532*1024 = 606208 pages x 4096 (2368 MiB) */
+    assert_int_equal(m.contig_2m_bytes, 2483027968ull);
 }
 
 static void unified_short_fixture(void **state)
@@ -189,8 +211,9 @@ static void unified_short_fixture(void **state)
     assert_string_equal(m.zones[0].zone, "DMA");
     assert_string_equal(m.zones[1].zone, "DMA32");
     assert_string_equal(m.zones[2].zone, "Normal");
-    assert_int_equal(free_bytes(&m), m.mem_free);
-    assert_int_equal(m.contig_2m_bytes, 3516923904ull);
+    assert_int_equal(all_zone_bytes(&m), m.mem_free);
+    /* Normal: 96*512 + 610*1024 = 673792 pages x 4096 (2632 MiB) */
+    assert_int_equal(m.contig_2m_bytes, 2759852032ull);
 }
 
 /* The same counts at 64 KiB and at 4 KiB: only the page size moves the
@@ -208,17 +231,26 @@ static void arm64_64k_page_size(void **state)
     assert_int_equal(m.nzones, 2);
     assert_int_equal(m.norders, 14);
     assert_int_equal(m.zones[1].count[13], 170);
-    assert_int_equal(m.order_count[13], 175);
+    assert_int_equal(m.order_count[13], 170); /* Normal only: DMA's 5 left out */
     assert_int_equal(m.order_2m, 5);
-    assert_int_equal(free_bytes(&m), 113423155200ull);
-    assert_int_equal(free_bytes(&m), m.mem_free);
-    assert_int_equal(m.contig_2m_bytes, 112526884864ull);
-    assert_close(m.unusable_index_2m, (113423155200.0 - 112526884864.0) / 113423155200.0);
+    assert_int_equal(all_zone_bytes(&m), 113423155200ull);
+    assert_int_equal(all_zone_bytes(&m), m.mem_free);
+    /* Normal, in 64 KiB pages: orders 0-4 1204 + 802*2 + 611*4 + 402*8 +
+     * 288*16 = 13076; orders 5-13 190*32 + 151*64 + 98*128 + 77*256 +
+     * 60*512 + 41*1024 + 30*2048 + 22*4096 + 170*8192 = 1664896
+     * (x 65536 = 109110624256 bytes, 104056 MiB); free 1677972 pages
+     * = 109967572992 bytes */
+    assert_int_equal(free_bytes(&m), 109967572992ull);
+    assert_int_equal(m.contig_2m_bytes, 109110624256ull);
+    assert_close(m.unusable_index_2m, 13076.0 / 1677972.0);
 
+    /* at 4 KiB: orders 9-13 60*512 + 41*1024 + 30*2048 + 22*4096 +
+     * 170*8192 = 1616896 pages x 4096 = 6622806016; free 1677972 x 4096 */
     parse_buddy(&m, "arm64-64k", 4096);
     assert_int_equal(m.order_2m, 9);
-    assert_int_equal(free_bytes(&m), 7088947200ull);
-    assert_int_equal(m.contig_2m_bytes, 6828326912ull);
+    assert_int_equal(all_zone_bytes(&m), 7088947200ull);
+    assert_int_equal(free_bytes(&m), 6872973312ull);
+    assert_int_equal(m.contig_2m_bytes, 6622806016ull);
 
     /* 16 KiB pages: 2 MiB is order 7 */
     parse_buddy(&m, "arm64-64k", 16384);
@@ -309,6 +341,115 @@ static void fixtures_through_the_gate(void **state)
     fixture_binding("unified-short", 4096, true, true, 16384 * MIB, "unified.0.mem_available");
     fixture_binding("arm64-64k", 65536, true, true, 40960 * MIB, "");
     fixture_binding("no-psi", 4096, false, true, 0, "");
+}
+
+/* ---- which zones count (memory.md 6.4) ---- */
+
+#define DMA_LINE                                                                                   \
+    "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1 " \
+    "     3 \n"
+
+
+/* healthy's meminfo and PSI, buddyinfo text, a host need of 2048 MiB and
+ * no GPU need, through the gate under the default memory: policy */
+static void gate_on_buddy(const char *text, bool driver, verdict *v)
+{
+    snapshot s;
+    char err[512] = "";
+    memset(&s, 0, sizeof s);
+    read_all(&s.host, "healthy");
+    if (procmem_parse_buddyinfo(&s.host, text, 4096, err, sizeof err) < 0) fail_msg("%s", err);
+    s.nvml = driver ? NVML_OK : NVML_ABSENT;
+    s.nvidia_driver = driver;
+    gate_policy p = {.host_factor = 1.1,
+                     .host_margin_bytes = 1024 * MIB,
+                     .gpu_margin_bytes = 1024 * MIB,
+                     .uma_reserve_bytes = 8192 * MIB,
+                     .min_contig_bytes = 2048 * MIB,
+                     .psi_some_avg10_max = 10};
+    need n;
+    memset(&n, 0, sizeof n);
+    snprintf(n.source, sizeof n.source, "declared");
+    n.host_bytes = 2048 * MIB;
+    gate_check(&s, &n, NULL, 0, "svc", &p, v);
+}
+
+#define DMA32_IDLE                                                                                 \
+    "Node 0, zone    DMA32      1      2      4      2      5      4      3      3      4      2 " \
+    "   752 \n"
+
+/* An idle DMA32 zone (752 order-10 blocks, 3 GiB) beside a Normal zone with
+ * no block of 2 MiB: refused.  Summed over every zone, as before, it had
+ * DMA (1*512 + 3*1024 pages) + DMA32 (2*512 + 752*1024) = 774656 pages
+ * = 3026 MiB >= 2048 and passed. */
+static void dma32_does_not_hide_a_fragmented_normal(void **state)
+{
+    (void)state;
+    const char *text = DMA_LINE DMA32_IDLE
+        "Node 0, zone   Normal  142310  38211   8120   1630    212     41      9      3      1      0      0\n";
+    host_mem m;
+    char err[512] = "";
+    assert_int_equal(procmem_parse_buddyinfo(&m, text, 4096, err, sizeof err), 0);
+    assert_false(m.zones_all);
+    assert_int_equal(m.nzones, 3);
+    assert_int_equal(m.order_count[10], 0); /* DMA32's 752 and DMA's 3 left out */
+    assert_int_equal(m.order_count[0], 142310);
+    assert_int_equal(m.contig_2m_bytes, 0);
+    assert_close(m.unusable_index_2m, 1.0);
+
+    verdict v;
+    gate_on_buddy(text, true, &v);
+    assert_false(v.ok);
+    assert_string_equal(v.binding, "host.contig_2m");
+    assert_string_equal(
+        v.reason, "free memory in blocks >= 2 MiB 0 MiB < required 2048 MiB (host is fragmented)");
+    gate_on_buddy(text, false, &v); /* no NVIDIA driver: the rule does not apply */
+    assert_true(v.ok);
+
+    /* a Movable zone on another node counts, and adds to Normal: 600
+     * order-10 blocks = 614400 pages = 2400 MiB */
+    char *more = xasprintf("%sNode 1, zone  Movable 0 0 0 0 0 0 0 0 0 0 600\n", text);
+    assert_int_equal(procmem_parse_buddyinfo(&m, more, 4096, err, sizeof err), 0);
+    assert_false(m.zones_all);
+    assert_int_equal(m.order_count[10], 600);
+    assert_int_equal(m.order_count[0], 142310);
+    assert_int_equal(m.contig_2m_bytes, 600ull * 1024 * 4096);
+    gate_on_buddy(more, true, &v);
+    assert_true(v.ok);
+    free(more);
+}
+
+/* No Normal or Movable zone (a small board, some 32-bit layouts): every
+ * zone counts, and zones_all says so.  DMA 1*512 + 3*1024 = 3584 pages,
+ * DMA32 2*512 + 752*1024 = 771072: 774656 pages x 4096 = 3172990976 bytes
+ * (3026 MiB), so the gate passes. */
+static void no_normal_zone_counts_every_zone(void **state)
+{
+    (void)state;
+    host_mem m;
+    char err[512] = "";
+    assert_int_equal(procmem_parse_buddyinfo(&m, DMA_LINE DMA32_IDLE, 4096, err, sizeof err), 0);
+    assert_true(m.zones_all);
+    assert_int_equal(m.order_count[10], 3 + 752);
+    assert_int_equal(m.order_count[9], 1 + 2);
+    assert_int_equal(m.contig_2m_bytes, 3172990976ull);
+    assert_int_equal(free_bytes(&m), all_zone_bytes(&m));
+    verdict v;
+    gate_on_buddy(DMA_LINE DMA32_IDLE, true, &v);
+    assert_true(v.ok);
+
+    /* one Normal zone anywhere, even an empty one, switches to counting it alone */
+    assert_int_equal(procmem_parse_buddyinfo(&m, DMA_LINE DMA32_IDLE
+                                             "Node 1, zone Normal 0 0 0 0 0 0 0 0 0 0 0\n",
+                                             4096, err, sizeof err),
+                     0);
+    assert_false(m.zones_all);
+    assert_int_equal(m.contig_2m_bytes, 0);
+    assert_close(m.unusable_index_2m, -1); /* no free page in the counted zones */
+    /* a parse that fails leaves zones_all false */
+    m.zones_all = true;
+    assert_int_equal(procmem_parse_buddyinfo(&m, "garbage\n", 4096, err, sizeof err), -1);
+    assert_false(m.zones_all);
 }
 
 /* ---- hostile meminfo ---- */
@@ -427,10 +568,6 @@ static void buddy_err(const char *text, uint64_t page_size, const char *want)
     assert_close(m.unusable_index_2m, -1);
 }
 
-#define DMA_LINE                                                                                   \
-    "Node 0, zone      DMA      0      0      0      0      0      0      0      0      1      1 " \
-    "     3 \n"
-
 static void buddyinfo_hostile(void **state)
 {
     (void)state;
@@ -463,7 +600,9 @@ static void buddyinfo_hostile(void **state)
     buddy_err("Node 0, zone DMA 1\n", 0, "'buddyinfo': page size 0 is not a power of two");
     /* numbers that fit alone but not summed or scaled */
     buddy_err("Node 0, zone DMA 18446744073709551615\nNode 1, zone DMA 1\n", 4096,
-              "'buddyinfo' line 2: order 0 counts overflow 64 bits");
+              "'buddyinfo': order 0 counts overflow 64 bits");
+    buddy_err("Node 0, zone Normal 18446744073709551615\nNode 1, zone Movable 1\n", 4096,
+              "'buddyinfo': order 0 counts overflow 64 bits");
     buddy_err("Node 0, zone DMA 0 0 0 0 0 0 0 0 0 0 9223372036854775807\n", 4096,
               "'buddyinfo': free pages overflow 64 bits");
     buddy_err("Node 0, zone DMA 0 0 0 0 0 0 0 0 0 0 4503599627370495\n", 4096,
@@ -754,6 +893,8 @@ int main(void)
         cmocka_unit_test(no_psi_fixture),
         cmocka_unit_test(proc_root_from_env),
         cmocka_unit_test(fixtures_through_the_gate),
+        cmocka_unit_test(dma32_does_not_hide_a_fragmented_normal),
+        cmocka_unit_test(no_normal_zone_counts_every_zone),
         cmocka_unit_test(meminfo_hostile),
         cmocka_unit_test(meminfo_tolerant),
         cmocka_unit_test(meminfo_truncated_everywhere),
