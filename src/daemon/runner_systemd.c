@@ -552,7 +552,11 @@ static run_handle *sd_spawn(runner *r, const runner_spec *spec, char *err, size_
         goto out;
     }
     char e[512];
-    if (!strcmp(active, "failed") &&
+    /* systemd's start limit counts every start, a person's too: reset it
+     * (and a failed state) before each start the daemon decides, so that
+     * quick start/stop cycles are not refused; StartLimitBurst still ends
+     * systemd's own restart loop after this start */
+    if ((!strcmp(active, "failed") || !strcmp(active, "inactive")) &&
         sdbus_call(sr->bus, SD_DEST, SD_PATH, SD_MANAGER, "ResetFailedUnit", SYNC_MS, NULL, e, sizeof e, "s", unit))
         log_warn("systemd runner: %s", e); /* StartUnit says what matters */
     h = h_new(sr, spec, unit, path);

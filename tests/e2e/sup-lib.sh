@@ -32,6 +32,7 @@ sock_up() { gpumod status --json >/dev/null 2>&1; }
 
 # daemon_start: gpumod serve --foreground, waits until the socket answers; pid in $DPID
 daemon_start() {
+    [ "${GPUMOD_TEST_RUNNER:-}" = systemd ] && units_install
     if [ -n "${GPUMOD_VALGRIND:-}" ]; then
         t_spawn daemon valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
             --track-fds=no "$GPUMOD_BIN" serve --foreground
@@ -64,3 +65,81 @@ field() { gpumod service show "$1" --json 2>/dev/null | jq -r "$2"; }
 group_live() { ps -e -o pgid=,stat=,pid= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { print $3 }'; }
 group_gone() { [ -z "$(group_live "$1")" ]; }
 gone() { ! alive "$1"; }
+
+# --- GPUMOD_TEST_RUNNER=systemd: the same scripts under the systemd runner
+# (tests/e2e/t94-systemd-lifecycle.sh runs them so).  A private bus with
+# the fake systemd; `supervisor: {runner: systemd}` added to gpumod.yaml
+# and every service's unit (re)installed, with a Reload of the fake,
+# before the daemon starts and before each command that may start a
+# service or reload the configuration.  Unset: nothing here runs.
+RUNNER=${GPUMOD_TEST_RUNNER:-spawn}
+if [ "$RUNNER" = systemd ]; then
+    . "$GPUMOD_SRC/tests/e2e/systemd-lib.sh"
+    if ! systemd_usable; then
+        t_skip "$(basename "$0") under the systemd runner" "$SYSTEMD_WHY"
+        t_done
+        exit 0
+    fi
+    # the bus and the fake start at the first units_install (the
+    # daemon's first start), so that they inherit what the script exported
+    _sd_up=""
+    # sd_skip NAME WHY: a case that cannot hold under the systemd runner
+    sd_skip() { t_skip "$1" "cannot hold under the systemd runner: $2"; }
+    # runner_config: supervisor.runner: systemd in $C/gpumod.yaml (flow or
+    # block style supervisor mapping, or none)
+    runner_config() {
+        local f=$C/gpumod.yaml
+        [ -f "$f" ] || return 0
+        grep -q 'runner: systemd' "$f" && return 0
+        if grep -q '^supervisor: *{' "$f"; then
+            sed -i 's/^supervisor: *{/supervisor: {runner: systemd, /' "$f"
+        elif grep -q '^supervisor: *$' "$f"; then
+            sed -i 's/^supervisor: *$/supervisor:\n  runner: systemd/' "$f"
+        else
+            printf 'supervisor: {runner: systemd}\n' >>"$f"
+        fi
+    }
+    # units_install: the configuration patched and every unit (re)written;
+    # the fake reloaded (errors ignored: a test may write a broken
+    # configuration on purpose)
+    units_install() {
+        if [ -z "$_sd_up" ]; then
+            _sd_up=1
+            bus_start && systemd_fake_start
+        fi
+        runner_config
+        "$GPUMOD_BIN" template install --all --user --yes >>"$T/units-install.log" 2>&1 || true
+    }
+    # stop_all_clean: as lib.sh's, without the bus (dbus-daemon forked
+    # itself: no child of this script, its status unknowable); the fake is
+    # one of the processes stopped and must exit 0 too
+    eval "$(declare -f stop_all_clean | sed '1s/stop_all_clean/_lib_stop_all_clean/')"
+    stop_all_clean() {
+        local keep=("${_t_pids[@]}") p
+        _t_pids=()
+        for p in "${keep[@]}"; do [ "$p" = "${BUS_PID:-}" ] || _t_pids+=("$p"); done
+        _lib_stop_all_clean
+        _t_pids=("${keep[@]}")
+    }
+    # gpumod: units installed first for the commands that start services
+    # or read the configuration again
+    gpumod() {
+        case "${1:-} ${2:-}" in
+        "service start" | "service restart" | "mode switch" | reload\ * | serve\ *) units_install ;;
+        esac
+        if [ -n "${GPUMOD_VALGRIND:-}" ]; then
+            valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+                "$GPUMOD_BIN" "$@"
+        else
+            "$GPUMOD_BIN" "$@"
+        fi
+    }
+fi
+# runner_is NAME: the tests run under that runner (spawn unless GPUMOD_TEST_RUNNER says)
+runner_is() { [ "$RUNNER" = "$1" ]; }
+# sd_unit_empty UNIT: the unit is inactive or failed with no main process
+# (the fake kills its whole "control group" before it gets there)
+sd_unit_empty() {
+    case "$(sd_prop "$1" ActiveState)" in inactive | failed) ;; *) return 1 ;; esac
+    [ "$(sd_prop "$1" MainPID)" = 0 ]
+}

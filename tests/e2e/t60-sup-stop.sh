@@ -32,7 +32,9 @@ t_end
 t_begin "a forked worker dies with its parent: after stop no pid of the group remains"
 t_run 0 gpumod service start forker
 pg=$(field forker .pgid)
-t_wait 5 test "$(group_live "$pg" | wc -l)" -ge 3 || t_fail "expected helper, engine and worker in group $pg"
+# the spawn runner's group: the exec helper, the engine, its worker; a unit's: the engine and its worker
+want=3; runner_is systemd && want=2
+t_wait 5 test "$(group_live "$pg" | wc -l)" -ge $want || t_fail "expected $want processes (helper (spawn runner), engine and worker) in group $pg"
 members=$(group_live "$pg" | tr '\n' ' ')
 t_diag "group $pg: $members"
 t_run 0 gpumod service stop forker
@@ -40,31 +42,37 @@ for p in $members; do alive "$p" && t_fail "pid $p of group $pg still alive afte
 t_eq "$(state_of forker)" down "state"
 t_end
 
-t_begin "kill -9 of the daemon: within 2 s no pid of any group remains, workers included"
-t_run 0 gpumod service start forker
-t_run 0 gpumod service start plain
-all=""
-for s in forker plain; do
-    pg=$(field $s .pgid)
-    t_wait 5 test "$(group_live "$pg" | wc -l)" -ge 2 || t_fail "$s: group $pg not complete"
-    all="$all $(group_live "$pg" | tr '\n' ' ')"
-done
-[ "$(echo $all | wc -w)" -ge 5 ] || t_fail "expected at least 5 processes, got: $all"
-t0=$(now_ms)
-kill -KILL "$DPID"
-all_gone() { for p in $all; do alive "$p" && return 1; done; return 0; }
-t_wait 2 all_gone || t_fail "left 2 s after kill -9: $(for p in $all; do alive $p && echo $p; done | tr '\n' ' ')"
-t_diag "every service process gone $(( $(now_ms) - t0 )) ms after kill -9 of the daemon"
-reap "$DPID" 2
-t_end
+if runner_is systemd; then
+    sd_skip "kill -9 of the daemon: within 2 s no pid of any group remains, workers included" \
+        "units outlive the daemon by design (a restarted daemon adopts them; t93)"
+    sd_skip "a restarted daemon reports a clean state" "units outlive the daemon by design (adopted, not killed)"
+else
+    t_begin "kill -9 of the daemon: within 2 s no pid of any group remains, workers included"
+    t_run 0 gpumod service start forker
+    t_run 0 gpumod service start plain
+    all=""
+    for s in forker plain; do
+        pg=$(field $s .pgid)
+        t_wait 5 test "$(group_live "$pg" | wc -l)" -ge 2 || t_fail "$s: group $pg not complete"
+        all="$all $(group_live "$pg" | tr '\n' ' ')"
+    done
+    [ "$(echo $all | wc -w)" -ge 5 ] || t_fail "expected at least 5 processes, got: $all"
+    t0=$(now_ms)
+    kill -KILL "$DPID"
+    all_gone() { for p in $all; do alive "$p" && return 1; done; return 0; }
+    t_wait 2 all_gone || t_fail "left 2 s after kill -9: $(for p in $all; do alive $p && echo $p; done | tr '\n' ' ')"
+    t_diag "every service process gone $(( $(now_ms) - t0 )) ms after kill -9 of the daemon"
+    reap "$DPID" 2
+    t_end
 
-t_begin "a restarted daemon reports a clean state"
-daemon_start
-t_run 0 gpumod status --json
-t_jq out '[.services[] | .state] | unique | join(",")' down
-t_jq out '[.services[] | select(.pid != null)] | length' 0
-t_eq "$(ls "$GPUMOD_STATE_DIR/run" | grep -c '\.pid$')" 0 "run files left"
-t_end
+    t_begin "a restarted daemon reports a clean state"
+    daemon_start
+    t_run 0 gpumod status --json
+    t_jq out '[.services[] | .state] | unique | join(",")' down
+    t_jq out '[.services[] | select(.pid != null)] | length' 0
+    t_eq "$(ls "$GPUMOD_STATE_DIR/run" | grep -c '\.pid$')" 0 "run files left"
+    t_end
+fi
 
 t_begin "reconcile: a group a previous daemon left is killed at start-up and reported"
 daemon_stop

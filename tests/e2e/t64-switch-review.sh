@@ -32,19 +32,24 @@ api() { curl -s --unix-socket "$GPUMOD_SOCKET" "$@"; }
 mode_is() { [ "$(gpumod mode current --json | jq -r .mode)" = "$1" ]; }
 restart_pending() { [ "$(state_of a2)" = down ] && [ "$(field a2 .restarts.next_at)" != null ]; }
 
-t_begin "a service waiting for its restart is stopped by the switch; its restart never fires"
-t_run 0 gpumod mode switch A
-kill -KILL "$(field a2 .pid)"
-t_wait 5 restart_pending || t_fail "a2 never waited for a restart: $(gpumod service show a2 --json)"
-t_run 0 gpumod mode switch B --json
-t_jq out .outcome committed
-t_jq out '[.phases[] | select(.phase == "stop") | .service] | sort | join(",")' "a1,a2"
-sleep 4 # past a2's restart delay (3 s)
-t_eq "$(state_of a2)" down "a2 after its restart delay"
-t_run 0 gpumod mode current --json
-t_jq out .mode B
-t_jq out '.running | join(",")' b1
-t_end
+if runner_is systemd; then
+    sd_skip "a service waiting for its restart is stopped by the switch; its restart never fires" \
+        "systemd restarts a crash (Restart=on-failure), the daemon has no restart of its own waiting"
+else
+    t_begin "a service waiting for its restart is stopped by the switch; its restart never fires"
+    t_run 0 gpumod mode switch A
+    kill -KILL "$(field a2 .pid)"
+    t_wait 5 restart_pending || t_fail "a2 never waited for a restart: $(gpumod service show a2 --json)"
+    t_run 0 gpumod mode switch B --json
+    t_jq out .outcome committed
+    t_jq out '[.phases[] | select(.phase == "stop") | .service] | sort | join(",")' "a1,a2"
+    sleep 4 # past a2's restart delay (3 s)
+    t_eq "$(state_of a2)" down "a2 after its restart delay"
+    t_run 0 gpumod mode current --json
+    t_jq out .mode B
+    t_jq out '.running | join(",")' b1
+    t_end
+fi
 
 t_begin "a kept target still starting is joined: the switch waits for it and commits"
 t_run 0 gpumod mode switch A
