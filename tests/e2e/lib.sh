@@ -33,6 +33,9 @@ unset GPUMOD_PRESETS_DIR GPUMOD_MODES_DIR NOTIFY_SOCKET
 _t_n=0 _t_failed_total=0 _t_failed=0 _t_name="" _t_pids=()
 
 _t_cleanup() {
+    # only the script's own shell cleans up: a subshell that ends (a
+    # watchdog killed, a background helper) must never remove $T under it
+    [ "$BASHPID" = "$$" ] || return 0
     local p
     for p in "${_t_pids[@]}"; do
         kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null
