@@ -72,6 +72,17 @@ struct runner {
      * had come (on_respawn with restarts 0 follows), or NULL: nothing
      * runs (err empty) or err. */
     run_handle *(*adopt)(runner *r, const runner_spec *spec, char *err, size_t errlen);
+    /* May be NULL.  After adopt: why the unit runs another configuration
+     * than spec's argv (a stale unit file, NeedDaemonReload), or NULL. */
+    const char *(*adopt_note)(run_handle *h);
+    /* May be NULL.  After on_exit: the runner lost sight of the run (the
+     * bus went) while it runs on; its processes are not the daemon's to
+     * signal. */
+    bool (*detached)(run_handle *h);
+    /* Set by the user (may stay NULL): the runner can adopt again after
+     * it lost its connection (systemd's bus is back). */
+    void (*on_reconnect)(void *ud);
+    void *reconnect_ud;
 };
 
 /* The spawn runner: gpumod-exec --parent-pid <getpid()> -- ARGV...,

@@ -59,6 +59,9 @@
 #include "util/redact.h"
 
 #define PROBE_FIRST_MS 5
+/* run_hash of an adopted unit that runs an older configuration than its
+ * preset's (config_changed: a switch restarts it; no footprint stored) */
+#define RUN_HASH_OLDER "older"
 #define PROBE_CAP_MS 500
 #define PROBE_LOAD_DEADLINE_MS 2000
 #define KILL_POLL_MS 50 /* the steady poll; the first ones come sooner (kill_next_ms) */
@@ -107,6 +110,7 @@ struct svc {
     /* the process */
     run_handle *h;
     bool exited;       /* on_exit came for h */
+    bool exit_told;    /* systemd: the main process's exit was reported, its restart (or end) not yet */
     pid_t pgid, pid;
     uint64_t starttime;
     int64_t spawn_mono;
@@ -560,8 +564,10 @@ static void signal_group(svc *v, int sig, int n)
     int rc = -1;
     errno = ESRCH;
     if (v->h && !v->exited) rc = v->s->run->signal_group(v->h, sig);
-    if (rc != 0 && errno == ESRCH && v->pgid > 1 && n > 0)
-        rc = kill(-v->pgid, sig); /* the helper is gone, members are not */
+    /* the helper is gone, members are not; a unit's processes are
+     * systemd's, never signalled behind it (after a bus loss they run on) */
+    if (rc != 0 && errno == ESRCH && v->pgid > 1 && n > 0 && !v->s->run->owns_restarts)
+        rc = kill(-v->pgid, sig);
     if (rc != 0 && errno != ESRCH)
         log_warn("supervisor: '%s': cannot signal process group %d: %s", v->id, (int)v->pgid, strerror(errno));
 }
@@ -884,7 +890,8 @@ static void measured(svc *v, const snapshot *snap)
              why.len > 2 ? why.p + 2 : "no GPU");
     v->has_fp = true;
     char err[256];
-    if (s->env.st && v->run_hash[0] && store_footprint_put(s->env.st, f, err, sizeof err) != 0)
+    if (s->env.st && v->run_hash[0] && strcmp(v->run_hash, RUN_HASH_OLDER) != 0 &&
+        store_footprint_put(s->env.st, f, err, sizeof err) != 0)
         log_warn("supervisor: '%s': cannot store the footprint: %s", v->id, err);
     buf d = BUF_INIT;
     buf_printf(&d, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)f->host_bytes);
@@ -1052,6 +1059,7 @@ static void on_exit_cb(int code, int sig, void *ud)
     char words[640];
     const char *why = s->run->end_reason ? s->run->end_reason(v->h, &v->end_failed) : NULL;
     if (!why) v->end_failed = false;
+    bool detached = s->run->detached && s->run->detached(v->h);
     if (why && sig)
         snprintf(words, sizeof words, "killed by signal %d (%s): %s", sig, strsignal(sig), why);
     else if (why && code >= 0)
@@ -1063,6 +1071,13 @@ static void on_exit_cb(int code, int sig, void *ud)
     else
         snprintf(words, sizeof words, "exited with code %d", code);
     emit(s, v->id, "exit", NULL, NULL, words, fixed);
+    v->exit_told = false;
+    if (detached) {
+        /* the unit runs on (systemd's bus went): its processes are not
+         * ours to wait for nor to signal */
+        run_file_remove(v);
+        v->pgid = v->pid = 0;
+    }
 
     if (v->killing) {
         /* expected: the helper exits only once its group is killed and
@@ -1106,6 +1121,15 @@ static void on_exit_cb(int code, int sig, void *ud)
     /* failed already, or down: nothing else to do */
 }
 
+static void adopt_units(sup *s, bool again);
+
+/* The systemd runner reconnected after it lost the bus: the units that
+ * ran on are adopted again. */
+static void bus_back(void *ud)
+{
+    adopt_units(ud, true);
+}
+
 /* A runner that owns restarts (systemd): the main process changed. */
 static void loading_again(svc *v)
 {
@@ -1128,6 +1152,7 @@ static void on_respawn_cb(pid_t pid, int64_t restarts, int code, int sig, void *
         return;
     }
     if (pid > 0) {
+        v->exit_told = false;
         v->pid = pid;
         v->pgid = s->run->pgid(v->h);
         if (v->pgid <= 0) v->pgid = pid;
@@ -1145,7 +1170,9 @@ static void on_respawn_cb(pid_t pid, int64_t restarts, int code, int sig, void *
         loading_again(v);
         return;
     }
-    /* the main process exited and systemd restarts the unit */
+    /* the main process exited: systemd restarts the unit (restarts > 0)
+     * or decides still (restarts < 0: other processes of the unit linger,
+     * it deactivates; the restart or the end follows) */
     char fixed[128], cs[16] = "null", ss[16] = "null", words[160];
     if (code >= 0) snprintf(cs, sizeof cs, "%d", code);
     if (sig) snprintf(ss, sizeof ss, "%d", sig);
@@ -1154,11 +1181,29 @@ static void on_respawn_cb(pid_t pid, int64_t restarts, int code, int sig, void *
         snprintf(words, sizeof words, "killed by signal %d (%s)", sig, strsignal(sig));
     else
         snprintf(words, sizeof words, "exited with code %d", code);
-    v->has_exit = true;
-    v->exit_code = code;
-    v->exit_sig = sig;
-    v->exit_ms = wall_ms();
-    emit(s, v->id, "exit", NULL, NULL, words, fixed);
+    if (!v->exit_told) {
+        v->has_exit = true;
+        v->exit_code = code;
+        v->exit_sig = sig;
+        v->exit_ms = wall_ms();
+        emit(s, v->id, "exit", NULL, NULL, words, fixed);
+    }
+    if (restarts < 0) {
+        v->exit_told = true;
+        run_file_remove(v);
+        v->pgid = v->pid = 0;
+        v->gen++;
+        stop_probe(v);
+        if (v->slot && v->state == SVC_READY)
+            end_start(v, "failed", 422, "start_failed", "exited right after it became ready", NULL);
+        if (v->timers) uv_timer_stop(&v->t_start);
+        char dw[240];
+        snprintf(dw, sizeof dw, "%s; the unit deactivates (its other processes end): systemd restarts it or gives up",
+                 words);
+        feed(v, EV_RESPAWNED, dw);
+        return;
+    }
+    v->exit_told = false;
     char data[160], rw[200];
     snprintf(data, sizeof data, "{\"attempt\":%lld,\"by\":\"systemd\"}", (long long)restarts);
     snprintf(rw, sizeof rw, "%s; systemd restarts it (restart %lld, Restart=on-failure)", words, (long long)restarts);
@@ -1808,6 +1853,8 @@ sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen)
             free(s);
             return NULL;
         }
+        s->run->on_reconnect = bus_back;
+        s->run->reconnect_ud = s;
     } else {
         s->run = runner_spawn_new(env->loop, s->exec_helper);
     }
@@ -2436,7 +2483,7 @@ static bool recon_ports(sup *s)
  * is adopted, loading until its health says ready, and measured; a
  * previous daemon's run file or port holder for it is then its own
  * process, not a leftover. */
-static void adopt_units(sup *s)
+static void adopt_units(sup *s, bool again)
 {
     if (!s->run->adopt) return;
     const settings *st = set_of(s);
@@ -2445,18 +2492,37 @@ static void adopt_units(sup *s)
         if (!p->id || p->driver == DRV_REMOTE) continue;
         svc *v = find(s, p->id);
         if (!v) v = add_svc(s, p->id);
-        if (v->h || v->state != SVC_DOWN) continue;
-        runner_spec rs = {.id = v->id, .on_output = on_output, .on_exit = on_exit_cb, .on_respawn = on_respawn_cb,
-                          .ud = v};
+        /* again (the bus is back): also the services that failed when it went */
+        if (v->h || (v->state != SVC_DOWN && !(again && v->state == SVC_FAILED))) continue;
+        /* the argv it would start now, to tell whether the unit runs it */
+        launch l = LAUNCH_INIT;
         char err[512];
+        if (driver_launch(p, st, &l, err, sizeof err) == 0 && l.argv.n) {
+            char *bin = find_program(l.argv.v[0]);
+            if (bin) {
+                free(l.argv.v[0]);
+                l.argv.v[0] = bin;
+            }
+        } else {
+            launch_release(&l);
+            l = (launch)LAUNCH_INIT;
+        }
+        runner_spec rs = {.argv = l.argv.n ? &l.argv : NULL, .id = v->id, .on_output = on_output,
+                          .on_exit = on_exit_cb, .on_respawn = on_respawn_cb, .ud = v};
         run_handle *h = s->run->adopt(s->run, &rs, err, sizeof err);
+        launch_release(&l);
         if (!h) {
             if (err[0]) log_warn("supervisor: '%s': reconcile: %s", v->id, err);
             continue;
         }
+        if (v->state == SVC_FAILED) feed(v, EV_RESET, "its unit runs: adopted again");
         ensure_timers(v);
         copy_running(v, p, st);
-        if (config_hash(p, st, v->run_hash, NULL, err, sizeof err) != 0) v->run_hash[0] = 0;
+        const char *older = s->run->adopt_note ? s->run->adopt_note(h) : NULL;
+        if (older)
+            snprintf(v->run_hash, sizeof v->run_hash, "%s", RUN_HASH_OLDER);
+        else if (config_hash(p, st, v->run_hash, NULL, err, sizeof err) != 0)
+            v->run_hash[0] = 0;
         open_log(v, st);
         logscan_init(&v->ls, p->driver);
         v->h = h;
@@ -2466,7 +2532,9 @@ static void adopt_units(sup *s)
         snprintf(v->origin, sizeof v->origin, "reconcile");
         v->outcome = "pending";
         v->start_at_ms = wall_ms();
-        char *w = xasprintf("found running as %s of a previous daemon: adopted", "its systemd unit");
+        char *w = older ? xasprintf("found running as its systemd unit: adopted, but it runs an older configuration "
+                                    "(%s): a switch restarts it", older)
+                        : xasprintf("found running as %s of a previous daemon: adopted", "its systemd unit");
         log_info("supervisor: '%s': %s", v->id, w);
         feed(v, EV_RESPAWNED, w);
         free(w);
@@ -2478,7 +2546,7 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
 {
     s->recon_cb = cb;
     s->recon_ud = ud;
-    adopt_units(s);
+    adopt_units(s, false);
     if (!s->recon_timer) {
         uv_timer_init(s->env.loop, &s->t_recon);
         s->t_recon.data = s;

@@ -444,6 +444,13 @@ struct sdbus_slot {
     int64_t timeout_ms;
 };
 
+static sdbus_errkind reply_kind = SDBUS_OK;
+
+sdbus_errkind sdbus_reply_kind(void)
+{
+    return reply_kind;
+}
+
 static void slot_destroyed(void *ud)
 {
     sdbus_slot *c = ud;
@@ -451,7 +458,9 @@ static void slot_destroyed(void *ud)
         c->fired = true;
         char e[256];
         snprintf(e, sizeof e, "%s: connection closed before the answer", c->what);
+        reply_kind = SDBUS_E_CLOSED;
         c->rcb(NULL, e, c->ud);
+        reply_kind = SDBUS_OK;
     }
     free(c);
 }
@@ -465,16 +474,29 @@ static int on_reply(void *m, void *ud, sd_err *ret)
     if (L.is_method_error(m, NULL) > 0) {
         const sd_err *e = L.get_error(m);
         char msg[768];
-        const char *name = e && e->name ? e->name : "error";
-        if (!strcmp(name, "org.freedesktop.DBus.Error.NoReply") || !strcmp(name, "org.freedesktop.DBus.Error.Timeout") ||
-            !strcmp(name, "org.freedesktop.DBus.Error.TimedOut"))
+        const char *name = e && e->name ? e->name : "error", *text = e && e->message ? e->message : "";
+        /* sd-bus answers NoReply both for its own timeout ("Method call
+         * timed out") and for a connection that went ("Connection
+         * terminated") */
+        bool noreply = !strcmp(name, "org.freedesktop.DBus.Error.NoReply");
+        if ((noreply && strstr(text, "timed out")) || !strcmp(name, "org.freedesktop.DBus.Error.Timeout") ||
+            !strcmp(name, "org.freedesktop.DBus.Error.TimedOut")) {
+            reply_kind = SDBUS_E_TIMEOUT;
             snprintf(msg, sizeof msg, "%s: no answer within %lld ms", c->what, (long long)c->timeout_ms);
-        else
-            snprintf(msg, sizeof msg, "%s: %s: %s", c->what, name, e && e->message ? e->message : "failed");
+        } else if (noreply || c->b->dead) {
+            reply_kind = SDBUS_E_CLOSED;
+            snprintf(msg, sizeof msg, "%s: the connection was lost before the answer: %s", c->what,
+                     *text ? text : name);
+        } else {
+            reply_kind = SDBUS_E_METHOD;
+            snprintf(msg, sizeof msg, "%s: %s: %s", c->what, name, *text ? text : "failed");
+        }
         c->rcb(NULL, msg, c->ud);
     } else {
+        reply_kind = SDBUS_OK;
         c->rcb(m, NULL, c->ud);
     }
+    reply_kind = SDBUS_OK;
     return 0;
 }
 
@@ -629,6 +651,23 @@ static int read_variant(void *m, const char *name, sdbus_props *out, char *err, 
         return -1;
     }
     sdbus_prop pv = {0};
+    if (!strcmp(contents, "(uo)")) { /* a unit's Job: id in i, path in s */
+        uint32_t id = 0;
+        const char *jp = NULL;
+        if (L.enter(m, 'v', contents) <= 0 || L.enter(m, 'r', "uo") <= 0 || L.read_basic(m, 'u', &id) <= 0 ||
+            L.read_basic(m, 'o', &jp) <= 0) {
+            errf(err, errlen, "property '%s': cannot read its '(uo)' value", name);
+            return -1;
+        }
+        L.exit_container(m);
+        L.exit_container(m);
+        pv.type = 'r';
+        pv.i = id;
+        pv.u = id;
+        pv.s = xstrdup(jp ? jp : "");
+        prop_add(out, name, &pv);
+        return 0;
+    }
     if (strlen(contents) != 1 || !strchr("sobyqnuixt", contents[0])) {
         r = L.skip(m, "v");
         if (r < 0) {

@@ -64,6 +64,11 @@ typedef struct sdbus_slot sdbus_slot;
  * reply is borrowed for the callback (NULL when err).  Called exactly
  * once for every call that was sent, also when the bus is closed. */
 typedef void (*sdbus_reply_cb)(sdbus_msg *reply, const char *err, void *ud);
+/* Inside an sdbus_reply_cb: what kind of answer err is (SDBUS_OK when
+ * err is NULL): systemd's error, the call's deadline passed, or the
+ * connection went before the answer (err then says so, not "no answer"). */
+typedef enum { SDBUS_OK, SDBUS_E_METHOD, SDBUS_E_TIMEOUT, SDBUS_E_CLOSED } sdbus_errkind;
+sdbus_errkind sdbus_reply_kind(void);
 /* As sdbus_call, but the answer comes to cb on the loop.  0, or -1 with
  * err (cb is then never called). */
 int sdbus_call_async(sdbus *b, const char *dest, const char *path, const char *iface, const char *member,
@@ -87,7 +92,9 @@ const char *sdbus_msg_path(sdbus_msg *m);
 const char *sdbus_msg_member(sdbus_msg *m);
 
 /* One property value: integers in i (signed types and 'b') or u
- * (unsigned), strings ('s', 'o') copied in s; other types are skipped. */
+ * (unsigned), strings ('s', 'o') copied in s; a '(uo)' (a unit's Job)
+ * as type 'r' with the id in i and u and the path in s; other types are
+ * skipped. */
 typedef struct sdbus_prop {
     char *name;
     char type; /* 0: a type not kept */

@@ -5,8 +5,14 @@
 # own reservation for that start), a stop through StopUnit, a crash is
 # restarted by systemd (observed, not restarted by the daemon too), a
 # start limit ends failed, a gate refusal in ExecStartPre fails the start
-# with the gate's reason, a missing unit is named with the fix, and a
-# daemon restarted after kill -9 adopts the unit still running.
+# with the gate's reason (another ExecStartPre failure is not called a
+# refusal), a missing unit is named with the fix, a preset binary reached
+# through a symlink is not stale, a crash while other processes of the
+# unit linger is an exit and systemd's restart, the output file may be
+# truncated or renamed, a daemon restarted after kill -9 adopts the unit
+# still running (as an older configuration when its preset changed), the
+# bus going leaves the units running and the daemon reconnects, and a
+# StartUnit answer later than its deadline fails nothing.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sup-lib.sh"
 . "$(dirname "$0")/systemd-lib.sh"
@@ -40,7 +46,12 @@ preset crash "$P2" 'env: {FAKELLM_CRASH_AFTER: "1"}' \
 cmd_preset gated "$P3" 8000
 preset absent "$P4"
 mkdir -p "$T/logs"
+# when the bus goes, the fake leaves the units running (as systemd does)
+export FAKE_SYSTEMD_KEEP_UNITS=1
 bus_start
+# without the bus's guid, as a session's address is: the bus restarted
+# later on the same socket has another
+export DBUS_SESSION_BUS_ADDRESS=unix:path=$T/bus
 systemd_fake_start
 for s in svc crash gated; do
     gpumod template install "$s" --user --yes >"$T/install.out" 2>&1 || t_fail "template install $s: $(cat "$T/install.out")"
@@ -124,17 +135,121 @@ cmd_preset svc "$P1" 14000
 t_run 0 gpumod reload
 t_end
 
-t_begin "kill -9 of the daemon: the unit runs on; the next daemon adopts it"
+t_begin "a preset binary reached through a symlink: not stale, the unit names it as the preset does"
+mkdir -p "$T/bin"
+ln -sf "$FAKELLM_BIN" "$T/bin/llama-link"
+P5=$(free_port)
+printf 'id: link\ndriver: command\nport: %s\ncommand: [%s, -m, %s, --port, "{port}"]\nmemory: {host_mb: 100}\n' \
+    "$P5" "$T/bin/llama-link" "$MODEL" >"$C/presets/link.yaml"
+gpumod template install link --user --yes >"$T/install.out" 2>&1 || t_fail "template install link: $(cat "$T/install.out")"
+t_run 0 gpumod reload
+t_run 0 gpumod service start link
+t_eq "$(state_of link)" ready "state"
+t_run 0 gpumod service stop link
+t_end
+
+t_begin "ExecStartPre fails without the gate's verdict: 'ExecStartPre failed', not a refusal"
+P6=$(free_port)
+cmd_preset prefail "$P6" 100
+gpumod template install prefail --user --yes >"$T/install.out" 2>&1 || t_fail "template install prefail: $(cat "$T/install.out")"
+sed -i "s|^ExecStartPre=[^ ]*|ExecStartPre=$T/no/such/gpumod|" "$GPUMOD_UNIT_DIR/gpumod-prefail.service"
+sd_call Reload || t_fail "Reload: $(cat "$T/err")"
+t_run 0 gpumod reload
+t_run 1 gpumod service start prefail
+t_lacks err "refused the start"
+t_has err "ExecStartPre failed"
+t_has err "journalctl --user -u gpumod-prefail.service"
+t_lacks err "exited with code 1"
+t_end
+
+t_begin "the main process crashes while another process of the unit lingers: an exit, then systemd's restart"
+P7=$(free_port)
+printf '#!/bin/sh\ntrap "" TERM\nsleep %s &\ntrap - TERM\nFAKELLM_CRASH_AFTER=1 exec %s -m %s --port %s\n' \
+    "$((4 * S))" "$FAKELLM_BIN" "$MODEL" "$P7" >"$T/wrap.sh"
+chmod +x "$T/wrap.sh"
+printf 'id: linger\ndriver: command\nport: %s\ncommand: [%s]\nmemory: {host_mb: 100}\n%s\n' "$P7" "$T/wrap.sh" \
+    'restart: {max_restarts: 3, restart_window: 10m, backoff_initial: 200ms, backoff_max: 1s}' >"$C/presets/linger.yaml"
+gpumod template install linger --user --yes >"$T/install.out" 2>&1 || t_fail "template install linger: $(cat "$T/install.out")"
+t_run 0 gpumod reload
+t_run 0 gpumod service start linger
+ask "$P7"
+relinger() { [ "$(sd_prop gpumod-linger.service NRestarts)" = 1 ] && is_state linger ready; }
+t_wait 20 relinger || t_fail "not restarted and ready (NRestarts $(sd_prop gpumod-linger.service NRestarts), state $(state_of linger))"
+events linger
+t_eq "$(jq -s '[.[] | select(.kind == "exit")] | length' "$T/ev")" 1 "exit events"
+t_eq "$(jq -s '[.[] | select(.kind == "restart" and .data.by == "systemd")] | length' "$T/ev")" 1 "restart events by systemd"
+t_eq "$(calls StartUnit gpumod-linger.service)" 1 "StartUnit calls (systemd restarted, not the daemon)"
+t_eq "$(calls StopUnit gpumod-linger.service)" 0 "StopUnit calls"
+t_run 0 gpumod service stop linger
+t_end
+
+t_begin "the output file truncated (copytruncate) or renamed: the reader follows"
+P8=$(free_port)
+preset logs "$P8" 'env: {FAKELLM_LOG_REQUESTS: "1"}'
+gpumod template install logs --user --yes >"$T/install.out" 2>&1 || t_fail "template install logs: $(cat "$T/install.out")"
+t_run 0 gpumod reload
+t_run 0 gpumod service start logs
+: >"$T/logs/logs.unit.log"
+ask "$P8"
+ask "$P8"
+ask "$P8"
+after_trunc() { [ "$(grep -c "log_request" "$T/logs/logs.log")" -ge 3 ]; }
+t_wait 5 after_trunc || t_fail "requests after the truncation not in logs.log ($(grep -c done "$T/logs/logs.log") done lines; unit.log: $(grep -c done "$T/logs/logs.unit.log"))"
+mv "$T/logs/logs.unit.log" "$T/logs/logs.unit.log.1"
+echo "marker-after-rename" >>"$T/logs/logs.unit.log"
+renamed() { grep -q marker-after-rename "$T/logs/logs.log"; }
+t_wait 5 renamed || t_fail "the new file after a rename is not read"
+t_run 0 gpumod service stop logs
+t_end
+
+t_begin "kill -9 of the daemon: the unit runs on; the next daemon adopts it (an older configuration: its preset changed)"
 t_run 0 gpumod service start svc
 MAIN=$(sd_prop gpumod-svc.service MainPID)
 kill -KILL "$DPID"
 reap "$DPID" 10
 t_eq "$(sd_state gpumod-svc.service)" active/running "unit state with the daemon gone"
+cmd_preset svc "$P1" 14000 --parallel 2
 daemon_start
 t_wait 10 is_state svc ready || t_fail "not adopted (state $(state_of svc))"
 t_eq "$(field svc .pid)" "$MAIN" "the adopted pid"
+t_eq "$(field svc .config_changed)" true "config_changed (the unit runs the older command)"
+t_has "$T/daemon.log" "older configuration"
 t_eq "$(calls StartUnit gpumod-svc.service)" 2 "StartUnit calls (none for the adoption)"
 alive "$MAIN" || t_fail "the adopted main pid $MAIN is gone"
+cmd_preset svc "$P1" 14000
+t_run 0 gpumod reload
+t_end
+
+t_begin "the bus goes: the units run on, the services say why; the daemon reconnects"
+kill -TERM "$BUS_PID"
+reap_any() { ! alive "$1"; }
+t_wait 5 reap_any "$SYSTEMD_PID" || t_fail "the fake did not exit when the bus went"
+t_wait 5 is_state svc failed || t_fail "not failed after the bus loss (state $(state_of svc))"
+events svc
+t_has "$T/ev" "bus connection was lost"
+sleep $((2 * S))
+alive "$MAIN" || t_fail "the unit's main pid $MAIN was killed after the bus loss"
+# the next fake answers StartUnit 11 s late (after the runner's 10 s deadline)
+export FAKE_DELAY_STARTUNIT_MS=11000
+rm -f "$T/bus"
+bus_start
+export DBUS_SESSION_BUS_ADDRESS=unix:path=$T/bus
+systemd_fake_start
+reconnected() { grep -q "reconnected to the user bus" "$T/daemon.log"; }
+# backoff 1 s doubling: the tries after 1, 3, 7 and 15 s
+t_wait 20 reconnected || t_fail "no reconnect: $(grep 'systemd runner' "$T/daemon.log" | tail -3)"
+kill -TERM "$MAIN"
+t_wait 5 gone "$MAIN" || t_fail "$MAIN did not end on SIGTERM"
+t_end
+
+t_begin "StartUnit's answer later than its deadline: the start stands"
+t_run 0 gpumod service start svc
+t_eq "$(state_of svc)" ready "state"
+sleep $((12 * S))
+t_eq "$(state_of svc)" ready "state after StartUnit's deadline passed"
+t_has "$T/daemon.log" "reading gpumod-svc.service's state to decide"
+t_eq "$(sd_state gpumod-svc.service)" active/running "unit state"
+unset FAKE_DELAY_STARTUNIT_MS FAKE_SYSTEMD_KEEP_UNITS
 t_end
 
 t_begin "the daemon stops cleanly (and stops its units)"

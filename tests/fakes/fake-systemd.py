@@ -22,6 +22,12 @@
 # process that calls setsid itself escapes); Type=simple|notify|exec all
 # behave as exec (active once the exec succeeded; no sd_notify); units are
 # never garbage-collected; only services.
+#
+# Knobs for the tests: FAKE_DELAY_LOADUNIT_MS / FAKE_DELAY_STARTUNIT_MS
+# delay those replies (a busy PID 1; the job is queued before the reply,
+# as systemd does); FAKE_SYSTEMD_KEEP_UNITS=1: when the bus goes (not on
+# SIGTERM) it exits leaving the units' processes running, as systemd keeps
+# its units when the bus daemon goes away.
 import errno
 import json
 import os
@@ -1112,20 +1118,30 @@ class Manager(dbus.service.Object):
         return j.path
 
     # -- methods
-    @dbus.service.method(MANAGER_IFACE, in_signature="s", out_signature="o")
-    def LoadUnit(self, name):
+    @dbus.service.method(MANAGER_IFACE, in_signature="s", out_signature="o", async_callbacks=("ok", "err"))
+    def LoadUnit(self, name, ok, err):
         log_call("LoadUnit", name)
-        return dbus.ObjectPath(self.unit(name).path)
+        path = dbus.ObjectPath(self.unit(name).path)
+        d = int(os.environ.get("FAKE_DELAY_LOADUNIT_MS", "0"))
+        if d:
+            GLib.timeout_add(d, lambda: (ok(path), False)[1])
+        else:
+            ok(path)
 
     @dbus.service.method(MANAGER_IFACE, in_signature="s", out_signature="o")
     def GetUnit(self, name):
         log_call("GetUnit", name)
         return dbus.ObjectPath(self.loaded(name).path)
 
-    @dbus.service.method(MANAGER_IFACE, in_signature="ss", out_signature="o")
-    def StartUnit(self, name, mode):
+    @dbus.service.method(MANAGER_IFACE, in_signature="ss", out_signature="o", async_callbacks=("ok", "err"))
+    def StartUnit(self, name, mode, ok, err):
         log_call("StartUnit", name, mode)
-        return dbus.ObjectPath(self.enqueue(self.unit(name), "start", mode))
+        path = dbus.ObjectPath(self.enqueue(self.unit(name), "start", mode))
+        d = int(os.environ.get("FAKE_DELAY_STARTUNIT_MS", "0"))
+        if d:
+            GLib.timeout_add(d, lambda: (ok(path), False)[1])
+        else:
+            ok(path)
 
     @dbus.service.method(MANAGER_IFACE, in_signature="ss", out_signature="o")
     def StopUnit(self, name, mode):
@@ -1286,14 +1302,21 @@ def main():
     bus.set_exit_on_disconnect(False)
     mgr = Manager(bus)
 
+    bus_gone = []
+
     def quit_(*_):
         say("SIGTERM: stopping every unit's processes and exiting")
         loop.quit()
         return False
 
+    def disconnected(*_):
+        bus_gone.append(True)
+        say("the bus went: exiting")
+        loop.quit()
+
     GLib.unix_signal_add(GLib.PRIORITY_HIGH, signal.SIGTERM, quit_)
     GLib.unix_signal_add(GLib.PRIORITY_HIGH, signal.SIGINT, quit_)
-    bus.add_signal_receiver(lambda: quit_(), "Disconnected", "org.freedesktop.DBus.Local",
+    bus.add_signal_receiver(disconnected, "Disconnected", "org.freedesktop.DBus.Local",
                             path="/org/freedesktop/DBus/Local")
     r = bus.request_name(BUS_NAME, dbus.bus.NAME_FLAG_DO_NOT_QUEUE)
     if r not in (dbus.bus.REQUEST_NAME_REPLY_PRIMARY_OWNER, dbus.bus.REQUEST_NAME_REPLY_ALREADY_OWNER):
@@ -1301,6 +1324,10 @@ def main():
         return 1
     say("ready: %s on %s, units from %s" % (BUS_NAME, os.environ["DBUS_SESSION_BUS_ADDRESS"], UNIT_DIR))
     loop.run()
+    if bus_gone and os.environ.get("FAKE_SYSTEMD_KEEP_UNITS") == "1":
+        # as systemd when the bus connection (not systemd) goes: the units' processes run on
+        say("exiting; FAKE_SYSTEMD_KEEP_UNITS=1: the units' processes keep running")
+        return 0
     mgr.shutdown()
     return 0
 
