@@ -237,10 +237,10 @@ static bool bytes_ok(const char *s)
     }
     if (whole > UINT64_MAX / mult) return false;
     uint64_t v = whole * mult;
-    /* frac/scale * mult, without overflow: mult <= 2^60, frac < scale */
-    long double extra = (long double)frac / (long double)scale * (long double)mult;
-    if ((long double)v + extra >= (long double)UINT64_MAX) return false;
-    return v < UINT64_MAX;
+    /* frac/scale * mult in exact integers (mult <= 2^60, frac < scale <
+     * 10^18: the product fits 128 bits); systemd takes the fraction's floor */
+    unsigned __int128 extra = (unsigned __int128)frac * mult / scale;
+    return (unsigned __int128)v + extra < UINT64_MAX;
 }
 
 bool unit_size_ok(const char *s)
