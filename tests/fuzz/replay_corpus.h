@@ -1,15 +1,38 @@
 /* replay_corpus.h - the TAP driver both corpus replays share: every file
  * of a corpus directory (argv[1], else $GPUMOD_SRC/<default_rel>), in name
- * order, through the replay function of the fuzz target at hand.  Include
- * after defining `static int replay(const char *dir, const char *name,
- * char *msg, size_t msglen)` (0 ok, -1 failed with msg). */
+ * order, read whole and handed to the replay function of the fuzz target
+ * at hand.  Include after defining `static int replay(const uint8_t *data,
+ * size_t len, const char *name, char *msg, size_t msglen)` (0 ok, -1 failed
+ * with msg). */
 #ifndef GPUMOD_REPLAY_CORPUS_H
 #define GPUMOD_REPLAY_CORPUS_H
 
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The whole file, or NULL after a message naming it. */
+static uint8_t *replay_read(const char *dir, const char *name, size_t *len, char *msg, size_t msglen)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(msg, msglen, "cannot open '%s'", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, k;
+    uint8_t *data = malloc(cap);
+    *len = 0;
+    while ((k = fread(data + *len, 1, cap - *len, f)) > 0) {
+        *len += k;
+        if (*len == cap) data = realloc(data, cap *= 2);
+    }
+    fclose(f);
+    return data;
+}
 
 static int replay_by_name(const void *a, const void *b)
 {
@@ -44,7 +67,11 @@ static int replay_corpus(int argc, char **argv, const char *default_rel)
     int failed = !n;
     for (size_t i = 0; i < n; i++) {
         char msg[1200] = "";
-        if (replay(dir, names[i], msg, sizeof msg) < 0) {
+        size_t len = 0;
+        uint8_t *data = replay_read(dir, names[i], &len, msg, sizeof msg);
+        int rc = data ? replay(data, len, names[i], msg, sizeof msg) : -1;
+        free(data);
+        if (rc < 0) {
             printf("not ok %zu - %s: %s\n", i + 1, names[i], msg);
             failed = 1;
         } else {

@@ -10,22 +10,8 @@
 #define FUZZ_MODELSCAN_NO_MAIN
 #include "fuzz_modelscan.c"
 
-static int replay(const char *dir, const char *name, char *msg, size_t msglen)
+static int replay(const uint8_t *data, size_t len, const char *name, char *msg, size_t msglen)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(msg, msglen, "cannot open '%s'", path);
-        return -1;
-    }
-    size_t cap = 1 << 16, len = 0, k;
-    uint8_t *data = malloc(cap);
-    while ((k = fread(data + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) data = realloc(data, cap *= 2);
-    }
-    fclose(f);
     int rc = 0;
     modelscan_status st;
     const char *e = modelscan_check_input(data, len, &st);
@@ -41,7 +27,6 @@ static int replay(const char *dir, const char *name, char *msg, size_t msglen)
     } else if (st == MODELSCAN_ERROR) {
         snprintf(msg, msglen, "%s", runs[0].s.err.msg);
     }
-    free(data);
     return rc;
 }
 

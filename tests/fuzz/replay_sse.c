@@ -10,22 +10,8 @@
 #define FUZZ_SSE_NO_MAIN
 #include "fuzz_sse.c"
 
-static int replay(const char *dir, const char *name, char *msg, size_t msglen)
+static int replay(const uint8_t *data, size_t len, const char *name, char *msg, size_t msglen)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(msg, msglen, "cannot open '%s'", path);
-        return -1;
-    }
-    size_t cap = 1 << 16, len = 0, k;
-    uint8_t *data = malloc(cap);
-    while ((k = fread(data + len, 1, cap - len, f)) > 0) {
-        len += k;
-        if (len == cap) data = realloc(data, cap *= 2);
-    }
-    fclose(f);
     int rc = 0;
     const char *e = sse_check_input(data, len);
     const char *why = runs[0].err[0] ? runs[0].err : fz_req.error;
@@ -42,7 +28,6 @@ static int replay(const char *dir, const char *name, char *msg, size_t msglen)
     } else if (!ok && why) {
         snprintf(msg, msglen, "%s", why);
     }
-    free(data);
     for (int i = 0; i < 3; i++) sse_run_release(&runs[i]);
     breq_release(&fz_req);
     return rc;
