@@ -10,6 +10,7 @@
 #include "host/host.h"
 #include "host/nvml.h"
 #include "util/buf.h"
+#include "util/slurp.h"
 #include "util/clock.h"
 #include "util/strv.h"
 
@@ -34,48 +35,7 @@ static const char *root(const char *env, const char *def)
 /* The whole regular file path into b.  0, or -1 with err (errno kept). */
 static int slurp(const char *path, buf *b, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        int e = errno;
-        snprintf(err, errlen, "'%s': %s", path, strerror(e));
-        errno = e;
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "'%s' is not a regular file", path);
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
-    char chunk[4096];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            snprintf(err, errlen, "'%s': %s", path, strerror(e));
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (r == 0) break;
-        if (memchr(chunk, '\0', (size_t)r)) {
-            snprintf(err, errlen, "'%s' contains a NUL byte", path);
-            close(fd);
-            errno = EINVAL;
-            return -1;
-        }
-        buf_add(b, chunk, (size_t)r);
-        if (b->len > FILE_MAX) {
-            snprintf(err, errlen, "'%s' is larger than %u bytes", path, FILE_MAX);
-            close(fd);
-            errno = EFBIG;
-            return -1;
-        }
-    }
-    close(fd);
-    return 0;
+    return slurp_text(path, FILE_MAX, b, err, errlen);
 }
 
 /* A name and the file it stands for. */

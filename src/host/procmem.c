@@ -18,6 +18,7 @@
  * whether to disturb the whole host is the operator's decision. */
 #include "host/host.h"
 #include "util/buf.h"
+#include "util/slurp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -560,46 +561,9 @@ static int load(const char *proc_root, const char *rel, char *path, size_t pathl
         errf(err, errlen, "proc root '%.64s%s' is too long", root, strlen(root) > 64 ? "..." : "");
         return -1;
     }
-    /* O_NONBLOCK: a FIFO planted under a test root must not hang us. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        int e = errno;
-        errf(err, errlen, "'%s': %s", path, strerror(e));
-        errno = e;
-        return (e == ENOENT || e == ENOTSUP) ? -2 : -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        errf(err, errlen, "'%s' is not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    char chunk[4096];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0) {
-            int e = errno;
-            errf(err, errlen, "'%s': %s", path, strerror(e));
-            close(fd);
-            /* PSI compiled in but disabled (psi=0) reads as EOPNOTSUPP */
-            return e == ENOTSUP ? -2 : -1;
-        }
-        if (r == 0) break;
-        if (memchr(chunk, '\0', (size_t)r)) {
-            errf(err, errlen, "'%s' contains a NUL byte", path);
-            close(fd);
-            return -1;
-        }
-        buf_add(b, chunk, (size_t)r);
-        if (b->len > PROC_FILE_MAX) {
-            errf(err, errlen, "'%s' is larger than %u bytes", path, PROC_FILE_MAX);
-            close(fd);
-            return -1;
-        }
-    }
-    close(fd);
-    return 0;
+    if (slurp_text(path, PROC_FILE_MAX, b, err, errlen) == 0) return 0;
+    /* absent, or PSI compiled in but disabled (psi=0: EOPNOTSUPP) */
+    return (errno == ENOENT || errno == ENOTSUP) ? -2 : -1;
 }
 
 int procmem_read_meminfo(host_mem *m, const char *proc_root, char *err, size_t errlen)

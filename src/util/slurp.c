@@ -1,0 +1,55 @@
+/* slurp.c - read a small regular text file whole (slurp.h). */
+#include "util/slurp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/errf.h"
+
+/* Close fd (when open) and fail with errno e. */
+static int fail(int fd, int e)
+{
+    if (fd >= 0) close(fd);
+    errno = e;
+    return -1;
+}
+
+int slurp_text(const char *path, size_t max, buf *b, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        int e = errno;
+        errf(err, errlen, "'%s': %s", path, strerror(e));
+        return fail(-1, e);
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        errf(err, errlen, "'%s' is not a regular file", path);
+        return fail(fd, EINVAL);
+    }
+    char chunk[4096];
+    for (;;) {
+        ssize_t r = read(fd, chunk, sizeof chunk);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            int e = errno;
+            errf(err, errlen, "'%s': %s", path, strerror(e));
+            return fail(fd, e);
+        }
+        if (r == 0) break;
+        if (memchr(chunk, '\0', (size_t)r)) {
+            errf(err, errlen, "'%s' contains a NUL byte", path);
+            return fail(fd, EINVAL);
+        }
+        buf_add(b, chunk, (size_t)r);
+        if (b->len > max) {
+            errf(err, errlen, "'%s' is larger than %zu bytes", path, max);
+            return fail(fd, EFBIG);
+        }
+    }
+    close(fd);
+    return 0;
+}
