@@ -279,32 +279,43 @@ void sdbus_msg_free(sdbus_msg *m)
 
 static void rearm(sdbus *b);
 
-int sdbus_call(sdbus *b, const char *dest, const char *path, const char *iface, const char *member,
-               int64_t timeout_ms, sdbus_msg **reply, char *err, size_t errlen, const char *types, ...)
+/* A method call with its arguments appended (types as
+ * sd_bus_message_append takes them; NULL or "": none), or NULL with err. */
+static void *build_call(sdbus *b, const char *dest, const char *path, const char *iface, const char *member,
+                        char *err, size_t errlen, const char *types, va_list ap)
 {
-    if (reply) *reply = NULL;
-    void *m = NULL, *rep = NULL;
+    void *m = NULL;
     int r = L.new_method_call(b->bus, &m, dest, path, iface, member);
     if (r < 0) {
         errf(err, errlen, "%s.%s on the %s bus: cannot build the call: %s", iface, member, sdbus_scope(b),
              strerror(-r));
-        return -1;
+        return NULL;
     }
     if (types && *types) {
-        va_list ap;
-        va_start(ap, types);
         r = L.appendv(m, types, ap);
-        va_end(ap);
         if (r < 0) {
             errf(err, errlen, "%s.%s on the %s bus: cannot append arguments '%s': %s", iface, member,
                  sdbus_scope(b), types, strerror(-r));
             L.msg_unref(m);
-            return -1;
+            return NULL;
         }
     }
+    return m;
+}
+
+int sdbus_call(sdbus *b, const char *dest, const char *path, const char *iface, const char *member,
+               int64_t timeout_ms, sdbus_msg **reply, char *err, size_t errlen, const char *types, ...)
+{
+    if (reply) *reply = NULL;
+    void *rep = NULL;
+    va_list ap;
+    va_start(ap, types);
+    void *m = build_call(b, dest, path, iface, member, err, errlen, types, ap);
+    va_end(ap);
+    if (!m) return -1;
     sd_err e = {0};
     uint64_t usec = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000 : 1;
-    r = L.call(b->bus, m, usec, &e, &rep);
+    int r = L.call(b->bus, m, usec, &e, &rep);
     L.msg_unref(m);
     rearm(b); /* on a loop: what it read meanwhile is dispatched on the next turn */
     if (r < 0) {
@@ -508,25 +519,11 @@ int sdbus_call_async(sdbus *b, const char *dest, const char *path, const char *i
         errf(err, errlen, "%s.%s on the %s bus: the connection was lost", iface, member, sdbus_scope(b));
         return -1;
     }
-    void *m = NULL;
-    int r = L.new_method_call(b->bus, &m, dest, path, iface, member);
-    if (r < 0) {
-        errf(err, errlen, "%s.%s on the %s bus: cannot build the call: %s", iface, member, sdbus_scope(b),
-             strerror(-r));
-        return -1;
-    }
-    if (types && *types) {
-        va_list ap;
-        va_start(ap, types);
-        r = L.appendv(m, types, ap);
-        va_end(ap);
-        if (r < 0) {
-            errf(err, errlen, "%s.%s on the %s bus: cannot append arguments '%s': %s", iface, member,
-                 sdbus_scope(b), types, strerror(-r));
-            L.msg_unref(m);
-            return -1;
-        }
-    }
+    va_list ap;
+    va_start(ap, types);
+    void *m = build_call(b, dest, path, iface, member, err, errlen, types, ap);
+    va_end(ap);
+    if (!m) return -1;
     sdbus_slot *c = xcalloc(1, sizeof *c);
     c->b = b;
     c->rcb = cb;
@@ -535,7 +532,7 @@ int sdbus_call_async(sdbus *b, const char *dest, const char *path, const char *i
     snprintf(c->what, sizeof c->what, "%s.%s on the %s bus", iface, member, sdbus_scope(b));
     void *slot = NULL;
     uint64_t usec = timeout_ms > 0 ? (uint64_t)timeout_ms * 1000 : 1;
-    r = L.call_async(b->bus, &slot, m, on_reply, c, usec);
+    int r = L.call_async(b->bus, &slot, m, on_reply, c, usec);
     L.msg_unref(m);
     if (r < 0) {
         errf(err, errlen, "%s: cannot send: %s", c->what, strerror(-r));
