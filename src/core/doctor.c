@@ -618,6 +618,16 @@ int doctor_parse_arcstats(doc_zfs *z, const char *text, char *err, size_t errlen
     return 0;
 }
 
+/* next_line's line copied into l (cut at its size); false at the end. */
+static bool next_line_copy(const char **cur, char *l, size_t cap)
+{
+    if (!**cur) return false;
+    const char *start;
+    size_t n = next_line(cur, &start);
+    snprintf(l, cap, "%.*s", (int)(n < cap - 1 ? n : cap - 1), start);
+    return true;
+}
+
 int doctor_parse_swaps(doc_host *h, const char *text, char *err, size_t errlen)
 {
     h->nswaps = 0;
@@ -625,12 +635,8 @@ int doctor_parse_swaps(doc_host *h, const char *text, char *err, size_t errlen)
     h->swaps_ok = false;
     const char *cur = text;
     int lineno = 0;
-    while (*cur) {
-        const char *e = strchr(cur, '\n');
-        size_t n = e ? (size_t)(e - cur) : strlen(cur);
-        char l[1024];
-        snprintf(l, sizeof l, "%.*s", (int)(n < 1023 ? n : 1023), cur);
-        cur = e ? e + 1 : cur + n;
+    char l[1024];
+    while (next_line_copy(&cur, l, sizeof l)) {
         if (++lineno == 1) {
             if (strncmp(l, "Filename", 8)) {
                 snprintf(err, errlen, "swaps line 1: expected the 'Filename Type Size Used Priority' header");
@@ -661,12 +667,8 @@ void doctor_scan_modprobe(doc_zfs *z, const char *file, const char *text)
 {
     const char *cur = text;
     int lineno = 0;
-    while (*cur) {
-        const char *e = strchr(cur, '\n');
-        size_t n = e ? (size_t)(e - cur) : strlen(cur);
-        char l[1024];
-        snprintf(l, sizeof l, "%.*s", (int)(n < 1023 ? n : 1023), cur);
-        cur = e ? e + 1 : cur + n;
+    char l[1024];
+    while (next_line_copy(&cur, l, sizeof l)) {
         lineno++;
         char *save, *w = strtok_r(l, " \t\r", &save);
         if (!w || strcmp(w, "options")) continue;
@@ -708,12 +710,8 @@ double doctor_parse_unusable(const char *text, int order)
 {
     double worst = -1;
     const char *cur = text;
-    while (*cur) {
-        const char *e = strchr(cur, '\n');
-        size_t n = e ? (size_t)(e - cur) : strlen(cur);
-        char l[1024];
-        snprintf(l, sizeof l, "%.*s", (int)(n < 1023 ? n : 1023), cur);
-        cur = e ? e + 1 : cur + n;
+    char l[1024];
+    while (next_line_copy(&cur, l, sizeof l)) {
         char zone[32];
         int node, off = 0;
         if (sscanf(l, "Node %d, zone %31s %n", &node, zone, &off) != 2 || !off) continue;
