@@ -138,7 +138,7 @@ bench-preflight: $(GPUMOD) $(BUILD)/bench-startup
 
 # `gpumod status` against a running daemon (started and stopped by the
 # script), beside /bin/true and --version in the same run.
-bench-status: $(GPUMOD) $(FAKELLM) $(BUILD)/bench-startup
+bench-status: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec $(BUILD)/bench-startup
 	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-status
 
 # N start/stop cycles of one fakellm service through a daemon (started and
@@ -158,7 +158,7 @@ bench-proxy: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
 	@BUILD=$(BUILD) NGINX=$(abspath $(CACHE))/nginx/usr/sbin/nginx scripts/bench-proxy
 
 # Opt-in: gpumod-bench against a real llama-server with a model from
-# ../shared/models/ (LLAMA_SERVER=/path/to/llama-server; without it the
+# tests/fixtures/models/ (LLAMA_SERVER=/path/to/llama-server; without it the
 # script says how and passes as skipped).
 test-real: $(HELPERS)
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/bench-real.sh
@@ -172,8 +172,10 @@ test: deps
 	@$(MAKE) --no-print-directory all unit $(PROMTOOL)
 	@PROMTOOL=$(abspath $(PROMTOOL)) BUILD=$(BUILD) tests/run
 
+# every target that runs the daemon builds what the daemon runs: the
+# exec helper each service starts under (and the fakes the demo serves)
 demo: deps
-	@$(MAKE) --no-print-directory $(GPUMOD) $(FAKELLM)
+	@$(MAKE) --no-print-directory $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 	@BUILD=$(BUILD) scripts/demo
 
 asan: deps

@@ -36,7 +36,7 @@ FUZZ_SYMBOLIZER := $(wildcard /usr/lib/llvm-14/bin/llvm-symbolizer)
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_CORPUS  := tests/fuzz/corpus/gguf
-FUZZ_MODELS  ?= ../shared/models/aidreams260K-f32.gguf
+FUZZ_MODELS  ?= tests/fixtures/models/aidreams260K-f32.gguf
 FUZZ_SRC     := tests/fuzz/fuzz_gguf.c src/model/gguf.c src/model/ggml_type.c
 FUZZ_CFLAGS  := -std=c17 -D_GNU_SOURCE -g -O1 -Isrc \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \

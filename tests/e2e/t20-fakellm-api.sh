@@ -4,7 +4,7 @@
 # bodies, pipelining).
 . "$(dirname "$0")/lib.sh"
 
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 SENTENCE="Once upon a time a small model loaded in the fake server and answered every request."
 
 status_is() { t_eq "$(cat "$T/status")" "$1" "${2:-HTTP status}"; }

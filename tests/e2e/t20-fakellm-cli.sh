@@ -3,7 +3,7 @@
 # start-up failures a manager must recognise, and clean signal exits.
 . "$(dirname "$0")/lib.sh"
 
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 S=$GPUMOD_TEST_TIME_SCALE
 
 t_begin "--help lists llama-server's flags and exits 0"

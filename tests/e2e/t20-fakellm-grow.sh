@@ -4,7 +4,7 @@
 # load by default, during it with FAKELLM_GROW_FROM=load.
 . "$(dirname "$0")/lib.sh"
 
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 
 nvml_state() {
     cat >"$1" <<'EOF'

@@ -4,7 +4,7 @@
 # NVML registration, and router mode's models.
 . "$(dirname "$0")/lib.sh"
 
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 S=$GPUMOD_TEST_TIME_SCALE
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }

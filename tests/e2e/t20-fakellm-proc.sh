@@ -4,7 +4,7 @@
 # one whose death takes the parent down), garbage output, request logs.
 . "$(dirname "$0")/lib.sh"
 
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 S=$GPUMOD_TEST_TIME_SCALE
 SENTENCE="Once upon a time a small model loaded in the fake server and answered every request."
 

@@ -4,7 +4,7 @@
 # server must never be early), upper bounds loose and scaled.
 . "$(dirname "$0")/lib.sh"
 
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 S=$GPUMOD_TEST_TIME_SCALE
 
 # metric URL NAME: one value from /metrics

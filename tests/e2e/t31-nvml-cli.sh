@@ -9,7 +9,7 @@
 FAKES=$BUILD/fakes
 export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
 export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 MIB=1048576
 
 # nvml_state EXTRA: one discrete and one unified device; EXTRA adds keys

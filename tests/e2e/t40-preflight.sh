@@ -7,7 +7,7 @@
 FAKES=$BUILD/fakes
 export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
 export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
-MODELS=$GPUMOD_SRC/../shared/models
+MODELS=$GPUMOD_SRC/tests/fixtures/models
 P=$FIXTURES/proc
 C=$T/config
 MIB=1048576

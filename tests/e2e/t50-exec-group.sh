@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 EXEC=$BUILD/gpumod-exec
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 S=$GPUMOD_TEST_TIME_SCALE
 
 if [ ! -x "$EXEC" ]; then

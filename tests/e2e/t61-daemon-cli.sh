@@ -5,7 +5,7 @@
 # sd_notify READY/STOPPING; SIGTERM stops every child and exits 0.
 . "$(dirname "$0")/lib.sh"
 
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 C=$T/config
 P1=$(free_port); P2=$(free_port)
 mkdir -p "$C/presets" "$C/modes"

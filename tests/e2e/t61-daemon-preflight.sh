@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 FAKES=$BUILD/fakes
-MODEL=$GPUMOD_SRC/../shared/models/aidreams260K-f32.gguf
+MODEL=$GPUMOD_SRC/tests/fixtures/models/aidreams260K-f32.gguf
 C=$T/config
 export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
 export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi

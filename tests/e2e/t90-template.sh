@@ -11,7 +11,7 @@ C=$T/config
 U=$T/units
 mkdir -p "$C/presets" "$U" "$T/sa-run" "$T/app"
 chmod 700 "$T/sa-run"
-MODELS=$GPUMOD_SRC/../shared/models
+MODELS=$GPUMOD_SRC/tests/fixtures/models
 export GPUMOD_UNIT_DIR=$U
 unset DBUS_SESSION_BUS_ADDRESS
 

@@ -3,7 +3,7 @@
 # (opt-in: `make test-real LLAMA_SERVER=/path/to/llama-server`).
 #
 # Starts LLAMA_SERVER on a free port with a tiny real model from
-# ../shared/models/ (llama-2-tiny-random.gguf: n_ctx_train 4096, so the
+# tests/fixtures/models/ (or GPUMOD_MODELS_DIR; llama-2-tiny-random.gguf: n_ctx_train 4096, so the
 # context sweep fits; random weights: nothing asserts on wording), then:
 #   - a concurrency sweep 1,2 with 6 requests of 16 tokens per point:
 #     every request completes, every iteration's tokens_out is 6 x 16, and
@@ -19,7 +19,7 @@
 . "$(dirname "$0")/../e2e/lib.sh"
 
 BENCH=$BUILD/gpumod-bench
-MODELS=${GPUMOD_MODELS_DIR:-$GPUMOD_SRC/../shared/models}
+MODELS=${GPUMOD_MODELS_DIR:-$GPUMOD_SRC/tests/fixtures/models}
 MODEL=$MODELS/llama-2-tiny-random.gguf
 S=$GPUMOD_TEST_TIME_SCALE
 

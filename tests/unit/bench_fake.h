@@ -80,7 +80,7 @@ static void bf_fake_start(bf_fake *f, const char *const *env, const char *const 
     f->port = bf_free_port();
     snprintf(f->base, sizeof f->base, "http://127.0.0.1:%d", f->port);
     char *bin = build_path("fakellm");
-    char *model = src_path("../shared/models/aidreams260K-f32.gguf");
+    char *model = src_path("tests/fixtures/models/aidreams260K-f32.gguf");
     char port[16];
     snprintf(port, sizeof port, "%d", f->port);
     f->log = xasprintf("/tmp/gpumod-bench-test-%d-%d.log", (int)getpid(), f->port);

@@ -5,7 +5,7 @@
  * The KV tests need no tensor table (the hyperparameters drive KV); the
  * placement tests use small f32 tensors whose bytes are easy to add up.
  * The last test pins what the real llama-server (b10587) reported for the
- * two real models in shared/models. */
+ * two real models in tests/fixtures/models. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1088,7 +1088,7 @@ static void part_names(void **state)
 static char *model_path(const char *name)
 {
     const char *src = getenv("GPUMOD_SRC");
-    return xasprintf("%s/../shared/models/%s", src ? src : ".", name);
+    return xasprintf("%s/tests/fixtures/models/%s", src ? src : ".", name);
 }
 
 static void real_models(void **state)

@@ -2,7 +2,7 @@
  * headers for every value type and every rule, hostile inputs (each must
  * fail with the error a user would read, at the byte where it went wrong),
  * truncation at every byte, a sparse 100 GB file that must be inspected in
- * milliseconds, split models, and the two real models in shared/models. */
+ * milliseconds, split models, and the two real models in tests/fixtures/models. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1077,7 +1077,7 @@ static void split_tensor_count(void **state)
 static char *model_path(const char *name)
 {
     const char *src = getenv("GPUMOD_SRC");
-    return xasprintf("%s/../shared/models/%s", src ? src : ".", name);
+    return xasprintf("%s/tests/fixtures/models/%s", src ? src : ".", name);
 }
 
 static void check_real(const char *file, uint32_t type, int64_t layers, int64_t ctx, int64_t embd,

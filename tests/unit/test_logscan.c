@@ -166,7 +166,7 @@ static void fakellm_logs_scan_like_the_real_ones(void **state)
     const char *build = getenv("BUILD") ? getenv("BUILD") : "build";
     char fk[1024], model[1024];
     snprintf(fk, sizeof fk, "%s%s%s/fakellm", build[0] == '/' ? "" : src, build[0] == '/' ? "" : "/", build);
-    snprintf(model, sizeof model, "%s/../shared/models/aidreams260K-f32.gguf", src);
+    snprintf(model, sizeof model, "%s/tests/fixtures/models/aidreams260K-f32.gguf", src);
     const char *scale = getenv("GPUMOD_TEST_TIME_SCALE");
     int64_t ms = 2500 * (scale ? atoi(scale) : 1);
     for (int vllm = 0; vllm < 2; vllm++) {

@@ -474,7 +474,7 @@ static void fakellm_memory(void **state)
 {
     (void)state;
     char *fakellm = build_path("fakellm");
-    char *model = src_path("../shared/models/aidreams260K-f32.gguf");
+    char *model = src_path("tests/fixtures/models/aidreams260K-f32.gguf");
     if (access(fakellm, X_OK) != 0 || access(model, R_OK) != 0) {
         free(fakellm);
         free(model);

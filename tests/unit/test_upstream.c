@@ -934,7 +934,7 @@ static void fake_start(fake *f, const char *tps)
     f->port = free_port();
     snprintf(f->where, sizeof f->where, "127.0.0.1:%d", f->port);
     char *bin = build_path("fakellm");
-    char *model = src_path("../shared/models/aidreams260K-f32.gguf");
+    char *model = src_path("tests/fixtures/models/aidreams260K-f32.gguf");
     char port[16];
     snprintf(port, sizeof port, "%d", f->port);
     char *argv[] = {bin, (char *)"-m", model, (char *)"--port", port, (char *)"--metrics", NULL};
