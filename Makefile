@@ -66,7 +66,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch bench-proxy test-real
+        bench-status bench-cycles bench-switch bench-proxy bench-streams test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
 help:
@@ -82,6 +82,7 @@ help:
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N"
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
+	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
 	@echo "make test-real  gpumod-bench against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
@@ -156,6 +157,11 @@ bench-switch: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 bench-proxy: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
 	@scripts/install-deps --test-cache $(CACHE)
 	@BUILD=$(BUILD) NGINX=$(abspath $(CACHE))/nginx/usr/sbin/nginx scripts/bench-proxy
+
+# One gpumod-bench process against 1,000 concurrent fakellm streams: its
+# CPU, lags and client_bound verdict (docs/bench.md "Client capacity").
+bench-streams: $(FAKELLM) $(HELPERS)
+	@BUILD=$(BUILD) N=$${N:-1000} scripts/bench-streams
 
 # Opt-in: gpumod-bench against a real llama-server with a model from
 # tests/fixtures/models/ (LLAMA_SERVER=/path/to/llama-server; without it the

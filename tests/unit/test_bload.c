@@ -104,17 +104,18 @@ static void closed_c1_with_warmup_and_ids(void **state)
     assert_true(r.w_end == r.reqs[4].t_done);
     bload_result_release(&r);
     /* the server saw each X-Request-Id: warmup ones apart, measured ones
-     * numbered as in reqs */
-    char *log = read_text(f.log);
-    assert_non_null(log);
-    for (int i = 0; i < 5; i++) {
-        char want[64];
-        snprintf(want, sizeof want, " rid=h4run-%d\n", i);
-        if (!strstr(log, want))
-            fail_msg("fakellm's log lacks '%s':\n%s", want, log);
+     * numbered as in reqs (fakellm logs a request once its answer is out:
+     * wait for each line, never read before the write) */
+    const char *rids[] = {"h4run-0", "h4run-1", "h4run-2", "h4run-3", "h4run-4", "h4run-w0", "h4run-w1"};
+    char *log = NULL;
+    for (size_t i = 0; i < sizeof rids / sizeof *rids; i++) {
+        char want[64], *last;
+        snprintf(want, sizeof want, " rid=%s\n", rids[i]);
+        free(log);
+        log = wait_text_has(f.log, want, &last);
+        if (!log)
+            fail_msg("fakellm's log lacks '%s':\n%s", want, last ? last : "(unreadable)");
     }
-    assert_non_null(strstr(log, " rid=h4run-w0\n"));
-    assert_non_null(strstr(log, " rid=h4run-w1\n"));
     assert_null(strstr(log, " rid=h4run-5\n"));
     free(log);
     free(url);

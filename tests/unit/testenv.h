@@ -9,7 +9,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "util/buf.h"
 #include "util/clock.h"
@@ -53,6 +55,28 @@ static inline char *read_text(const char *path)
     while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
     fclose(f);
     return buf_detach(&b);
+}
+
+/* The file once it holds `needle`, waiting up to 10 s x the time scale
+ * (a writer such as fakellm logs a request after its answer is out, so
+ * the client may finish first); NULL on the deadline with the file's last
+ * text in *last (caller frees both). */
+static inline char *wait_text_has(const char *path, const char *needle, char **last)
+{
+    int64_t end = mono_ms() + 10000 * scale();
+    *last = NULL;
+    for (;;) {
+        char *t = read_text(path);
+        if (t && strstr(t, needle))
+            return t;
+        if (mono_ms() >= end) {
+            *last = t;
+            return NULL;
+        }
+        free(t);
+        struct timespec ts = {0, 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* replace path by rename, as the fakes' readers expect of writers */
