@@ -3,6 +3,7 @@
  * and where the GPU figures came from (NVML, nvidia-smi, none). */
 #include "cli/cli.h"
 #include "cli/hostview.h"
+#include "core/contig.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +32,15 @@ static void gpu_json(buf *b, const snapshot *s)
                h->unusable_index_2m);
     for (size_t o = 0; o < h->norders; o++)
         buf_printf(b, "%s%llu", o ? "," : "", (unsigned long long)h->order_count[o]);
-    buf_adds(b, "],\"psi\":");
+    char why[256];
+    bool known = contig_known(h, why, sizeof why);
+    buf_printf(b, "],\"contig\":{\"state\":\"%s\",\"block_bytes\":%u,\"bytes\":%llu,\"buddy_free_bytes\":%llu,"
+                  "\"why\":",
+               known ? "known" : "unknown", HOST_CONTIG_BLOCK, (unsigned long long)h->contig_bytes,
+               (unsigned long long)h->buddy_free_bytes);
+    if (known) buf_adds(b, "null");
+    else buf_json_str(b, why);
+    buf_adds(b, "},\"psi\":");
     if (h->psi_ok)
         buf_printf(b, "{\"some_avg10\":%.2f,\"some_avg60\":%.2f,\"some_avg300\":%.2f,\"full_avg10\":%.2f,"
                       "\"full_avg60\":%.2f,\"full_avg300\":%.2f}",
@@ -92,6 +101,14 @@ static void gpu_text(buf *b, const snapshot *s)
         buf_adds(b, ")");
         if (h->unusable_index_2m >= 0) buf_printf(b, ", unusable index at 2 MiB %.3f", h->unusable_index_2m);
         buf_addc(b, '\n');
+    }
+    char why[256];
+    if (contig_known(h, why, sizeof why)) {
+        buf_printf(b, "       contiguity: free in blocks >= %u KiB ", HOST_CONTIG_BLOCK >> 10);
+        fmt_bytes(b, h->contig_bytes);
+        buf_adds(b, " (what the gate counts for services that pin host memory)\n");
+    } else {
+        buf_printf(b, "       contiguity: unknown: %s\n", why);
     }
     if (h->psi_ok)
         buf_printf(b, "       memory pressure: some %.2f/%.2f/%.2f, full %.2f/%.2f/%.2f (avg10/60/300, %%)\n",

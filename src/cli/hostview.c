@@ -1,5 +1,6 @@
 /* hostview.c - shared output of the memory commands (see hostview.h). */
 #include "cli/hostview.h"
+#include "core/contig.h"
 #include "model/estimate.h"
 
 #include <stdio.h>
@@ -99,6 +100,26 @@ static void need_json(buf *b, const need_detail *nd)
     buf_addc(b, '}');
 }
 
+/* The contiguity rule as it stands for this service: whether the buddy
+ * lists can judge (why not), the figure, and whether it applies (an
+ * NVIDIA driver, and an engine that pins host memory). */
+static void contig_json(buf *b, const snapshot *s, const need_detail *nd)
+{
+    char why[256];
+    bool known = contig_known(&s->host, why, sizeof why);
+    bool applies = s->nvidia_driver && !(nd && nd->n.pageable_host);
+    buf_printf(b, "{\"state\":\"%s\",\"applies\":%s,\"pins_host\":%s,\"block_bytes\":%u,\"bytes\":%llu,"
+                  "\"buddy_free_bytes\":%llu,\"mem_free_bytes\":%llu,\"why\":",
+               known ? "known" : "unknown", applies ? "true" : "false", nd && nd->n.pageable_host ? "false" : "true",
+               HOST_CONTIG_BLOCK, (unsigned long long)s->host.contig_bytes,
+               (unsigned long long)s->host.buddy_free_bytes, (unsigned long long)s->host.mem_free);
+    if (known) buf_adds(b, "null}");
+    else {
+        buf_json_str(b, why);
+        buf_addc(b, '}');
+    }
+}
+
 void verdict_json(buf *b, const char *via, const char *service, const verdict *v, const need_detail *nd,
                   const snapshot *s)
 {
@@ -118,10 +139,10 @@ void verdict_json(buf *b, const char *via, const char *service, const verdict *v
         buf_adds(b, "null");
     buf_adds(b, ",\"need\":");
     need_json(b, nd);
-    buf_printf(b, ",\"available\":{\"host\":{\"mem_available_bytes\":%llu,\"contig_2m_bytes\":%llu,"
-                  "\"reserved_bytes\":%llu},\"gpus\":[",
-               (unsigned long long)s->host.mem_available, (unsigned long long)s->host.contig_2m_bytes,
-               (unsigned long long)v->reserved_host_bytes);
+    buf_printf(b, ",\"available\":{\"host\":{\"mem_available_bytes\":%llu,\"contig_bytes\":%llu,"
+                  "\"contig_2m_bytes\":%llu,\"reserved_bytes\":%llu},\"gpus\":[",
+               (unsigned long long)s->host.mem_available, (unsigned long long)s->host.contig_bytes,
+               (unsigned long long)s->host.contig_2m_bytes, (unsigned long long)v->reserved_host_bytes);
     for (size_t i = 0; i < s->ngpus; i++) {
         const gpu_dev *g = &s->gpus[i];
         buf_printf(b, "%s{\"index\":%d,\"uuid\":", i ? "," : "", g->index);
@@ -130,9 +151,13 @@ void verdict_json(buf *b, const char *via, const char *service, const verdict *v
                    (unsigned long long)(g->unified ? s->host.mem_available : g->free_bytes),
                    (unsigned long long)v->reserved_gpu_bytes[i]);
     }
-    buf_adds(b, "]},\"high_order_pages\":{");
+    buf_adds(b, "]},\"contig\":");
+    contig_json(b, s, nd);
+    /* from 64 KiB (order 4 on 4 KiB pages) up, as the seed's preflight
+     * printed them: order_6 = 0 is the freeze's canary */
+    buf_adds(b, ",\"high_order_pages\":{");
     bool first = true;
-    for (size_t o = s->host.order_2m >= 0 ? (size_t)s->host.order_2m : 0; o < s->host.norders; o++) {
+    for (size_t o = (size_t)s->host.order_contig >= 2 ? (size_t)s->host.order_contig - 2 : 0; o < s->host.norders; o++) {
         buf_printf(b, "%s\"%zu\":%llu", first ? "" : ",", o, (unsigned long long)s->host.order_count[o]);
         first = false;
     }

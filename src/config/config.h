@@ -162,6 +162,7 @@ typedef struct preset {
     int64_t *mem_gpu_mb; /* per device, n_mem_gpu entries (scalar: one) */
     size_t n_mem_gpu;
     int64_t mem_host_mb;
+    int mem_pins_host; /* memory.pins_host: 1 pins host memory, 0 does not, -1 unset (the driver's default) */
     restart_policy restart;
     int activation; /* activation_kind; ACT_INHERIT: the router's */
     bool start_first;

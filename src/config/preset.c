@@ -395,7 +395,7 @@ static void parse_memory(schema_ctx *c, const field *f, const ynode *n, void *ob
     pbuild *pb = obj;
     if (yscalar_is_null(n)) return;
     if (n->kind != Y_MAP) {
-        schema_error(c, n, "memory: expected a mapping {gpu_mb, host_mb}, found %s", ykind_name(n));
+        schema_error(c, n, "memory: expected a mapping {gpu_mb, host_mb, pins_host}, found %s", ykind_name(n));
         return;
     }
     for (size_t i = 0; i < n->npairs; i++) {
@@ -425,9 +425,16 @@ static void parse_memory(schema_ctx *c, const field *f, const ynode *n, void *ob
                 }
                 pb->p.mem_gpu_mb[pb->p.n_mem_gpu++] = x;
             }
+        } else if (!strcmp(k->s, "pins_host")) {
+            int b = v->kind == Y_SCALAR ? yscalar_bool(v) : -1;
+            if (b < 0)
+                schema_error(c, v, "memory: pins_host: expected true or false, found '%s'",
+                             v->kind == Y_SCALAR ? v->s : ykind_name(v));
+            else
+                pb->p.mem_pins_host = b;
         } else {
-            static const char *const mk[] = {"gpu_mb", "host_mb"};
-            const char *dym = schema_did_you_mean(k->s, mk, 2);
+            static const char *const mk[] = {"gpu_mb", "host_mb", "pins_host"};
+            const char *dym = schema_did_you_mean(k->s, mk, 3);
             schema_error(c, k, "memory: unknown key '%s'%s%s%s", k->s, dym ? " (did you mean '" : "",
                          dym ? dym : "", dym ? "'?)" : "");
         }
@@ -447,9 +454,11 @@ static void show_memory(buf *out, const field *f, const void *obj, bool json)
         buf_addc(out, ']');
     }
     if (p->mem_host_mb < 0)
-        buf_adds(out, json ? ",\"host_mb\":null}" : ", host_mb: null}");
+        buf_adds(out, json ? ",\"host_mb\":null" : ", host_mb: null");
     else
-        buf_printf(out, json ? ",\"host_mb\":%lld}" : ", host_mb: %lld}", (long long)p->mem_host_mb);
+        buf_printf(out, json ? ",\"host_mb\":%lld" : ", host_mb: %lld", (long long)p->mem_host_mb);
+    const char *ph = p->mem_pins_host < 0 ? "null" : p->mem_pins_host ? "true" : "false";
+    buf_printf(out, json ? ",\"pins_host\":%s}" : ", pins_host: %s}", ph);
 }
 
 static void parse_canary(schema_ctx *c, const field *f, const ynode *n, void *obj)
@@ -558,7 +567,9 @@ const field preset_fields[] = {
     {"devices", F_CUSTOM, 0, .parse = parse_devices, .show = show_devices,
      .doc = "GPU indices in PCI bus order, or UUIDs"},
     {"memory", F_CUSTOM, 0, .parse = parse_memory, .show = show_memory,
-     .doc = "{gpu_mb: N or [per device], host_mb: N}: declared need"},
+     .doc = "{gpu_mb: N or [per device], host_mb: N, pins_host: BOOL}: declared need; pins_host says whether "
+            "the engine pins host memory (the contiguity rule binds only then; default: vllm and unknown "
+            "commands yes, llama.cpp no, since gpumod sets GGML_CUDA_NO_PINNED=1)"},
     {"restart", F_SECTION, 0, .sub = restart_fields, .doc = "overrides the supervisor's restart keys"},
     {"activation", F_ENUM, P(activation), .names = activation_names,
      .doc = "switch | start | reject (default: router.activation)"},
@@ -772,6 +783,7 @@ static void pbuild_init(pbuild *pb)
     schema_defaults(unit_vars_fields, pb);
     pb->p.activation = ACT_INHERIT;
     pb->p.mem_host_mb = -1;
+    pb->p.mem_pins_host = -1;
     pb->p.canary.max_tokens = 8;
     /* documented default: every layer on the GPU (-ngl all); the schema
      * sets no default for custom fields, so it is set here */

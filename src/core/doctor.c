@@ -9,6 +9,7 @@
  * assignment wins, an empty ExecStart= resets), because a check that
  * misreads a unit would give advice about a unit that does not exist. */
 #include "core/doctor.h"
+#include "core/contig.h"
 #include "util/buf.h"
 
 #include <stdarg.h>
@@ -934,23 +935,32 @@ void doctor_check_fragmentation(const doc_host *h, const doc_policy *p, doc_verd
     frag_compute(m, &f);
     bool dbg = h->debugfs_unusable >= 0;
     double ui = dbg ? h->debugfs_unusable : f.worst_ui;
-    bool short_contig = f.bytes < p->min_contig_bytes;
+    char why[256];
+    bool known = contig_known(m, why, sizeof why);
+    bool short_contig = known && m->contig_bytes < p->min_contig_bytes;
     bool frag = ui > DOC_UNUSABLE_WARN;
-    doc_status st = short_contig ? (h->nvidia_driver ? DOC_FAIL : DOC_WARN) : frag ? DOC_WARN : DOC_OK;
+    doc_status st = !known ? DOC_WARN : short_contig ? (h->nvidia_driver ? DOC_FAIL : DOC_WARN) : frag ? DOC_WARN : DOC_OK;
+    if (!known) {
+        verdict(v, id, st, "contiguity unknown: %s; the gate does not apply its contiguity rule", why);
+        fix(v, "nothing to fix on the host: a VM or a large host fills its free lists as memory is first used; "
+               "watch `gpumod gpu` once the host has been up and busy a while");
+        return;
+    }
     verdict(v, id, st,
-            "%s: %llu free blocks of order >= %d (2 MiB and larger) hold %.0f MiB (gate minimum %.0f MiB); "
-            "unusable index at order %d: %.3f (%s; warn above %.1f); the gate counts the same zones",
-            f.fallback ? "all zones (no Normal or Movable zone)" : "Normal and Movable zones",
-            (unsigned long long)f.blocks, m->order_2m, mib(f.bytes), mib(p->min_contig_bytes), m->order_2m, ui,
-            dbg ? "debugfs, worst Normal/Movable zone" : f.worst_zone[0] ? f.worst_zone : "no free pages",
+            "%s: free memory in blocks >= %u KiB (the gate's figure) %.0f MiB (gate minimum %.0f MiB, for services "
+            "that pin host memory); %llu free blocks of order >= %d (2 MiB and larger) hold %.0f MiB; unusable index "
+            "at order %d: %.3f (%s; warn above %.1f)",
+            f.fallback ? "all zones (no Normal or Movable zone)" : "Normal and Movable zones", HOST_CONTIG_BLOCK >> 10,
+            mib(m->contig_bytes), mib(p->min_contig_bytes), (unsigned long long)f.blocks, m->order_2m, mib(f.bytes),
+            m->order_2m, ui, dbg ? "debugfs, worst Normal/Movable zone" : f.worst_zone[0] ? f.worst_zone : "no free pages",
             DOC_UNUSABLE_WARN);
     if (short_contig && !h->nvidia_driver)
         cat(v->summary, sizeof v->summary, "; no NVIDIA driver, so the gate does not apply it");
     if (st != DOC_OK)
         fix(v,
-            "free memory is in pieces the NVIDIA driver's 2 MiB chunks cannot use: stop what holds "
-            "pinned memory, drop caches (sync; echo 3 > /proc/sys/vm/drop_caches) and, if it stays "
-            "low, reboot; do not write compact_memory on NVIDIA hosts");
+            "free memory is in pieces that pinned host memory cannot use: stop what holds pinned memory, drop "
+            "caches (sync; echo 3 > /proc/sys/vm/drop_caches) and, if it stays low, reboot; do not write "
+            "compact_memory on NVIDIA hosts; llama.cpp under gpumod does not pin (GGML_CUDA_NO_PINNED=1)");
 }
 
 void doctor_check_psi(const doc_host *h, const doc_policy *p, doc_verdict *v)

@@ -15,6 +15,7 @@
  * need and every reservation on it come out of MemAvailable together, so
  * the discrete free-memory rule is not applied to it as well. */
 #include "core/gate.h"
+#include "core/contig.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -96,6 +97,13 @@ static void sum_reservations(const snapshot *s, const reservation *res, size_t n
     }
 }
 
+const char *gate_contig_state(const snapshot *s, const gate_policy *p)
+{
+    if (!s->nvidia_driver) return "no_driver";
+    if (!contig_known(&s->host, NULL, 0)) return "unknown";
+    return s->host.contig_bytes < p->min_contig_bytes ? "short" : "ok";
+}
+
 void gate_check(const snapshot *s, const need *n, const reservation *res, size_t nres,
                 const char *for_service, const gate_policy *p, verdict *out)
 {
@@ -137,15 +145,17 @@ void gate_check(const snapshot *s, const need *n, const reservation *res, size_t
         return;
     }
 
-    /* The NVIDIA driver allocates host memory in 2 MiB chunks with
-     * __GFP_RETRY_MAYFAIL: without free blocks that large every chunk is a
-     * synchronous compaction run, the "host freezes during load" failure
-     * (memory.md 4.3).  Without the driver it does not apply; without a
-     * readable buddyinfo it cannot be judged. */
-    if (s->nvidia_driver && h->buddyinfo_ok && h->contig_2m_bytes < p->min_contig_bytes) {
-        refuse(out, "host.contig_2m",
-               "free memory in blocks >= 2 MiB %llu MiB < required %llu MiB (host is fragmented)",
-               mib_down(h->contig_2m_bytes), mib_up(p->min_contig_bytes));
+    /* Pinned host memory (cudaHostAlloc) waits on free high-order pages:
+     * without them each chunk is a synchronous compaction run, the "host
+     * freezes during load" failure (memory.md 4.3, the seed's "order_6 =
+     * 0" canary).  It binds only for an engine that pins, with the driver
+     * present, and when the buddy lists can be believed. */
+    if (s->nvidia_driver && !n->pageable_host && contig_known(h, NULL, 0) &&
+        h->contig_bytes < p->min_contig_bytes) {
+        refuse(out, "host.contig",
+               "free memory in blocks >= %u KiB %llu MiB < required %llu MiB (host is fragmented, and this "
+               "service pins host memory)",
+               HOST_CONTIG_BLOCK >> 10, mib_down(h->contig_bytes), mib_up(p->min_contig_bytes));
         return;
     }
 

@@ -8,9 +8,12 @@
  *   host:    MemAvailable >= host_need x host_factor + host_margin
  *            + others' host reservations (+ their GPU ones on unified devices);
  *            an unreadable meminfo refuses here
- *   contig:  free bytes in >= 2 MiB blocks >= min_contig when an NVIDIA
- *            driver is present (a fragmented host is refused even with
- *            plenty of MemAvailable); skipped when buddyinfo was unreadable
+ *   contig:  free bytes in blocks >= HOST_CONTIG_BLOCK (256 KiB) >= min_contig,
+ *            for a service that pins host memory on a host with an NVIDIA
+ *            driver (a fragmented host is refused even with plenty of
+ *            MemAvailable); "unknown", never binding, when buddyinfo was
+ *            unreadable or its lists account for less than half of MemFree
+ *            (core/contig.h)
  *   psi:     memory PSI some avg10 <= psi_some_avg10_max (when psi_ok)
  *   per GPU of the need: a device not in the snapshot refuses (gpu.N.free)
  *   gpu:     per discrete GPU, free - reserved_by_others >= gpu_need + gpu_margin
@@ -29,6 +32,10 @@
 
 typedef struct need {
     char source[16];  /* "measured" | "estimate" | "declared" */
+    /* The engine pins no host memory (llama.cpp under GGML_CUDA_NO_PINNED,
+     * memory.pins_host: false), so the contiguity rule does not bind.
+     * False, the safe side, unless the need's maker knows better. */
+    bool pageable_host;
     uint64_t host_bytes;
     size_t ngpu;
     struct {
@@ -51,12 +58,18 @@ typedef struct gate_policy {
 typedef struct verdict {
     bool ok;
     char reason[256];  /* "" when ok */
-    char binding[48];  /* "host.mem_available", "host.contig_2m", "host.psi", "gpu.0.free",
+    char binding[48];  /* "host.mem_available", "host.contig", "host.psi", "gpu.0.free",
                           "unified.0.mem_available", "nvml.hung", "need.missing" */
     /* what was reserved by others, per device (bytes), and on the host */
     uint64_t reserved_host_bytes;
     uint64_t reserved_gpu_bytes[HOST_MAX_GPUS]; /* by position in snapshot gpus[] */
 } verdict;
+
+/* The contiguity rule's state for display: "ok", "short" (it would refuse
+ * a service that pins host memory), "unknown" (see gate_contig_known) or
+ * "no_driver" (no NVIDIA driver: it does not apply); for a service
+ * that pins host memory. */
+const char *gate_contig_state(const snapshot *s, const gate_policy *p);
 
 /* for_service: the service asking; its own reservation is not counted. */
 void gate_check(const snapshot *s, const need *n, const reservation *res, size_t nres, const char *for_service,

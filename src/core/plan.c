@@ -242,7 +242,7 @@ int plan_make(const plan_input *in, plan *out, char *err, size_t errlen)
             }
             gate_check(&pred, &tg->need, res, nres, tg->id, in->policy, &st->v);
             if (!st->v.ok && nstops &&
-                (!strcmp(st->v.binding, "host.contig_2m") || !strcmp(st->v.binding, "host.psi"))) {
+                (!strcmp(st->v.binding, "host.contig") || !strcmp(st->v.binding, "host.psi"))) {
                 /* measured with the leaving services still there: judged again after the stops */
                 st->deferred = true;
                 _Static_assert(sizeof st->deferred_why == sizeof st->v.reason, "same size");

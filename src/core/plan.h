@@ -21,7 +21,7 @@
  * (a refused one still counted for those after it, as if the whole mode
  * were brought up), so --dry-run shows each verdict.  The snapshot is
  * never written: the prediction works on a private copy.  Fragmentation
- * (contig_2m) and PSI are taken as measured: how freed memory comes back
+ * (contig) and PSI are taken as measured: how freed memory comes back
  * is not predicted, and the executor re-measures before each start.  So
  * when the plan stops something, a start refused only on one of those is
  * not a refusal of the plan: the step is `deferred` (judged on the other
@@ -89,7 +89,7 @@ typedef struct plan_step {
     const char *id;   /* borrowed from the input */
     verdict v;        /* PLAN_START: the gate on the predicted figures before this start
                          (a remote start: ok, no gate); PLAN_STOP: ok, nothing else */
-    bool deferred;    /* PLAN_START: the gate refused on host.contig_2m or host.psi as measured
+    bool deferred;    /* PLAN_START: the gate refused on host.contig or host.psi as measured
                          while the plan stops something; those figures are the leaving services'
                          doing and are not predicted, so the start passes here (v.ok, judged on
                          the other rules) and is re-checked after the stops (verify-freed and the

@@ -11,6 +11,10 @@
 
 #define HOST_MAX_GPUS 16
 #define HOST_MAX_ORDERS 16
+/* The block size the contiguity rule counts from: 256 KiB, order 6 on a
+ * 4 KiB-page kernel, the seed's canary ("order_6 = 0") for the
+ * cudaHostAlloc freeze; by size, so 16 and 64 KiB pages read alike. */
+#define HOST_CONTIG_BLOCK (256u << 10)
 #define HOST_MAX_ZONES 64 /* NUMA hosts (GH200, 8 nodes x 4 zones) */
 
 typedef enum { NVML_OK, NVML_ABSENT, NVML_HUNG, NVML_FAILED } nvml_state;
@@ -59,8 +63,12 @@ typedef struct host_mem {
      * (DMA and DMA32 are left out: memory.md 6.4), or every zone when a
      * host has neither (zones_all). */
     uint64_t order_count[HOST_MAX_ORDERS];  /* summed over the counted zones */
-    uint64_t contig_2m_bytes;               /* free bytes in blocks >= 2 MiB */
+    uint64_t contig_bytes;                  /* free bytes in blocks >= HOST_CONTIG_BLOCK: the gate's figure */
+    int order_contig;                       /* the order of a HOST_CONTIG_BLOCK block at this page size */
+    uint64_t contig_2m_bytes;               /* free bytes in blocks >= 2 MiB (shown, and doctor's index) */
     int order_2m;                           /* the order of a 2 MiB block at this page size */
+    uint64_t buddy_free_bytes;              /* free bytes on the buddy lists of every zone: MemFree
+                                               when the lists account for all free memory */
     double unusable_index_2m;               /* kernel's unusable_index at order_2m, counted zones summed; -1 unknown */
     bool zones_all;                         /* no Normal/Movable zone: every zone counted */
     bool buddyinfo_ok;

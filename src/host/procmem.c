@@ -252,6 +252,9 @@ static void buddyinfo_clear(host_mem *m, uint64_t page_size)
     m->page_size = page_size;
     m->contig_2m_bytes = 0;
     m->order_2m = 0;
+    m->contig_bytes = 0;
+    m->order_contig = 0;
+    m->buddy_free_bytes = 0;
     m->unusable_index_2m = -1;
     m->buddyinfo_ok = false;
     m->zones_all = false;
@@ -304,6 +307,33 @@ static int parse_zone(const line *l, buddy_zone *z, const char *label, char *err
 static bool zone_counted(const char *zone)
 {
     return !strcmp(zone, "Normal") || !strcmp(zone, "Movable");
+}
+
+/* The order of a block of `bytes` at this page size (0 when a page is
+ * already that large). */
+static int order_of(uint64_t page_size, uint64_t bytes)
+{
+    int o = 0;
+    while (o < 63 && (page_size << o) < bytes)
+        o++;
+    return o;
+}
+
+/* Free bytes on the buddy lists of every zone, counted or not: compared
+ * with MemFree, it says whether the lists account for the free memory
+ * (a VM, or a large host whose memory the kernel initialises lazily,
+ * keeps most of it off the lists at first).  -1 on overflow. */
+static int all_zones_bytes(const host_mem *m, uint64_t *out)
+{
+    uint64_t pages = 0;
+    for (size_t k = 0; k < m->nzones; k++)
+        for (size_t i = 0; i < m->zones[k].norders; i++) {
+            uint64_t p;
+            if (__builtin_mul_overflow(m->zones[k].count[i], (uint64_t)1 << i, &p) ||
+                __builtin_add_overflow(pages, p, &pages))
+                return -1;
+        }
+    return __builtin_mul_overflow(pages, m->page_size, out) ? -1 : 0;
 }
 
 static int parse_buddyinfo(host_mem *m, const char *text, uint64_t page_size, const char *label,
@@ -360,27 +390,31 @@ static int parse_buddyinfo(host_mem *m, const char *text, uint64_t page_size, co
         }
     }
 
-    /* 2 MiB: the NVIDIA driver's large allocation chunk (memory.md 4.3).
-     * A page of 2 MiB or more makes every free block qualify. */
-    int o = 0;
-    while (o < 63 && (page_size << o) < MIB_2)
-        o++;
+    /* 2 MiB: the NVIDIA driver's large allocation chunk (memory.md 4.3),
+     * shown with its unusable index.  The gate counts from
+     * HOST_CONTIG_BLOCK (host.h).  A page that large makes every free
+     * block qualify. */
+    int o = order_of(page_size, MIB_2);
     m->order_2m = o;
+    m->order_contig = order_of(page_size, HOST_CONTIG_BLOCK);
 
     /* mm/vmstat.c unusable_free_index(), over the counted zones summed:
      * (free_pages - free_blocks_suitable << o) / free_pages.  The
      * suitable pages are exactly those in blocks of order >= o. */
-    uint64_t free_pages = 0, suitable_pages = 0;
+    uint64_t free_pages = 0, suitable_pages = 0, contig_pages = 0;
     for (size_t i = 0; i < m->norders; i++) {
         uint64_t pages;
         if (__builtin_mul_overflow(m->order_count[i], (uint64_t)1 << i, &pages) ||
             __builtin_add_overflow(free_pages, pages, &free_pages) ||
-            ((int)i >= o && __builtin_add_overflow(suitable_pages, pages, &suitable_pages))) {
+            ((int)i >= o && __builtin_add_overflow(suitable_pages, pages, &suitable_pages)) ||
+            ((int)i >= m->order_contig && __builtin_add_overflow(contig_pages, pages, &contig_pages))) {
             errf(err, errlen, "'%s': free pages overflow 64 bits", label);
             goto fail;
         }
     }
-    if (__builtin_mul_overflow(suitable_pages, page_size, &m->contig_2m_bytes)) {
+    if (__builtin_mul_overflow(suitable_pages, page_size, &m->contig_2m_bytes) ||
+        __builtin_mul_overflow(contig_pages, page_size, &m->contig_bytes) ||
+        all_zones_bytes(m, &m->buddy_free_bytes) < 0) {
         errf(err, errlen, "'%s': free bytes overflow 64 bits", label);
         goto fail;
     }

@@ -68,6 +68,17 @@ void need_est_params(const preset *p, const snapshot *snap, est_params *ep, int 
     }
 }
 
+/* Whether the engine keeps its host memory pageable (the contiguity rule
+ * then does not bind): memory.pins_host when set; else llama.cpp does
+ * (gpumod sets GGML_CUDA_NO_PINNED=1, and llama.cpp then never pins,
+ * whatever the value), vLLM does not (it pins for its transfers), and an
+ * engine gpumod cannot see into is taken to pin. */
+static bool host_pageable(const preset *p)
+{
+    if (p->mem_pins_host >= 0) return !p->mem_pins_host;
+    return p->driver == DRV_LLAMACPP;
+}
+
 int need_from_estimate(const preset *p, const est_params *ep, const int *dev_index, need_detail *out, char *err,
                        size_t errlen)
 {
@@ -78,6 +89,7 @@ int need_from_estimate(const preset *p, const est_params *ep, const int *dev_ind
     if (rc) return -1;
     out->has_estimate = true;
     snprintf(out->n.source, sizeof out->n.source, "estimate");
+    out->n.pageable_host = host_pageable(p);
     out->n.host_bytes = out->est.host_total;
     out->n.ngpu = ep->ndev;
     for (size_t i = 0; i < ep->ndev; i++) {
@@ -273,8 +285,8 @@ void need_from_footprint(const footprint *f, need_detail *out)
     buf_release(&b);
 }
 
-int service_need(const preset *p, const settings *s, const snapshot *snap, store *st, need_detail *out, char *err,
-                 size_t errlen)
+static int need_compute(const preset *p, const settings *s, const snapshot *snap, store *st, need_detail *out,
+                        char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (p->driver == DRV_REMOTE) {
@@ -320,4 +332,12 @@ int service_need(const preset *p, const settings *s, const snapshot *snap, store
     }
     if (eerr[0]) snprintf(err, errlen, "%.300s; and nothing is declared (memory: {gpu_mb, host_mb} or vram_mb)", eerr);
     return -1;
+}
+
+int service_need(const preset *p, const settings *s, const snapshot *snap, store *st, need_detail *out, char *err,
+                 size_t errlen)
+{
+    int rc = need_compute(p, s, snap, st, out, err, errlen);
+    out->n.pageable_host = host_pageable(p);
+    return rc;
 }

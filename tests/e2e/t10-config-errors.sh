@@ -410,6 +410,19 @@ check 2
 t_has err "n.yaml:1:5: error: mode 'none': mode id 'none' is reserved"
 t_end
 
+t_begin "memory.pins_host: a boolean, else an error with its place"
+reset_cfg; good
+printf 'id: pin\ndriver: command\nport: 7300\ncommand: [/bin/true]\nmemory: {host_mb: 10, pins_host: sometimes}\n' \
+    >"$C/presets/pin.yaml"
+check 2
+t_has err "pin.yaml:5:34: error: preset 'pin': memory: pins_host: expected true or false, found 'sometimes'"
+printf 'id: pin\ndriver: command\nport: 7300\ncommand: [/bin/true]\nmemory: {host_mb: 10, pins_host: false}\n' \
+    >"$C/presets/pin.yaml"
+check 0
+t_run 0 gpumod --config-dir "$C" config show pin --json
+t_jq out .preset.memory.pins_host false
+t_end
+
 t_begin "settings: unknown key, bad duration, bad nested value"
 reset_cfg; good
 cat >"$C/gpumod.yaml" <<'YAML'

@@ -31,6 +31,8 @@ printf 'id: declared\ndriver: command\nport: 7072\ncommand: [/bin/sleep, "1000"]
     >"$C/presets/declared.yaml"
 printf 'id: nodecl\ndriver: fastapi\nport: 7073\n' >"$C/presets/nodecl.yaml"
 printf 'id: lane\ndriver: vllm\nport: 7074\nmodel_id: org/m\nunit_vars: {gpu_mem_util: 0.5}\n' >"$C/presets/lane.yaml"
+printf 'id: chatpin\ndriver: llamacpp\nport: 7075\nmodel_path: %s\ncontext_size: 2048\nmemory: {pins_host: true}\n' \
+    "$MODELS/aidreams260K-f32.gguf" >"$C/presets/chatpin.yaml"
 printf 'id: far\ndriver: remote\nremote: {base_url: "http://10.0.0.1:8000"}\n' >"$C/presets/remote.yaml"
 printf 'id: pair\nname: P\nservices: [declared, lane]\n' >"$C/modes/pair.yaml"
 printf 'id: small\nname: S\nservices: [chat, far]\n' >"$C/modes/small.yaml"
@@ -63,11 +65,44 @@ t_jq out .binding host.mem_available
 t_jq out .reason "MemAvailable 1932 MiB < required 2151 MiB"
 t_end
 
-t_begin "fragmented host with an NVIDIA driver: refused although MemAvailable is large"
+t_begin "fragmented host with an NVIDIA driver: an engine that pins host memory is refused, llama.cpp is not"
 with_gpu
-GPUMOD_PROC_ROOT=$P/fragmented t_run 1 pf --for chat --json
-t_jq out .binding host.contig_2m
-t_jq out '.reason | test("^free memory in blocks >= 2 MiB 0 MiB < required 2048 MiB")' true
+# vLLM pins; llama.cpp runs under GGML_CUDA_NO_PINNED=1 unless the preset says it pins
+GPUMOD_PROC_ROOT=$P/fragmented t_run 1 pf --for lane --json
+t_jq out .binding host.contig
+t_jq out .reason "free memory in blocks >= 256 KiB 4 MiB < required 2048 MiB (host is fragmented, and this service pins host memory)"
+t_jq out .contig.state known
+t_jq out .contig.applies true
+t_jq out .contig.bytes 4980736
+GPUMOD_PROC_ROOT=$P/fragmented t_run 1 pf --for chatpin --json
+t_jq out .binding host.contig
+GPUMOD_PROC_ROOT=$P/fragmented t_run 0 pf --for chat --json
+t_jq out .contig.applies false
+t_jq out .contig.pins_host false
+t_jq out .ok true
+t_end
+
+t_begin "the seed's hosts: order_6 = 0 refuses an engine that pins, the healthy one admits it"
+with_gpu
+GPUMOD_PROC_ROOT=$P/seed-fragmented t_run 1 pf --for lane --json
+t_jq out .binding host.contig
+t_jq out .reason "free memory in blocks >= 256 KiB 0 MiB < required 2048 MiB (host is fragmented, and this service pins host memory)"
+t_jq out '.high_order_pages | [.["4"], .["5"], .["6"]] | join(",")' "23,4,0"
+GPUMOD_PROC_ROOT=$P/seed-fragmented t_run 0 pf --for chat
+GPUMOD_PROC_ROOT=$P/seed-healthy t_run 0 pf --for lane --json
+t_jq out .contig.state known
+t_jq out .contig.bytes $((10650 * MIB))
+t_end
+
+t_begin "buddy lists that hold far less than MemFree (the H200, this kind of VM): contiguity unknown, nothing refused"
+with_gpu
+GPUMOD_PROC_ROOT=$FIXTURES/device/h200 t_run 0 pf --for lane --json
+t_jq out .contig.state unknown
+t_jq out .contig.why "the buddy lists hold 3174 MiB of 127618 MiB MemFree: the kernel has not put the rest on its free lists (lazily initialised memory), so they cannot tell fragmentation"
+GPUMOD_PROC_ROOT=$FIXTURES/device/h200 t_run 0 gpumod gpu --json
+t_jq out .host.contig.state unknown
+GPUMOD_PROC_ROOT=$FIXTURES/device/h200 t_run 0 gpumod gpu
+t_has out "contiguity: unknown: the buddy lists hold 3174 MiB of 127618 MiB MemFree"
 t_end
 
 t_begin "fragmented host without any NVIDIA driver: the contiguity rule does not apply"
@@ -89,16 +124,18 @@ cp -r "$P/fragmented/pressure" "$T/dma32/"
 
 t_begin "free 2 MiB blocks only in DMA32: refused as fragmented, gpu says which zones count"
 with_gpu
-GPUMOD_PROC_ROOT=$T/dma32 t_run 1 pf --for chat --json
-t_jq out .binding host.contig_2m
-t_jq out .reason "free memory in blocks >= 2 MiB 0 MiB < required 2048 MiB (host is fragmented)"
+GPUMOD_PROC_ROOT=$T/dma32 t_run 1 pf --for lane --json
+t_jq out .binding host.contig
+t_jq out .reason "free memory in blocks >= 256 KiB 4 MiB < required 2048 MiB (host is fragmented, and this service pins host memory)"
 t_jq out .available.host.contig_2m_bytes 0
+t_jq out .available.host.contig_bytes 4980736
 GPUMOD_PROC_ROOT=$T/dma32 t_run 0 gpumod gpu --json
 t_jq out .host.zones_counted Normal+Movable
 t_jq out .host.contig_2m_bytes 0
 t_jq out .host.order_counts[10] 0
 GPUMOD_PROC_ROOT=$T/dma32 t_run 0 gpumod gpu
 t_has out "free in blocks >= 2 MiB, Normal+Movable: 0 B"
+t_has out "contiguity: free in blocks >= 256 KiB 5 MiB (what the gate counts for services that pin host memory)"
 t_end
 
 # no Normal or Movable zone: every zone counts, and gpu says so.

@@ -22,10 +22,14 @@ static inline void host_ok(snapshot *s)
     s->host.meminfo_ok = true;
     s->host.mem_total = 128 * GIB;
     s->host.mem_available = 64 * GIB;
+    s->host.mem_free = 20 * GIB;
     s->host.buddyinfo_ok = true;
     s->host.page_size = 4096;
     s->host.order_2m = 9;
+    s->host.order_contig = 6;
     s->host.contig_2m_bytes = 16 * GIB;
+    s->host.contig_bytes = 16 * GIB;
+    s->host.buddy_free_bytes = 20 * GIB; /* the lists account for MemFree */
     s->host.psi_ok = true;
     s->host.psi_some_avg10 = 0.5;
     s->nvml = NVML_OK;

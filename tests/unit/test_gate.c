@@ -14,6 +14,7 @@
 
 #include "core/gate.h"
 
+#include "core/contig.h"
 #include "gate_fixture.h"
 
 
@@ -172,25 +173,25 @@ static void fragmented_with_driver(void **state)
     verdict v;
     host_ok(&s);
     s.host.mem_available = 20 * GIB;
-    s.host.contig_2m_bytes = 512 * MIB + 4096;
+    s.host.contig_bytes = 512 * MIB + 4096;
     add_gpu(&s, 0, 80 * GIB, 79 * GIB, false);
     policy_default(&p);
     need_host(&n, 2 * GIB);
     need_gpu(&n, 0, 20 * GIB);
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
     assert_refused(
-        &v, "host.contig_2m",
-        "free memory in blocks >= 2 MiB 512 MiB < required 2048 MiB (host is fragmented)");
+        &v, "host.contig",
+        "free memory in blocks >= 256 KiB 512 MiB < required 2048 MiB (host is fragmented, and this service pins host memory)");
 
     /* exactly the minimum passes, one byte short does not */
-    s.host.contig_2m_bytes = 2048 * MIB;
+    s.host.contig_bytes = 2048 * MIB;
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
     assert_ok(&v);
-    s.host.contig_2m_bytes = 2048 * MIB - 1;
+    s.host.contig_bytes = 2048 * MIB - 1;
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
     assert_refused(
-        &v, "host.contig_2m",
-        "free memory in blocks >= 2 MiB 2047 MiB < required 2048 MiB (host is fragmented)");
+        &v, "host.contig",
+        "free memory in blocks >= 256 KiB 2047 MiB < required 2048 MiB (host is fragmented, and this service pins host memory)");
 }
 
 static void fragmented_without_driver(void **state)
@@ -205,7 +206,7 @@ static void fragmented_without_driver(void **state)
     s.nvml = NVML_ABSENT;
     s.source = GPU_SRC_NONE;
     s.host.mem_available = 20 * GIB;
-    s.host.contig_2m_bytes = 0;
+    s.host.contig_bytes = 0;
     policy_default(&p);
     need_host(&n, 8 * GIB);
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
@@ -216,6 +217,67 @@ static void fragmented_without_driver(void **state)
     s.host.buddyinfo_ok = false;
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
     assert_ok(&v);
+}
+
+/* Buddy lists that hold far less than MemFree (a VM, a large host whose
+ * memory the kernel initialises lazily) cannot tell fragmentation: the
+ * rule is unknown and does not refuse, down to the half-way line. */
+static void fragmented_lists_unaccounted(void **state)
+{
+    (void)state;
+    snapshot s;
+    gate_policy p;
+    need n;
+    verdict v;
+    host_ok(&s);
+    s.host.contig_bytes = 124 * MIB; /* the H200's lists: 3 GiB of 124 GiB free */
+    s.host.mem_free = 124 * GIB;
+    s.host.buddy_free_bytes = 3 * GIB;
+    policy_default(&p);
+    need_host(&n, 2 * GIB);
+    gate_check(&s, &n, NULL, 0, "a", &p, &v);
+    assert_ok(&v);
+    assert_string_equal(gate_contig_state(&s, &p), "unknown");
+    char why[256];
+    assert_false(contig_known(&s.host, why, sizeof why));
+    assert_string_equal(why, "the buddy lists hold 3072 MiB of 126976 MiB MemFree: the kernel has not put the rest "
+                             "on its free lists (lazily initialised memory), so they cannot tell fragmentation");
+    /* lists holding exactly half of MemFree are believed */
+    s.host.buddy_free_bytes = 62 * GIB;
+    gate_check(&s, &n, NULL, 0, "a", &p, &v);
+    assert_string_equal(v.binding, "host.contig");
+    assert_string_equal(gate_contig_state(&s, &p), "short");
+    s.host.buddy_free_bytes = 62 * GIB - 1;
+    gate_check(&s, &n, NULL, 0, "a", &p, &v);
+    assert_ok(&v);
+    /* unreadable buddyinfo: unknown too */
+    s.host.buddyinfo_ok = false;
+    assert_false(contig_known(&s.host, why, sizeof why));
+    assert_string_equal(why, "/proc/buddyinfo could not be read");
+}
+
+/* The rule binds only for an engine that pins host memory: a need marked
+ * pageable (llama.cpp under GGML_CUDA_NO_PINNED, memory.pins_host: false)
+ * passes a fragmented host that refuses a pinning one. */
+static void fragmented_pageable_passes(void **state)
+{
+    (void)state;
+    snapshot s;
+    gate_policy p;
+    need n;
+    verdict v;
+    host_ok(&s);
+    s.host.contig_bytes = 0;
+    policy_default(&p);
+    need_host(&n, 2 * GIB);
+    gate_check(&s, &n, NULL, 0, "a", &p, &v);
+    assert_string_equal(v.binding, "host.contig");
+    n.pageable_host = true;
+    gate_check(&s, &n, NULL, 0, "a", &p, &v);
+    assert_ok(&v);
+    assert_string_equal(gate_contig_state(&s, &p), "short");
+    s.nvidia_driver = false;
+    assert_string_equal(gate_contig_state(&s, &p), "no_driver");
 }
 
 static void psi_high(void **state)
@@ -464,14 +526,14 @@ static void rule_order(void **state)
     need_host(&n, 2 * GIB);
     need_gpu(&n, 0, 40 * GIB);
     s.host.mem_available = GIB;
-    s.host.contig_2m_bytes = 0;
+    s.host.contig_bytes = 0;
     s.host.psi_some_avg10 = 50;
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
     assert_string_equal(v.binding, "host.mem_available");
     s.host.mem_available = 64 * GIB;
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
-    assert_string_equal(v.binding, "host.contig_2m");
-    s.host.contig_2m_bytes = 8 * GIB;
+    assert_string_equal(v.binding, "host.contig");
+    s.host.contig_bytes = 8 * GIB;
     gate_check(&s, &n, NULL, 0, "a", &p, &v);
     assert_string_equal(v.binding, "host.psi");
     s.host.psi_some_avg10 = 0;
@@ -620,6 +682,8 @@ int main(void)
         cmocka_unit_test(mib_rounding),
         cmocka_unit_test(fragmented_with_driver),
         cmocka_unit_test(fragmented_without_driver),
+        cmocka_unit_test(fragmented_lists_unaccounted),
+        cmocka_unit_test(fragmented_pageable_passes),
         cmocka_unit_test(psi_high),
         cmocka_unit_test(discrete_gpu_short),
         cmocka_unit_test(second_gpu_short),

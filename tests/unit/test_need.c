@@ -123,6 +123,7 @@ static void base(preset *p, settings *s)
     p->llama.metrics = true;
     p->vram_mb = -1;
     p->mem_host_mb = -1;
+    p->mem_pins_host = -1;
 }
 
 static void service_need_reads_the_stored_footprint(void **state)
@@ -173,6 +174,40 @@ static void service_need_reads_the_stored_footprint(void **state)
     rm_rf(dir);
 }
 
+/* Whether the contiguity rule binds: the engine pins host memory unless
+ * it is llama.cpp (gpumod sets GGML_CUDA_NO_PINNED=1) or the preset says
+ * memory.pins_host: false; the preset's word wins either way. */
+static void pins_host_by_engine(void **state)
+{
+    (void)state;
+    preset p;
+    settings s;
+    snapshot snap;
+    need_detail nd;
+    char err[256];
+    memset(&snap, 0, sizeof snap);
+    struct {
+        driver_kind drv;
+        int pins;
+        bool pageable;
+    } cases[] = {
+        {DRV_LLAMACPP, -1, true}, {DRV_VLLM, -1, false},   {DRV_COMMAND, -1, false},
+        {DRV_LLAMACPP, 1, false}, {DRV_COMMAND, 0, true}, {DRV_VLLM, 0, true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        base(&p, &s);
+        p.model_path = NULL; /* the declared figure, whatever the engine */
+        p.mem_host_mb = 100;
+        p.driver = cases[i].drv;
+        p.mem_pins_host = cases[i].pins;
+        if (service_need(&p, &s, &snap, NULL, &nd, err, sizeof err)) fail_msg("case %zu: %s", i, err);
+        if (nd.n.pageable_host != cases[i].pageable)
+            fail_msg("case %zu: driver %d pins_host %d: pageable %d", i, cases[i].drv, cases[i].pins,
+                     nd.n.pageable_host);
+        settings_release(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +215,7 @@ int main(void)
         cmocka_unit_test(unified_delta),
         cmocka_unit_test(partial_names_the_admitted_devices),
         cmocka_unit_test(service_need_reads_the_stored_footprint),
+        cmocka_unit_test(pins_host_by_engine),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,7 +366,7 @@ static void contig_and_psi_deferred_after_stops(void **state)
     s.gpus[0].index = 0;
     add_gpu(&s, 0, 128 * GIB, 8 * GIB, true); /* GB10: A holds most of the memory */
     s.host.mem_available = 8 * GIB;
-    s.host.contig_2m_bytes = 512 * MIB;
+    s.host.contig_bytes = 512 * MIB;
     s.host.psi_some_avg10 = 25;
     policy_default(&pol);
     plan_running r[] = {run_("big_a", "ha", 1 * GIB, 0, 100 * GIB)};
@@ -375,10 +375,10 @@ static void contig_and_psi_deferred_after_stops(void **state)
     assert_true(P.ok);
     assert_string_equal(steps_str(&P), "stop big_a, start b(ok)");
     assert_true(P.steps[1].deferred);
-    assert_string_equal(P.steps[1].deferred_binding, "host.contig_2m");
+    assert_string_equal(P.steps[1].deferred_binding, "host.contig");
     assert_non_null(strstr(P.steps[1].deferred_why, "2 MiB"));
     /* PSI alone */
-    s.host.contig_2m_bytes = 16 * GIB;
+    s.host.contig_bytes = 16 * GIB;
     make(&s, r, 1, t, 1, NULL, 0, &pol);
     assert_true(P.ok);
     assert_true(P.steps[1].deferred);
