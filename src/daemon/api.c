@@ -11,6 +11,7 @@
  * that has no natural end: it ends when the client goes (api_abort) or
  * the daemon shuts down (api_close_follows). */
 #include "daemon/api.h"
+#include "util/jstrict.h"
 #include "daemon/api_modes.h"
 #include "cli/hostview.h"
 #include "daemon/log.h"
@@ -863,15 +864,11 @@ out:
 
 static cJSON *body_json(req *r, const char *what)
 {
-    if (!r->body->len) {
-        reply_error(r->c, 400, "bad_request", NULL, "%s: the body must be a JSON object", what);
-        return NULL;
-    }
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithLengthOpts(r->body->p, r->body->len, &end, false);
+    char err[256];
+    cJSON *j = jstrict_parse(r->body->p, r->body->len, err, sizeof err);
     if (!j || !cJSON_IsObject(j)) {
-        size_t off = end && end >= r->body->p ? (size_t)(end - r->body->p) : 0;
-        reply_error(r->c, 400, "bad_request", NULL, "%s: the body is not a JSON object (at byte %zu)", what, off);
+        reply_error(r->c, 400, "bad_request", NULL, "%s: the body must be a JSON object: %s", what,
+                    j ? "found another JSON value" : err);
         cJSON_Delete(j);
         return NULL;
     }

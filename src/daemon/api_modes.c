@@ -3,6 +3,7 @@
  * callback, which comes exactly once; the connection stays valid until
  * then even when the client has gone (src/net/server.c). */
 #include "daemon/api_modes.h"
+#include "util/jstrict.h"
 #include "daemon/switch.h"
 
 #include <cjson/cJSON.h>
@@ -73,11 +74,12 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
         send_error(c, 503, "shutting_down", "mode switching is not available: the daemon is not up yet", NULL);
         return;
     }
-    const char *end = NULL;
-    cJSON *j = body->len ? cJSON_ParseWithLengthOpts(body->p, body->len, &end, false) : NULL;
+    char err[256], msg[400];
+    cJSON *j = jstrict_parse(body->p, body->len, err, sizeof err);
     if (!j || !cJSON_IsObject(j)) {
-        send_error(c, 400, "bad_request", "modes/switch: the body must be a JSON object {\"mode\", \"dry_run\", \"timeout\"}",
-                   NULL);
+        snprintf(msg, sizeof msg, "modes/switch: the body must be a JSON object {\"mode\", \"dry_run\", \"timeout\"}: %s",
+                 j ? "found another JSON value" : err);
+        send_error(c, 400, "bad_request", msg, NULL);
         cJSON_Delete(j);
         return;
     }

@@ -16,6 +16,7 @@
 #include "router/rint.h"
 #include "daemon/log.h"
 #include "util/clock.h"
+#include "util/jstrict.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -990,13 +991,17 @@ void router_api_default(router *rt, srv_conn *c, const http_msg *m, const view *
 {
     buf b = BUF_INIT;
     if (view_eq(m->method, "PUT")) {
-        cJSON *j = cJSON_ParseWithLength(body->p, body->len);
+        char jerr[256];
+        cJSON *j = jstrict_parse(body->p, body->len, jerr, sizeof jerr);
         const cJSON *sv = j ? cJSON_GetObjectItemCaseSensitive(j, "service") : NULL;
         if (!j || !cJSON_IsObject(j) || !sv || !(cJSON_IsString(sv) || cJSON_IsNull(sv))) {
+            char msg[512];
+            snprintf(msg, sizeof msg,
+                     "PUT /route/default: expected a JSON body {\"service\": \"ID\"} (or null to go back to "
+                     "router.default)%s%s",
+                     j ? "" : ": ", j ? "" : jerr);
             cJSON_Delete(j);
-            api_error(c, 400, "bad_request",
-                      "PUT /route/default: expected a JSON body {\"service\": \"ID\"} (or null to go back to "
-                      "router.default)");
+            api_error(c, 400, "bad_request", msg);
             return;
         }
         char err[512];

@@ -98,7 +98,7 @@ t_begin "bad bodies are 400 with what, where and what was expected"
 post '{"schema": '
 t_eq "$(status)" 400 "bad JSON"
 t_jq out .error.code bad_request
-t_has out "results: the body is not a JSON object"
+t_has out "results: the body must be a JSON object: not JSON (at byte 10)"
 post '[1]'
 t_eq "$(status)" 400 "an array"
 post '{"schema":"gpumod.bench/2","kind":"load","points":[]}'
