@@ -4,6 +4,9 @@
  * llama-server's automatic choices: -c, --parallel and -ngl are always
  * given and -fit defaults to off, so the footprint measured once stays
  * true for the next start and the gate's estimate matches what loads.
+ * Router mode is the exception: the router's own command line overrides
+ * every model's settings in --models-preset, so the loader leaves unset
+ * what the preset does not set (config.h) and nothing unset is passed.
  *
  * Two shapes: single-model (-m PATH, --alias id,aliases...) and router
  * mode (--models-dir, no -m).  In router mode there is no --alias: the
@@ -75,11 +78,11 @@ int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char 
         strv_push(a, "--alias");
         strv_push_own(a, buf_detach(&names));
     }
-    push_i64(a, "-c", p->context_size);
-    push_i64(a, "--parallel", o->parallel);
-    if (o->n_gpu_layers < 0)
+    if (p->context_size > 0) push_i64(a, "-c", p->context_size);
+    if (o->parallel > 0) push_i64(a, "--parallel", o->parallel);
+    if (o->n_gpu_layers == -1)
         push_str(a, "-ngl", "all");
-    else
+    else if (o->n_gpu_layers >= 0)
         push_i64(a, "-ngl", o->n_gpu_layers);
     if (p->devices.n > 1) push_tensor_split(p, a);
     if (o->threads >= 0) push_i64(a, "-t", o->threads);
@@ -87,7 +90,7 @@ int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char 
     if (o->flash_attn != TRI_UNSET) push_str(a, "-fa", o->flash_attn == TRI_ON ? "on" : "off");
     push_str(a, "--cache-type-k", o->cache_type_k);
     push_str(a, "--cache-type-v", o->cache_type_v);
-    push_str(a, "-fit", o->fit == TRI_ON ? "on" : "off");
+    if (o->fit != TRI_UNSET) push_str(a, "-fit", o->fit == TRI_ON ? "on" : "off");
     if (o->jinja != TRI_UNSET) strv_push(a, o->jinja == TRI_ON ? "--jinja" : "--no-jinja");
     push_str(a, "--chat-template-kwargs", o->chat_template_kwargs);
     push_str(a, "--override-kv", o->override_kv);
