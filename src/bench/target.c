@@ -191,11 +191,7 @@ static char *resolve_name(cli *c, const char *name, char *err, size_t errlen)
 {
     buf path = BUF_INIT;
     buf_adds(&path, "/route/resolve?model=");
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("-._~", *p))
-            buf_addc(&path, (char)*p);
-        else
-            buf_printf(&path, "%%%02X", *p);
+    url_query_escape(&path, name);
     http_reply r = {0};
     int rc = ctl_call(c, "GET", path.p, NULL, CTL_QUICK_MS, true, &r);
     buf_release(&path);

@@ -91,6 +91,22 @@ t_eq "$(ask lr3)" 400 "several models and no default_model"
 t_jq "$T/o" .error.message "service 'lr3' serves several models ('aidreams260K-f32', 'llama-2-tiny-random') and sets no unit_vars.default_model: name one of them"
 t_end
 
+t_begin "gpumod route resolve: the router's own answer (service, kind, the model the engine gets)"
+t_run 0 gpumod route resolve cloud
+t_has out "cloud -> far (alias), sent as 'remote-chat'"
+t_run 0 gpumod route resolve org/chat-7b --json
+t_jq out .service vchat
+t_jq out .kind model_id
+t_jq out .upstream_model org/chat-7b
+t_run 1 gpumod route resolve lr3
+t_has out "lr3 -> lr3 (id)"
+t_has err "gpumod: route resolve: service 'lr3' serves several models ('aidreams260K-f32', 'llama-2-tiny-random') and sets no unit_vars.default_model: name one of them"
+t_run 2 gpumod route resolve nosuch
+t_has err "gpumod: route resolve: model 'nosuch' not found; available: "
+t_run 2 gpumod route resolve
+t_has err "route resolve: expected one NAME"
+t_end
+
 t_begin "router mode: only what the preset sets reaches llama-server's command line"
 t_run 0 gpumod config show lr2 --json
 t_jq out '.argv | map(select(. == "-c" or . == "--parallel" or . == "-fit" or . == "-ngl")) | length' 0
