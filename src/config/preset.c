@@ -215,7 +215,7 @@ const field unit_vars_fields[] = {
     {"host", F_STR, P(host), .flags = L | V | FA, .doc = "--host (gpumod's default is 127.0.0.1 for every driver)"},
     {"jinja", F_TRI, P(llama.jinja), .flags = L, .doc = "--jinja / --no-jinja"},
     {"flash_attn", F_TRI, P(llama.flash_attn), .flags = L, .doc = "-fa on|off (auto: not passed)"},
-    {"parallel", F_INT, P(llama.parallel), 1, 4096, .flags = L, .deflt = "1",
+    {"parallel", F_INT, P(llama.parallel), 1, 4096, .flags = L | FL_NULLABLE_INT, .deflt = "1",
      .doc = "--parallel N, always explicit (llama-server's auto would disagree with the estimate); router mode: only when set"},
     {"threads", F_INT, P(llama.threads), 1, 4096, .flags = L | FL_NULLABLE_INT, .deflt = "null",
      .doc = "-t N (the Python project ignored it; gpumod acts on it)"},
@@ -720,10 +720,12 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
                          "unit_vars.models_dir (router mode) and model_path (single-model mode) exclude each other");
         else if (!p->model_path && !p->llama.models_dir)
             schema_error(c, root, "driver llamacpp needs model_path (single model) or unit_vars.models_dir (router mode)");
-        if (p->llama.models_dir && !p->model_path)
+        if (p->llama.models_dir && !p->model_path) {
             router_mode_unset(p, uv);
-        else if (p->context_size < 0)
-            p->context_size = 4096;
+        } else {
+            if (p->context_size < 0) p->context_size = 4096;
+            if (p->llama.parallel < 0) p->llama.parallel = 1; /* parallel: null keeps the default */
+        }
         check_cache_type(c, uv, "cache_type_k", p->llama.cache_type_k);
         check_cache_type(c, uv, "cache_type_v", p->llama.cache_type_v);
         if (p->sleep != SLEEP_NONE && p->sleep != SLEEP_ROUTER)

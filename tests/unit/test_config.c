@@ -71,6 +71,8 @@ static void python_compat_typed_values(void **state)
     assert_string_equal(g->model_path, "/home/u/models/gpt-oss-20b-mxfp4.gguf");
     assert_int_equal(g->context_size, 40960);
     assert_int_equal(g->kv_cache_per_1k, 25);
+    assert_int_equal(g->llama.parallel, 1); /* single-model mode: the default, explicit */
+    assert_int_equal(g->llama.fit, TRI_OFF);
     assert_int_equal(g->extra_args.n, 5);
     assert_string_equal(g->extra_args.v[4], "16");
 
