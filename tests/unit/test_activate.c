@@ -446,7 +446,7 @@ static void queue_full_429(void **state)
 /* The switch rule: the gate refuses a start beside the others, so the
  * best mode containing the service (all fit here: the smallest) is
  * switched to, queued. */
-static void switch_to_smallest_mode(void **state)
+static void switch_to_best_mode(void **state)
 {
     static client c[2];
     ask(&c[0], "chat");
@@ -789,7 +789,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(ready_answers_next_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(one_load_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(queue_full_429, setup, teardown),
-        cmocka_unit_test_setup_teardown(switch_to_smallest_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(switch_to_best_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(switch_to_fitting_mode, setup, teardown),
         cmocka_unit_test_setup_teardown(no_fitting_mode_503, setup, teardown),
         cmocka_unit_test_setup_teardown(no_mode_503_with_reason, setup, teardown),
