@@ -646,6 +646,16 @@ static void route(relay *x)
     x->svc = s;
     rsvc_ref(s);
     x->kind = res.kind;
+    if (!s->router_mode) { /* nothing to learn from a start: refuse before activating anything */
+        const char *m;
+        buf e = BUF_INIT;
+        if (route_upstream(&rt->table, res.service, res.kind, &m, &e) < 0) {
+            fail(x, 400, "model_not_found", e.p, 0);
+            buf_release(&e);
+            return;
+        }
+        buf_release(&e);
+    }
     free(x->target);
     x->target = rsvc_target(s, x->m->target.p, x->m->target.len);
     dispatch(x);

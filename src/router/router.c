@@ -383,7 +383,7 @@ static void build_table(router *rt)
     route_service *rs = xcalloc(rt->n_svcs ? rt->n_svcs : 1, sizeof *rs);
     for (size_t i = 0; i < rt->n_svcs; i++) {
         const preset *p = &rt->cfg->presets[i];
-        bool rmode = p->driver == DRV_LLAMACPP && p->llama.models_dir;
+        bool rmode = p->driver == DRV_LLAMACPP && p->llama.models_dir && !p->model_path;
         rs[i] = (route_service){.id = p->id,
                                 .aliases = (const char *const *)p->aliases.v,
                                 .n_aliases = p->aliases.n,

@@ -77,6 +77,7 @@ t_begin "a remote without model_id: a request by its id is a 400 saying what to 
 t_eq "$(ask bare)" 400 "status"
 t_jq "$T/o" .error.code model_not_found
 t_jq "$T/o" .error.message "service 'bare' is a remote without model_id: gpumod does not know the remote's name for its model; set model_id in its preset to that name"
+t_eq "$(state_of bare)" down "refused before it was activated"
 t_end
 
 t_begin "a llama.cpp router-mode service named by its id: its only model, its default_model, else a 400 naming them"
