@@ -175,6 +175,21 @@ static void llamacpp_defaults(void **state)
     assert_strv(&l.env, W("CUDA_DEVICE_ORDER=PCI_BUS_ID", "GGML_CUDA_NO_PINNED=1"));
     assert_null(l.cwd);
     launch_release(&l);
+
+    /* the model_id is an alias too (the router routes it here); not twice,
+     * and not when a comma would split it */
+    p.model_id = (char *)"org/tiny-GGUF";
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_string_equal(l.argv.v[strv_find(&l.argv, "--alias") + 1], "tiny,org/tiny-GGUF");
+    launch_release(&l);
+    p.model_id = (char *)"tiny";
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_string_equal(l.argv.v[strv_find(&l.argv, "--alias") + 1], "tiny");
+    launch_release(&l);
+    p.model_id = (char *)"a,b";
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_string_equal(l.argv.v[strv_find(&l.argv, "--alias") + 1], "tiny");
+    launch_release(&l);
     preset_done(&p);
 }
 
