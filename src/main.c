@@ -146,14 +146,17 @@ static const cmd commands[] = {
      "      2 no such mode; 3 no daemon; 4 --timeout (or switch.timeout) passed\n"
      "      (rolled back).\n",
      cmd_mode},
-    {"route", "show | default [SERVICE | --clear]", "the router's names and its default model",
+    {"route", "show | default [SERVICE | --clear] | resolve NAME", "the router's names and its default model",
      "  route show [--json]            every routable name with its service and kind, each\n"
      "                                 service's state, requests in flight and queued\n"
      "  route default [--json]         the service \"model\": \"default\" goes to\n"
      "  route default SERVICE          send \"model\": \"default\" to SERVICE from now on (kept\n"
      "                                 across daemon restarts; overrides router.default)\n"
      "  route default --clear          back to router.default\n"
-     "      Exit 0 done, 2 no such service, 3 no daemon.\n",
+     "  route resolve NAME [--json]    the service a request naming NAME goes to and the\n"
+     "                                 model its engine is sent (the router's own answer)\n"
+     "      Exit 0 done, 2 no such service (or name), 1 an ambiguous name or no model\n"
+     "      for the engine, 3 no daemon.\n",
      cmd_route},
     {"bench", "TARGET [options] | compare A.json B.json | report FILE | switch MODE_A MODE_B",
      "measure an OpenAI-compatible server: latency, throughput, memory",

@@ -183,6 +183,30 @@ static char *router_base(const config *cfg, const cJSON *table)
     return xasprintf("http://%s:%d", host, port);
 }
 
+/* The service the router sends a request naming name to, asked of the
+ * router itself (GET /route/resolve), so a result is labelled with the
+ * service that served it, whatever the collision rules say.  Caller
+ * frees; NULL with err (the router's own message). */
+static char *resolve_name(cli *c, const char *name, char *err, size_t errlen)
+{
+    buf path = BUF_INIT;
+    buf_adds(&path, "/route/resolve?model=");
+    url_query_escape(&path, name);
+    http_reply r = {0};
+    int rc = ctl_call(c, "GET", path.p, NULL, CTL_QUICK_MS, true, &r);
+    buf_release(&path);
+    cJSON *j = rc ? NULL : cJSON_Parse(r.body.p);
+    const char *svc = r.status == 200 ? cJSON_GetStringValue(cJSON_GetObjectItem(j, "service")) : NULL;
+    char *out = svc ? xstrdup(svc) : NULL;
+    if (!out) {
+        const char *m = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "error"), "message"));
+        snprintf(err, errlen, "%s", rc ? "the daemon did not answer GET /route/resolve" : m ? m : "an error status");
+    }
+    cJSON_Delete(j);
+    http_reply_release(&r);
+    return out;
+}
+
 static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
 {
     config cfg;
@@ -216,29 +240,16 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
     }
     cJSON *table = cJSON_Parse(r.body.p);
     http_reply_release(&r);
-    const cJSON *names = cJSON_GetObjectItem(table, "names"), *n;
-    const char *svc = NULL;
-    cJSON_ArrayForEach(n, names) {
-        if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(n, "name")) ?: "", o->target)) {
-            svc = cJSON_GetStringValue(cJSON_GetObjectItem(n, "service"));
-            break;
-        }
-    }
+    char rerr[600];
+    char *svc = resolve_name(&c, o->target, rerr, sizeof rerr);
     if (!svc) {
-        buf list = BUF_INIT;
-        cJSON_ArrayForEach(n, names) {
-            const char *nm = cJSON_GetStringValue(cJSON_GetObjectItem(n, "name"));
-            if (nm && list.len < 400) buf_printf(&list, "%s%s", list.len ? ", " : "", nm);
-        }
-        errf(err, errlen, "bench: '%s' is neither a URL nor a name the router knows (names: %s)", o->target,
-             list.len ? list.p : "none");
-        buf_release(&list);
+        errf(err, errlen, "bench: '%s' is neither a URL nor a name the router routes: %s", o->target, rerr);
         cJSON_Delete(table);
         config_release(&cfg);
         return EXIT_USAGE;
     }
     t->via = xstrdup("router");
-    t->service = xstrdup(svc);
+    t->service = svc;
     t->base_url = router_base(&cfg, table);
     t->model = xstrdup(o->model ? o->model : o->target);
     t->metrics_url = xasprintf("%s/upstream/%s/metrics", t->base_url, svc);

@@ -1,9 +1,12 @@
-/* route.c - `gpumod route show | default [SERVICE | --clear]`: the
- * router's table and its default (docs/router.md), through the daemon's
- * GET /route and GET|PUT /route/default (docs/api.md).  The default set
+/* route.c - `gpumod route show | default [SERVICE | --clear] | resolve
+ * NAME`: the router's table, its default and what it does with a name
+ * (docs/router.md), through the daemon's GET /route, GET|PUT
+ * /route/default and GET /route/resolve (docs/api.md).  The default set
  * here is kept by the daemon across restarts and overrides
- * router.default until cleared. */
+ * router.default until cleared.  resolve asks the router rather than
+ * reading the table, so it never disagrees with what a request gets. */
 #include "cli/ctl.h"
+#include "util/url.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -99,11 +102,43 @@ static int route_show(cli *c, const cmd *k, int argc, char **argv)
     return 0;
 }
 
+static int route_resolve(cli *c, const cmd *k, int argc, char **argv)
+{
+    if (argc != 3) return cli_usage_error(c, k, "route resolve: expected one NAME");
+    buf path = BUF_INIT;
+    buf_adds(&path, "/route/resolve?model=");
+    url_query_escape(&path, argv[2]);
+    http_reply r;
+    int rc = ctl_call(c, "GET", path.p, NULL, CTL_QUICK_MS, false, &r);
+    buf_release(&path);
+    if (rc) return rc;
+    if (r.status != 200) {
+        rc = ctl_fail(&r, "route resolve");
+        http_reply_release(&r);
+        return rc;
+    }
+    cJSON *j = ctl_json(&r, "route resolve");
+    if (c->json) ctl_print_body(&r);
+    http_reply_release(&r);
+    if (!j) return EXIT_REFUSED;
+    const char *up = jstr(j, "upstream_model"), *why = jstr(j, "upstream_error");
+    if (!c->json) {
+        printf("%s -> %s (%s)", jstr(j, "model") ? jstr(j, "model") : argv[2], jstr(j, "service") ? jstr(j, "service") : "",
+               jstr(j, "kind") ? jstr(j, "kind") : "");
+        if (up) printf(", sent as '%s'\n", up);
+        else printf("\n");
+    }
+    if (!up) fprintf(stderr, "gpumod: route resolve: %s\n", why ? why : "no model for the engine");
+    cJSON_Delete(j);
+    return up ? 0 : EXIT_REFUSED;
+}
+
 int cmd_route(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("route");
-    if (argc < 2) return cli_usage_error(c, k, "route: expected 'show' or 'default'");
+    if (argc < 2) return cli_usage_error(c, k, "route: expected 'show', 'default' or 'resolve'");
     if (!strcmp(argv[1], "show")) return route_show(c, k, argc, argv);
     if (!strcmp(argv[1], "default")) return route_default(c, k, argc, argv);
-    return cli_usage_error(c, k, "route: unknown subcommand '%s' (expected 'show' or 'default')", argv[1]);
+    if (!strcmp(argv[1], "resolve")) return route_resolve(c, k, argc, argv);
+    return cli_usage_error(c, k, "route: unknown subcommand '%s' (expected 'show', 'default' or 'resolve')", argv[1]);
 }

@@ -85,9 +85,14 @@ const kvpair *kvlist_get(const kvlist *l, const char *key);
 void kvlist_release(kvlist *l);
 
 /* llama-server options (unit_vars, mapped by the table in docs/configuration) */
+/* Router mode: llama-server's router puts its own command line over every
+ * model's settings (--models-preset), so only what the preset sets is
+ * passed; what it leaves out is unset (parallel -1, fit TRI_UNSET,
+ * n_gpu_layers LLAMA_NGL_UNSET, context_size -1), never a default. */
+#define LLAMA_NGL_UNSET (-2)
 typedef struct llama_opts {
-    int64_t n_gpu_layers;  /* -1: all */
-    int64_t parallel;      /* default 1: explicit, never llama-server's auto */
+    int64_t n_gpu_layers;  /* -1: all; LLAMA_NGL_UNSET: not passed (router mode) */
+    int64_t parallel;      /* default 1: explicit, never llama-server's auto; -1: not passed (router mode) */
     int64_t threads;       /* -1: unset */
     int64_t n_cpu_moe;     /* -1: unset */
     char *cache_type_k, *cache_type_v;

@@ -190,7 +190,9 @@ static void parse_int_or_all(schema_ctx *c, const field *f, const ynode *n, void
 static void show_int_or_all(buf *out, const field *f, const void *obj, bool json)
 {
     int64_t v = *(const int64_t *)((const char *)obj + f->off);
-    if (v < 0)
+    if (v == LLAMA_NGL_UNSET)
+        buf_adds(out, "null");
+    else if (v < 0)
         buf_adds(out, json ? "\"all\"" : "all");
     else
         buf_printf(out, "%lld", (long long)v);
@@ -209,12 +211,12 @@ const field unit_vars_fields[] = {
     {"ctx_size", F_INT, B(uv_ctx), 1, 16777216, .flags = L | V | FL_NULLABLE_INT,
      .doc = "same as context_size (the Python project ignored it; gpumod acts on it)"},
     {"n_gpu_layers", F_CUSTOM, P(llama.n_gpu_layers), .parse = parse_int_or_all, .show = show_int_or_all,
-     .min = 0, .max = 100000, .flags = L, .deflt = NULL, .doc = "-ngl N, or all (-1, the default)"},
+     .min = 0, .max = 100000, .flags = L, .deflt = NULL, .doc = "-ngl N, or all (-1, the default; router mode: only when set)"},
     {"host", F_STR, P(host), .flags = L | V | FA, .doc = "--host (gpumod's default is 127.0.0.1 for every driver)"},
     {"jinja", F_TRI, P(llama.jinja), .flags = L, .doc = "--jinja / --no-jinja"},
     {"flash_attn", F_TRI, P(llama.flash_attn), .flags = L, .doc = "-fa on|off (auto: not passed)"},
-    {"parallel", F_INT, P(llama.parallel), 1, 4096, .flags = L, .deflt = "1",
-     .doc = "--parallel N, always explicit (llama-server's auto would disagree with the estimate)"},
+    {"parallel", F_INT, P(llama.parallel), 1, 4096, .flags = L | FL_NULLABLE_INT, .deflt = "1",
+     .doc = "--parallel N, always explicit (llama-server's auto would disagree with the estimate); router mode: only when set"},
     {"threads", F_INT, P(llama.threads), 1, 4096, .flags = L | FL_NULLABLE_INT, .deflt = "null",
      .doc = "-t N (the Python project ignored it; gpumod acts on it)"},
     {"n_cpu_moe", F_INT, P(llama.n_cpu_moe), 0, 100000, .flags = L | FL_NULLABLE_INT, .deflt = "null",
@@ -228,7 +230,7 @@ const field unit_vars_fields[] = {
     {"chat_template_kwargs", F_CUSTOM, P(llama.chat_template_kwargs), .parse = parse_json_object,
      .show = show_json_text, .flags = L, .doc = "--chat-template-kwargs JSON (a JSON string or a mapping)"},
     {"fit", F_TRI, P(llama.fit), .flags = L, .deflt = "false",
-     .doc = "-fit on|off; off by default so placement is predictable"},
+     .doc = "-fit on|off; off by default so placement is predictable; router mode: only when set"},
     {"metrics", F_BOOL, P(llama.metrics), .flags = L, .deflt = "true", .doc = "--metrics (the router and bench read it)"},
     {"override_kv", F_STR, P(llama.override_kv), .flags = L, .doc = "--override-kv KEY=TYPE:VALUE"},
     {"models_dir", F_STR, P(llama.models_dir), .flags = L | FL_PATH | FL_ENVEXP,
@@ -241,7 +243,7 @@ const field unit_vars_fields[] = {
     {"preset_file", F_STR, P(llama.models_preset), .flags = L | FL_PATH | FL_ENVEXP,
      .doc = "router mode: --models-preset INI (the Python template passed it to --override-kv)"},
     {"default_model", F_STR, P(llama.default_model), .flags = L,
-     .doc = "router mode: the model loaded when the service starts"},
+     .doc = "router mode: the model a request naming the service (its id, an alias, default) is sent to"},
     {"gpu_mem_util", F_FLOAT, P(vllm.gpu_memory_utilization), 0.01, 1, .flags = V, .deflt = "0.9",
      .doc = "--gpu-memory-utilization F"},
     {"gpu_memory_utilization", F_FLOAT, P(vllm.gpu_memory_utilization), 0.01, 1, .flags = V,
@@ -544,7 +546,7 @@ const field preset_fields[] = {
     {"vram_mb", F_INT, P(vram_mb), 0, 1048576, .flags = FL_NULLABLE_INT, .deflt = "null",
      .doc = "declared GPU MiB (the Python project's only figure); same as memory.gpu_mb"},
     {"context_size", F_INT, P(context_size), 1, 16777216, .flags = FL_NULLABLE_INT, .deflt = "null",
-     .doc = "context tokens: llama-server -c (default 4096), vllm --max-model-len (default 4096)"},
+     .doc = "context tokens: llama-server -c (default 4096; router mode: none, -c only when set), vllm --max-model-len (default 4096)"},
     {"kv_cache_per_1k", F_INT, P(kv_cache_per_1k), 0, 1048576, .flags = FL_NULLABLE_INT, .deflt = "null",
      .doc = "declared KV MiB per 1k tokens, used when no estimate or measurement exists"},
     {"model_id", F_STR, P(model_id), .doc = "model name (vllm serve MODEL when model_path is unset); a routable name"},
@@ -617,6 +619,17 @@ static bool host_ok(const char *h)
     unsigned char a[16];
     return !strcmp(h, "localhost") || !strcmp(h, "[::]") || inet_pton(AF_INET, h, a) == 1 ||
            inet_pton(AF_INET6, h, a) == 1;
+}
+
+/* llama.cpp router mode: the router's command line overrides each
+ * model's own settings, so a default written there would silently replace
+ * them (a 128K model run at -c 4096): what the preset leaves out is not
+ * passed at all. */
+static void router_mode_unset(preset *p, const ynode *uv)
+{
+    if (!ymap_get(uv, "parallel")) p->llama.parallel = -1;
+    if (!ymap_get(uv, "fit")) p->llama.fit = TRI_UNSET;
+    if (!ymap_get(uv, "n_gpu_layers")) p->llama.n_gpu_layers = LLAMA_NGL_UNSET;
 }
 
 /* Driver defaults and the rules that need the whole preset. */
@@ -718,7 +731,12 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
                          "unit_vars.models_dir (router mode) and model_path (single-model mode) exclude each other");
         else if (!p->model_path && !p->llama.models_dir)
             schema_error(c, root, "driver llamacpp needs model_path (single model) or unit_vars.models_dir (router mode)");
-        if (p->context_size < 0) p->context_size = 4096;
+        if (p->llama.models_dir && !p->model_path) {
+            router_mode_unset(p, uv);
+        } else {
+            if (p->context_size < 0) p->context_size = 4096;
+            if (p->llama.parallel < 0) p->llama.parallel = 1; /* parallel: null keeps the default */
+        }
         check_cache_type(c, uv, "cache_type_k", p->llama.cache_type_k);
         check_cache_type(c, uv, "cache_type_v", p->llama.cache_type_v);
         if (p->sleep != SLEEP_NONE && p->sleep != SLEEP_ROUTER)

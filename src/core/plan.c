@@ -15,6 +15,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/errf.h"
@@ -266,4 +267,19 @@ int plan_make(const plan_input *in, plan *out, char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+static int choice_cmp(const void *a, const void *b)
+{
+    const plan_choice *x = a, *y = b;
+    if (x->ok != y->ok) return x->ok ? -1 : 1;
+    if (x->nstops != y->nstops) return x->nstops < y->nstops ? -1 : 1;
+    if (x->nservices != y->nservices) return x->nservices < y->nservices ? -1 : 1;
+    if (x->declared_mb != y->declared_mb) return x->declared_mb < y->declared_mb ? -1 : 1;
+    return strcmp(x->mode, y->mode);
+}
+
+void plan_rank(plan_choice *c, size_t n)
+{
+    if (n > 1) qsort(c, n, sizeof *c, choice_cmp);
 }

@@ -119,4 +119,21 @@ typedef struct plan {
  * and not ok on -1); everything it points to is borrowed from in. */
 int plan_make(const plan_input *in, plan *out, char *err, size_t errlen);
 
+/* One mode that could make room for a service, as its plan judged it
+ * (on-demand activation picks among them: docs/router.md). */
+typedef struct plan_choice {
+    const char *mode;    /* borrowed */
+    bool ok;             /* the plan fits */
+    size_t nstops;       /* running services it stops */
+    size_t nservices;    /* services in the mode */
+    int64_t declared_mb; /* the mode's declared memory (GPU and host), 0 when none is declared */
+    char why[320];       /* not ok: what refused it ("start of 'big' refused: ...") */
+} plan_choice;
+
+/* Sort best first: a plan that fits, then the fewest stops (the least
+ * disruption to what runs), then the smallest mode (fewest services, then
+ * declared memory), then the mode id, so the order never depends on the
+ * order of the files. */
+void plan_rank(plan_choice *c, size_t n);
+
 #endif

@@ -201,8 +201,7 @@ static route_result ok(const route_table *t, size_t svc, route_kind k)
     return (route_result){.status = ROUTE_OK,
                           .service = svc,
                           .id = t->svc[svc].id,
-                          .kind = k,
-                          .rewrite = k == ROUTE_DEFAULT};
+                          .kind = k};
 }
 
 /* Among names[f..e) (one per service), the one entry whose service has
@@ -236,6 +235,56 @@ route_result route_resolve(const route_table *t, const char *name)
         hit = single(t, f, e, n_run ? ROUTE_F_RUNNING | ROUTE_F_IN_MODE : ROUTE_F_IN_MODE, &n);
     if (hit != SIZE_MAX) return ok(t, t->names[hit].service, t->names[hit].kind);
     return (route_result){.status = ROUTE_AMBIGUOUS, .first = f, .count = e - f};
+}
+
+/* Whether service s lists name. */
+static bool listed(const route_table *t, size_t s, const char *name)
+{
+    for (char **l = t->listed[s]; l && *l; l++)
+        if (!strcmp(*l, name)) return true;
+    return false;
+}
+
+int route_upstream(const route_table *t, size_t service, route_kind kind, const char **model, buf *err)
+{
+    *model = NULL;
+    if (service >= t->n_svc || kind == ROUTE_LISTED) return 0;
+    const route_service *s = &t->svc[service];
+    if (kind == ROUTE_MODEL_ID && (!s->router_mode || listed(t, service, s->model_id))) return 0;
+    if (s->upstream) {
+        *model = s->upstream;
+        return 0;
+    }
+    if (s->remote) {
+        buf_printf(err,
+                   "service '%s' is a remote without model_id: gpumod does not know the remote's name for its model; "
+                   "set model_id in its preset to that name",
+                   s->id);
+        return -1;
+    }
+    if (!s->router_mode) {
+        if (kind == ROUTE_DEFAULT) *model = s->id;
+        return 0;
+    }
+    size_t n = 0;
+    for (char **l = t->listed[service]; l && *l; l++)
+        n++;
+    if (n == 1) {
+        *model = t->listed[service][0];
+        return 0;
+    }
+    if (!n) {
+        buf_printf(err, "service '%s' lists no model yet and sets no unit_vars.default_model: name one of its models",
+                   s->id);
+        return -1;
+    }
+    buf_printf(err, "service '%s' serves several models (", s->id);
+    size_t i = 0;
+    for (char **l = t->listed[service]; *l && i < LIST_MAX; l++, i++)
+        buf_printf(err, "%s'%s'", i ? ", " : "", *l);
+    if (n > i) buf_printf(err, " and %zu more", n - i);
+    buf_adds(err, ") and sets no unit_vars.default_model: name one of them");
+    return -1;
 }
 
 void route_message(const route_table *t, const route_result *r, const char *name, buf *out)

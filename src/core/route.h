@@ -14,8 +14,15 @@
  * A soft name equal to some service's hard name is shadowed by it.
  * "default" is reserved (the config refuses it as an id or alias): it
  * names the router default, settings router.default or the last
- * `gpumod route default`; the router rewrites that request's model to the
- * target's id (route_result.rewrite).
+ * `gpumod route default`.
+ *
+ * The engine must accept the model a request is sent with, so the name a
+ * client used is not always the one forwarded (route_upstream): a local
+ * engine serves its id, aliases and model_id (the drivers pass them all),
+ * so only "default" becomes the id; a remote knows none of gpumod's names,
+ * so its id, aliases and "default" become its model_id; a llama.cpp
+ * router-mode service serves the models it lists, so a request naming
+ * the service itself goes to its default_model, else its only model.
  *
  * Names match exactly, byte for byte: OpenAI model names and llama.cpp's
  * aliases are case-sensitive, and a case-folding match could pick a
@@ -51,6 +58,12 @@ typedef struct route_service {
     const char *const *aliases; /* n_aliases entries */
     size_t n_aliases;
     const char *model_id; /* NULL: none */
+    /* the model the engine is sent when a request names the service itself
+     * (its id, an alias, "default"): a remote's model_id, a router-mode
+     * service's default_model; NULL: see route_upstream */
+    const char *upstream;
+    bool router_mode; /* llama.cpp router mode: serves only what it lists */
+    bool remote;      /* driver remote: knows none of gpumod's names */
 } route_service;
 
 typedef struct route_name {
@@ -83,7 +96,6 @@ typedef struct route_result {
     size_t service;  /* ROUTE_OK: index of the service */
     const char *id;  /* ROUTE_OK: its id (borrowed from the table) */
     route_kind kind; /* ROUTE_OK: how the name matched */
-    bool rewrite;    /* ROUTE_OK: "default": the body's model becomes id */
     bool no_default; /* ROUTE_NOT_FOUND for "default": none is set */
     /* ROUTE_AMBIGUOUS: the candidates are names[first .. first+count) */
     size_t first, count;
@@ -108,6 +120,16 @@ size_t route_table_find_id(const route_table *t, const char *id);
 
 /* Resolve a model name.  Allocates nothing; the result borrows from t. */
 route_result route_resolve(const route_table *t, const char *name);
+
+/* The model name a request resolved to (service, kind) is forwarded
+ * with: 0 and *model NULL when the body goes as sent, 0 and *model set
+ * (borrowed from t) when its model is replaced, -1 with err when the
+ * service cannot tell which of its models is meant (a router-mode
+ * service listing several models and no default_model, a remote without
+ * model_id):
+ *   service 'r' serves several models ('a', 'b') and sets no
+ *   unit_vars.default_model: name one of them */
+int route_upstream(const route_table *t, size_t service, route_kind kind, const char **model, buf *err);
 
 /* The error message for a 404 or 409, appended to out (one line, the
  * names quoted and sorted, at most 64 listed then "and N more"):

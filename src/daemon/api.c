@@ -980,6 +980,15 @@ static void route_table(req *r)
     router_api_table(r->d->router, r->c);
 }
 
+static void route_resolve_model(req *r)
+{
+    if (!r->d->router) {
+        reply_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
+        return;
+    }
+    router_api_resolve(r->d->router, r->c, qget(r, "model"));
+}
+
 /* ---- bench results ----------------------------------------------------- */
 
 /* A bad result body: 400 with what is wrong, where (a JSON path) and what
@@ -1475,6 +1484,7 @@ static const route routes[] = {
     {"POST", {"reload"}, post_reload},
     {"GET", {"route"}, route_table},
     {"GET", {"route", "default"}, route_default},
+    {"GET", {"route", "resolve"}, route_resolve_model},
     {"PUT", {"route", "default"}, route_default},
     {"POST", {"results"}, post_results},
     {"GET", {"results"}, get_results},

@@ -100,6 +100,7 @@ struct run {
     bool end_reported; /* the end hook was called */
     int refs; /* callbacks outstanding */
     run *next_dry;
+    char *rank_for; /* switch_rank: the service whose modes are judged (a dry run) */
 
     int64_t id;
     int64_t t0_mono;
@@ -519,6 +520,7 @@ static run *run_new(swx *x, const switch_req *rq, switch_cb cb, void *ud)
 
 static void run_free(run *r)
 {
+    free(r->rank_for);
     free(r->mode);
     free(r->origin);
     free(r->from);
@@ -765,6 +767,70 @@ static int make_plan(run *r, const snapshot *snap, gather_err *e)
     return 0;
 }
 
+/* Declared memory of a mode: its presets' memory.gpu_mb (or vram_mb) and
+ * memory.host_mb, in MiB; what is not declared counts 0. */
+static int64_t mode_declared_mb(const config *cfg, const mode *md)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < md->services.n; i++) {
+        const preset *p = config_preset(cfg, md->services.v[i]);
+        if (!p) continue;
+        for (size_t g = 0; g < p->n_mem_gpu; g++) sum += p->mem_gpu_mb[g];
+        if (p->mem_host_mb > 0) sum += p->mem_host_mb;
+    }
+    return sum;
+}
+
+/* Judge one mode for switch_rank: its plan on snap, as a dry run would. */
+static void rank_one(swx *x, const mode *md, const snapshot *snap, plan_choice *c)
+{
+    switch_req rq = {.mode = md->id, .origin = "router", .dry_run = true};
+    run *t = run_new(x, &rq, NULL, NULL);
+    memset(c, 0, sizeof *c);
+    c->mode = md->id;
+    c->nservices = md->services.n;
+    c->declared_mb = mode_declared_mb(cfg_of(x), md);
+    gather_err e = {0};
+    if (make_plan(t, snap, &e)) {
+        snprintf(c->why, sizeof c->why, "%s", e.msg);
+    } else {
+        c->ok = t->pl.ok;
+        for (size_t i = 0; i < t->pl.nsteps; i++) c->nstops += t->pl.steps[i].kind == PLAN_STOP;
+        if (!c->ok)
+            snprintf(c->why, sizeof c->why, "the start of '%s' is refused: %s", t->pl.refused ? t->pl.refused : "?",
+                     t->pl.reason);
+    }
+    run_free(t);
+}
+
+/* switch_rank's answer: every mode containing r->rank_for, judged on one
+ * snapshot and ranked (plan_rank), as JSON. */
+static void rank_planned(run *r, const snapshot *snap)
+{
+    const config *cfg = cfg_of(r->x);
+    plan_choice *c = xcalloc(cfg->n_modes ? cfg->n_modes : 1, sizeof *c);
+    size_t n = 0;
+    for (size_t i = 0; i < cfg->n_modes; i++)
+        if (strv_find(&cfg->modes[i].services, r->rank_for) >= 0) rank_one(r->x, &cfg->modes[i], snap, &c[n++]);
+    plan_rank(c, n);
+    buf b = BUF_INIT;
+    buf_adds(&b, "{\"service\":");
+    buf_json_str(&b, r->rank_for);
+    buf_adds(&b, ",\"candidates\":[");
+    for (size_t i = 0; i < n; i++) {
+        buf_adds(&b, i ? ",{\"mode\":" : "{\"mode\":");
+        buf_json_str(&b, c[i].mode);
+        buf_printf(&b, ",\"ok\":%s,\"stops\":%zu,\"services\":%zu,\"declared_mb\":%lld,\"why\":",
+                   c[i].ok ? "true" : "false", c[i].nstops, c[i].nservices, (long long)c[i].declared_mb);
+        json_str_or_null(&b, c[i].ok ? NULL : c[i].why);
+        buf_addc(&b, '}');
+    }
+    buf_adds(&b, "]}");
+    answer(r, 200, NULL, NULL, b.p);
+    buf_release(&b);
+    free(c);
+}
+
 static void dry_planned(const snapshot *snap, void *ud)
 {
     run *r = ud;
@@ -772,7 +838,9 @@ static void dry_planned(const snapshot *snap, void *ud)
     const char *fm = mode_of_running(r->x);
     r->from = fm ? xstrdup(fm) : NULL;
     gather_err e = {0};
-    if (make_plan(r, snap, &e))
+    if (r->rank_for)
+        rank_planned(r, snap);
+    else if (make_plan(r, snap, &e))
         answer(r, e.status, e.code, e.msg, NULL);
     else
         answer(r, 200, NULL, NULL, r->plan_json);
@@ -1651,6 +1719,22 @@ int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
     }
     run *r = run_new(x, rq, cb, ud);
     return run_begin(x, r);
+}
+
+void switch_rank(swx *x, const char *service, switch_cb cb, void *ud)
+{
+    if (x->closing) {
+        switch_result res = {503, "shutting_down", "the daemon is shutting down", NULL};
+        cb(&res, ud);
+        return;
+    }
+    switch_req rq = {.mode = "none", .origin = "router", .dry_run = true};
+    run *r = run_new(x, &rq, cb, ud);
+    r->rank_for = xstrdup(service);
+    r->next_dry = x->dry_head; /* answered 503 and freed at shutdown if its snapshot is late */
+    x->dry_head = r;
+    r->refs++;
+    hostmon_take(x->env.hm, dry_planned, r);
 }
 
 void switch_current_json(swx *x, buf *out)

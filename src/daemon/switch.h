@@ -70,6 +70,14 @@ typedef void (*switch_cb)(const switch_result *r, void *ud);
  * else 0 (a dry run, an error already answered, a request queued). */
 int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud);
 
+/* Judge every mode containing service by its plan on one fresh snapshot,
+ * best first (plan_rank: fits, then fewest stops, then smallest); nothing
+ * is changed and no journal row written.  cb once, with status 200 and
+ * json {"service": ID, "candidates": [{"mode", "ok", "stops" (how many),
+ * "services", "declared_mb", "why" (null when ok)}...]} (empty when no
+ * mode contains it), or 503 shutting_down. */
+void switch_rank(swx *x, const char *service, switch_cb cb, void *ud);
+
 /* The longest a switch asked now may take until it is answered, in ms:
  * its timeout (timeout_ms, 0: switch.timeout), then the worst rollback
  * under the configured timeouts (each stop's stop_timeout and memory

@@ -4,8 +4,11 @@
  * llama-server's automatic choices: -c, --parallel and -ngl are always
  * given and -fit defaults to off, so the footprint measured once stays
  * true for the next start and the gate's estimate matches what loads.
+ * Router mode is the exception: the router's own command line overrides
+ * every model's settings in --models-preset, so the loader leaves unset
+ * what the preset does not set (config.h) and nothing unset is passed.
  *
- * Two shapes: single-model (-m PATH, --alias id,aliases...) and router
+ * Two shapes: single-model (-m PATH, --alias id,aliases...,model_id) and router
  * mode (--models-dir, no -m).  In router mode there is no --alias: the
  * router passes its own flags on to every child it spawns, each with its
  * model's own --alias, and one alias shared by all of them would make the
@@ -15,6 +18,7 @@
 #include "drivers/driver.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 static void push_i64(strv *argv, const char *flag, int64_t v)
 {
@@ -43,6 +47,22 @@ static void push_tensor_split(const preset *p, strv *argv)
     strv_push_own(argv, buf_detach(&b));
 }
 
+/* --alias id,aliases...,model_id: single-model llama-server answers any
+ * model it is sent, but every name the router routes here is listed, so
+ * that stays true whatever a later build checks.  A model_id with a comma
+ * cannot be one alias; it is left out (the server still answers it). */
+static void push_names(const preset *p, strv *a)
+{
+    buf names = BUF_INIT;
+    buf_adds(&names, p->id);
+    for (size_t i = 0; i < p->aliases.n; i++)
+        buf_printf(&names, ",%s", p->aliases.v[i]);
+    const char *m = p->model_id;
+    if (m && *m && !strchr(m, ',') && strcmp(m, p->id) && strv_find(&p->aliases, m) < 0) buf_printf(&names, ",%s", m);
+    strv_push(a, "--alias");
+    strv_push_own(a, buf_detach(&names));
+}
+
 int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char *err, size_t errlen)
 {
     const llama_opts *o = &p->llama;
@@ -67,19 +87,12 @@ int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char 
     }
     push_str(a, "--host", driver_host(p));
     push_i64(a, "--port", p->port);
-    if (p->model_path) {
-        buf names = BUF_INIT;
-        buf_adds(&names, p->id);
-        for (size_t i = 0; i < p->aliases.n; i++)
-            buf_printf(&names, ",%s", p->aliases.v[i]);
-        strv_push(a, "--alias");
-        strv_push_own(a, buf_detach(&names));
-    }
-    push_i64(a, "-c", p->context_size);
-    push_i64(a, "--parallel", o->parallel);
-    if (o->n_gpu_layers < 0)
+    if (p->model_path) push_names(p, a);
+    if (p->context_size > 0) push_i64(a, "-c", p->context_size);
+    if (o->parallel > 0) push_i64(a, "--parallel", o->parallel);
+    if (o->n_gpu_layers == -1)
         push_str(a, "-ngl", "all");
-    else
+    else if (o->n_gpu_layers >= 0)
         push_i64(a, "-ngl", o->n_gpu_layers);
     if (p->devices.n > 1) push_tensor_split(p, a);
     if (o->threads >= 0) push_i64(a, "-t", o->threads);
@@ -87,7 +100,7 @@ int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char 
     if (o->flash_attn != TRI_UNSET) push_str(a, "-fa", o->flash_attn == TRI_ON ? "on" : "off");
     push_str(a, "--cache-type-k", o->cache_type_k);
     push_str(a, "--cache-type-v", o->cache_type_v);
-    push_str(a, "-fit", o->fit == TRI_ON ? "on" : "off");
+    if (o->fit != TRI_UNSET) push_str(a, "-fit", o->fit == TRI_ON ? "on" : "off");
     if (o->jinja != TRI_UNSET) strv_push(a, o->jinja == TRI_ON ? "--jinja" : "--no-jinja");
     push_str(a, "--chat-template-kwargs", o->chat_template_kwargs);
     push_str(a, "--override-kv", o->override_kv);

@@ -6,7 +6,9 @@
  * success.  The sleep level is not a flag: vLLM takes it per /sleep
  * request, so --sleep-level (which the Python templates emitted) is never
  * written.  Every name the router may send is served: --served-model-name
- * takes the id and the aliases as separate words. */
+ * takes the id, the aliases and the model_id as separate words (vLLM
+ * serves only the names given there, so a model_id left out, which the
+ * router routes here, would be a 404). */
 #include "drivers/driver.h"
 
 #include <inttypes.h>
@@ -41,6 +43,8 @@ int driver_vllm_build(const preset *p, const settings *s, launch *out, char *err
     strv_push(a, "--served-model-name");
     strv_push(a, p->id);
     strv_extend(a, &p->aliases);
+    if (p->model_id && *p->model_id && strcmp(p->model_id, p->id) && strv_find(&p->aliases, p->model_id) < 0)
+        strv_push(a, p->model_id);
     if (o->gpu_memory_utilization >= 0) {
         strv_push(a, "--gpu-memory-utilization");
         driver_push_double(a, o->gpu_memory_utilization);

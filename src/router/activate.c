@@ -17,8 +17,11 @@
  *
  * The `switch` rule tries a start beside the running services first (the
  * supervisor's admission asks the gate on fresh figures and spawns
- * nothing when it says no), and only on the gate's refusal switches to
- * the smallest mode containing the service.  A load in flight holds an op
+ * nothing when it says no), and only on the gate's refusal switches to a
+ * mode containing the service: the one whose plan fits, with the fewest
+ * stops, then the smallest (switch_rank on one snapshot; a mode that the
+ * plan refuses is never tried, and when none fits the 503 names each and
+ * why).  A load in flight holds an op
  * whose activator pointer is cleared by act_free, so a late callback from
  * the supervisor or the switch finds nothing to answer and frees the op. */
 #include "router/activate.h"
@@ -320,39 +323,6 @@ static char *failed_message(const char *id)
 
 /* ---- choosing a mode ------------------------------------------------------- */
 
-/* Declared memory of a mode: the presets' memory.gpu_mb (or vram_mb) and
- * memory.host_mb, in MiB; what is not declared counts 0. */
-static int64_t mode_declared_mb(const config *cfg, const mode *md)
-{
-    int64_t sum = 0;
-    for (size_t i = 0; i < md->services.n; i++) {
-        const preset *p = config_preset(cfg, md->services.v[i]);
-        if (!p) continue;
-        for (size_t g = 0; g < p->n_mem_gpu; g++) sum += p->mem_gpu_mb[g];
-        if (p->mem_host_mb > 0) sum += p->mem_host_mb;
-    }
-    return sum;
-}
-
-/* The smallest mode containing id: fewest services, then the smallest
- * declared memory, then the id.  NULL when no mode contains it. */
-static const mode *smallest_mode(const config *cfg, const char *id)
-{
-    const mode *best = NULL;
-    int64_t best_mb = 0;
-    for (size_t i = 0; i < cfg->n_modes; i++) {
-        const mode *md = &cfg->modes[i];
-        if (strv_find(&md->services, id) < 0) continue;
-        int64_t mb = mode_declared_mb(cfg, md);
-        if (!best || md->services.n < best->services.n ||
-            (md->services.n == best->services.n &&
-             (mb < best_mb || (mb == best_mb && strcmp(md->id, best->id) < 0)))) {
-            best = md;
-            best_mb = mb;
-        }
-    }
-    return best;
-}
 
 /* The mode of the switch in progress (caller frees), NULL when none. */
 static char *switch_in_progress(activator *a)
@@ -393,6 +363,58 @@ static void op_end(act_op *op, bool ok)
 }
 
 static void on_switch(const switch_result *r, void *ud);
+static void begin_switch(act_op *op, const char *mode_id);
+
+/* Why no candidate is taken: each mode and what its plan refused, after
+ * the start's own refusal.  Caller frees. */
+static char *no_fit_message(const char *id, const char *start_msg, const cJSON *cands)
+{
+    buf b = BUF_INIT;
+    buf_printf(&b, "%s; no mode containing '%s' fits:", start_msg, id);
+    const cJSON *c;
+    int i = 0;
+    cJSON_ArrayForEach(c, cands)
+    {
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(c, "mode"), *w = cJSON_GetObjectItemCaseSensitive(c, "why");
+        buf_printf(&b, "%s mode '%s': %s", i++ ? ";" : "", cJSON_IsString(m) ? m->valuestring : "?",
+                   cJSON_IsString(w) ? w->valuestring : "refused");
+    }
+    return buf_detach(&b);
+}
+
+/* switch_rank's answer for a start the gate refused: switch to the best
+ * mode whose plan fits, else answer 503 naming each candidate. */
+static void on_rank(const switch_result *r, void *ud)
+{
+    act_op *op = ud;
+    activator *a = op->a;
+    if (!a) {
+        op_free(op);
+        return;
+    }
+    act_svc *v = op->v;
+    if (r->status != 200) {
+        finish_all(v, 503, "unavailable", r->message ? r->message : "the modes could not be judged", ACT_RETRY_AFTER_S);
+        op_end(op, false);
+        return;
+    }
+    cJSON *j = cJSON_Parse(r->json ? r->json : "");
+    const cJSON *cands = j ? cJSON_GetObjectItemCaseSensitive(j, "candidates") : NULL;
+    const cJSON *best = cJSON_GetArrayItem(cands, 0);
+    const cJSON *bm = best ? cJSON_GetObjectItemCaseSensitive(best, "mode") : NULL;
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(best, "ok")) && cJSON_IsString(bm)) {
+        begin_switch(op, bm->valuestring);
+        cJSON_Delete(j);
+        return;
+    }
+    char *m = best ? no_fit_message(v->id, op->message ? op->message : "the start was refused", cands)
+                   : xasprintf("%s; no mode contains '%s', so no switch can make room",
+                               op->message ? op->message : "the start was refused", v->id);
+    cJSON_Delete(j);
+    finish_all(v, 503, "unavailable", m, ACT_RETRY_AFTER_S);
+    free(m);
+    op_end(op, false);
+}
 
 static void begin_switch(act_op *op, const char *mode_id)
 {
@@ -423,15 +445,11 @@ static void on_sup(const sup_result *r, void *ud)
     const char *msg = r->message ? r->message : "the start was refused";
     if (r->status == 409 && r->code && !strcmp(r->code, "gate_refused")) {
         if (op->stage == OP_START_FIRST && a->sw && a->cfg) {
-            const mode *md = smallest_mode(a->cfg, id);
-            if (md) {
-                op->tried_start = true;
-                begin_switch(op, md->id);
-                return;
-            }
-            char *m = xasprintf("%s; no mode contains '%s', so no switch can make room", msg, id);
-            finish_all(v, 503, "unavailable", m, ACT_RETRY_AFTER_S);
-            free(m);
+            op->tried_start = true;
+            free(op->message);
+            op->message = xstrdup(msg); /* for the 503 when no mode fits */
+            switch_rank(a->sw, id, on_rank, op);
+            return;
         } else {
             finish_all(v, 503, "unavailable", msg, ACT_RETRY_AFTER_S);
         }
@@ -485,26 +503,30 @@ static void on_switch(const switch_result *r, void *ud)
  * now (never ready or stopping: the caller handles those). */
 static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
 {
+    const mode *md = NULL;
+    if (policy == ACT_SWITCH && st == SVC_DOWN && a->sw && a->cfg) {
+        /* a switch in progress owns the memory: ours joins it when its mode
+         * has the service (a no-op once it is committed); else nothing is
+         * judged on memory in motion: the tick drives again once it ended */
+        char *cur = switch_in_progress(a);
+        if (cur) {
+            const mode *cm = config_mode(a->cfg, cur);
+            free(cur);
+            if (!cm || strv_find(&cm->services, v->id) < 0) return;
+            md = cm;
+        }
+    }
     act_op *op = xcalloc(1, sizeof *op);
     op->a = a;
     op->v = v;
     op->t0_ms = clock_mono_ms();
     op->policy = policy;
     v->op = op;
+    if (md) {
+        begin_switch(op, md->id);
+        return;
+    }
     if (policy == ACT_SWITCH && st == SVC_DOWN && a->sw && a->cfg) {
-        /* a switch in progress owns the memory: ours waits for it, then
-         * plans afresh (to the same mode when that mode has the service,
-         * a no-op once it is committed) */
-        char *cur = switch_in_progress(a);
-        if (cur) {
-            const mode *cm = config_mode(a->cfg, cur);
-            const mode *md = cm && strv_find(&cm->services, v->id) >= 0 ? cm : smallest_mode(a->cfg, v->id);
-            free(cur);
-            if (md) {
-                begin_switch(op, md->id);
-                return;
-            }
-        }
         op->stage = OP_START_FIRST;
     } else {
         op->stage = policy == ACT_SWITCH ? OP_START_FIRST : OP_START_ONLY;

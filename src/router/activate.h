@@ -1,8 +1,10 @@
 /* activate.h - activation on demand: a request for a service that is not
  * ready waits here while the service is brought up, per the service's
  * `activation` (else router.activation):
- *   switch  switch to the smallest mode containing the service, or start
- *           it beside the current services when the gate allows
+ *   switch  start it beside the current services when the gate allows,
+ *           else switch to the best mode containing it whose plan fits
+ *           (switch_rank: fewest stops, then smallest), else 503 naming
+ *           each mode and why
  *   start   start it beside the others only if the gate allows, else 503
  *   reject  503 with Retry-After
  * Waiters of one service share one load; each service has a bounded

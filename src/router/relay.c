@@ -32,6 +32,7 @@ typedef enum rphase {
     RP_ACTIVATE, /* waiting for the activator */
     RP_PARKED,   /* its service drains: waiting for that to end */
     RP_RESOLVE,  /* waiting for the remote's address */
+    RP_LIST,     /* waiting for a router-mode service's list: which model to send */
     RP_UP,       /* the upstream request is under way */
 } rphase;
 
@@ -51,7 +52,9 @@ struct relay {
     bool scan;
     modelscan ms;
     char model[MODELSCAN_MAX_MODEL + 1];
-    bool rewrite;
+    route_kind kind;                    /* how model matched */
+    char send[MODELSCAN_MAX_MODEL + 1]; /* the model the engine gets instead, "" for model itself */
+    bool list_asked;                    /* a list was fetched for it once */
     char *target;
     buf held;       /* body bytes held until the upstream starts */
     size_t counted; /* of them, counted in rt->body_held */
@@ -419,10 +422,10 @@ static void start_upstream(relay *x, upstream_pool *pool)
     router *rt = x->rt;
     rsvc *s = x->svc;
     const http_msg *m = x->m;
-    if (x->rewrite) {
+    if (x->send[0]) {
         buf out = BUF_INIT;
         int64_t delta = 0;
-        if (modelscan_rewrite(&x->ms, x->held.p, x->held.len, s->id, &out, &delta) == 0) {
+        if (modelscan_rewrite(&x->ms, x->held.p, x->held.len, x->send, &out, &delta) == 0) {
             buf_release(&x->held);
             x->held = out;
             if (x->content_length >= 0) x->content_length += delta;
@@ -461,6 +464,36 @@ static void start_upstream(relay *x, upstream_pool *pool)
     (void)rt;
 }
 
+/* Which model the engine is sent (route_upstream), decided when the
+ * service is ready: a router-mode service's list is known only then.
+ * 1 decided (x->send), 0 waiting for the list, -1 answered. */
+static int choose_model(relay *x)
+{
+    router *rt = x->rt;
+    rsvc *s = x->svc;
+    x->send[0] = 0;
+    size_t idx = x->ep == EP_UPSTREAM ? SIZE_MAX : route_table_find_id(&rt->table, s->id);
+    if (idx == SIZE_MAX) return 1;
+    const char *m = NULL;
+    buf e = BUF_INIT;
+    int rc = route_upstream(&rt->table, idx, x->kind, &m, &e);
+    if (rc == 0 && m && strcmp(m, x->model)) snprintf(x->send, sizeof x->send, "%s", m);
+    if (rc < 0 && s->router_mode && !x->list_asked) {
+        /* ready before its list came (or the list failed): ask once more */
+        x->list_asked = true;
+        rsvc_list_fetch(rt, s);
+        if (s->listing) {
+            x->phase = RP_LIST;
+            relay_list_add(&s->listwait, x);
+            buf_release(&e);
+            return 0;
+        }
+    }
+    if (rc < 0) fail(x, 400, "model_not_found", e.p, 0);
+    buf_release(&e);
+    return rc < 0 ? -1 : 1;
+}
+
 static void go(relay *x)
 {
     rsvc *s = x->svc;
@@ -469,6 +502,7 @@ static void go(relay *x)
         relay_list_add(&s->parked, x);
         return;
     }
+    if (choose_model(x) <= 0) return;
     upstream_pool *pool = NULL;
     char err[512];
     int rc = rsvc_pool(x->rt, s, x, &pool, err, sizeof err);
@@ -611,7 +645,17 @@ static void route(relay *x)
     }
     x->svc = s;
     rsvc_ref(s);
-    x->rewrite = res.rewrite;
+    x->kind = res.kind;
+    if (!s->router_mode) { /* nothing to learn from a start: refuse before activating anything */
+        const char *m;
+        buf e = BUF_INIT;
+        if (route_upstream(&rt->table, res.service, res.kind, &m, &e) < 0) {
+            fail(x, 400, "model_not_found", e.p, 0);
+            buf_release(&e);
+            return;
+        }
+        buf_release(&e);
+    }
     free(x->target);
     x->target = rsvc_target(s, x->m->target.p, x->m->target.len);
     dispatch(x);

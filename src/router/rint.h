@@ -53,6 +53,7 @@ typedef struct rsvc {
     size_t n_inflight;
     relay *parked;          /* new requests held while it drains */
     upstream_req *listing;  /* GET /models of a router-mode service in flight */
+    relay *listwait;        /* relays waiting for that list to know which model to send */
     buf list_body;
     bool list_over;         /* the answer passed ROUTER_LIST_MAX: dropped */
 } rsvc;
@@ -124,6 +125,9 @@ void router_access_log(router *rt, const access_info *a, const char *model, cons
 rsvc *router_svc_find(router *rt, const char *id);
 void rsvc_ref(rsvc *s);
 void rsvc_unref(rsvc *s);
+/* Ask a router-mode service for its models again (GET /models); the
+ * relays on s->listwait are redispatched when the answer comes. */
+void rsvc_list_fetch(router *rt, rsvc *s);
 /* A relay started or finished its upstream request for s. */
 void router_inflight_changed(router *rt, rsvc *s);
 

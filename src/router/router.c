@@ -384,8 +384,14 @@ static void build_table(router *rt)
     route_service *rs = xcalloc(rt->n_svcs ? rt->n_svcs : 1, sizeof *rs);
     for (size_t i = 0; i < rt->n_svcs; i++) {
         const preset *p = &rt->cfg->presets[i];
-        rs[i] = (route_service){.id = p->id, .aliases = (const char *const *)p->aliases.v, .n_aliases = p->aliases.n,
-                                .model_id = p->model_id};
+        bool rmode = p->driver == DRV_LLAMACPP && p->llama.models_dir && !p->model_path;
+        rs[i] = (route_service){.id = p->id,
+                                .aliases = (const char *const *)p->aliases.v,
+                                .n_aliases = p->aliases.n,
+                                .model_id = p->model_id,
+                                .upstream = p->driver == DRV_REMOTE ? p->model_id : rmode ? p->llama.default_model : NULL,
+                                .router_mode = rmode,
+                                .remote = p->driver == DRV_REMOTE};
     }
     char err[512];
     if (route_table_init(&rt->table, rs, rt->n_svcs, NULL, err, sizeof err))
@@ -470,6 +476,7 @@ static void apply_config(router *rt, const config *cfg)
         if (!s) continue;
         s->live = false;
         kill_list(&s->parked, 503, "unavailable", "the service was removed from the configuration");
+        kill_list(&s->listwait, 503, "unavailable", "the service was removed from the configuration");
         rsvc_endpoint_changed(s, "the service was removed from the configuration");
         if (s->listing) {
             upstream_abort(s->listing);
@@ -545,10 +552,16 @@ static void list_end(upstream_req *r, int err, const char *msg, void *ud)
     }
     buf_clear(&s->list_body);
     s->list_over = false;
+    while (s->listwait) relay_redispatch(s->listwait); /* unlists it */
     rsvc_unref(s);
 }
 
 static const upstream_cbs list_cbs = {NULL, list_data, list_end, NULL};
+
+void rsvc_list_fetch(router *rt, rsvc *s)
+{
+    list_fetch(rt, s);
+}
 
 static void list_fetch(router *rt, rsvc *s)
 {
@@ -1070,6 +1083,41 @@ void router_api_table(router *rt, srv_conn *c)
     buf_adds(&b, "]}\n");
     srv_respond(c, 200, "application/json", b.p, b.len);
     buf_release(&b);
+}
+
+void router_api_resolve(router *rt, srv_conn *c, const char *name)
+{
+    if (!name || !*name) {
+        api_error(c, 400, "bad_request", "GET /route/resolve: expected ?model=NAME");
+        return;
+    }
+    route_result res = route_resolve(&rt->table, name);
+    buf b = BUF_INIT;
+    if (res.status != ROUTE_OK) {
+        route_message(&rt->table, &res, name, &b);
+        api_error(c, res.status, res.status == ROUTE_NOT_FOUND ? "not_found" : "ambiguous", b.p);
+        buf_release(&b);
+        return;
+    }
+    const char *up = NULL;
+    buf e = BUF_INIT;
+    int urc = route_upstream(&rt->table, res.service, res.kind, &up, &e);
+    buf_adds(&b, "{\"model\":");
+    buf_json_str(&b, name);
+    buf_adds(&b, ",\"service\":");
+    buf_json_str(&b, res.id);
+    buf_adds(&b, ",\"kind\":");
+    buf_json_str(&b, route_kind_names[res.kind]);
+    buf_adds(&b, ",\"upstream_model\":");
+    if (urc == 0) buf_json_str(&b, up ? up : name);
+    else buf_adds(&b, "null");
+    buf_adds(&b, ",\"upstream_error\":");
+    if (urc) buf_json_str(&b, e.p);
+    else buf_adds(&b, "null");
+    buf_adds(&b, "}\n");
+    srv_respond(c, 200, "application/json", b.p, b.len);
+    buf_release(&b);
+    buf_release(&e);
 }
 
 /* ---- life ---- */

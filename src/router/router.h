@@ -69,6 +69,10 @@ rmetrics *router_metrics(router *r);
 /* Control API: GET|PUT /route/default, GET /route (the table). */
 void router_api_default(router *r, srv_conn *c, const http_msg *m, const view *body);
 void router_api_table(router *r, srv_conn *c);
+/* GET /route/resolve?model=NAME: which service the router sends a request
+ * naming NAME to, and the model the engine gets (the router's own
+ * resolver, so bench and the CLI label what the router does). */
+void router_api_resolve(router *r, srv_conn *c, const char *name);
 
 /* Stop listening, answer every waiting request (503), end the streams,
  * close the pools; cb when everything is closed. */

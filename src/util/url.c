@@ -86,3 +86,12 @@ int url_base_parse(const char *u, url_base *out, char *err, size_t errlen)
     out->path[plen] = '\0';
     return 0;
 }
+
+void url_query_escape(buf *out, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("-._~", *p))
+            buf_addc(out, (char)*p);
+        else
+            buf_printf(out, "%%%02X", *p);
+}

@@ -10,6 +10,8 @@
 #ifndef GPUMOD_URL_H
 #define GPUMOD_URL_H
 
+#include "util/buf.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -22,5 +24,9 @@ typedef struct url_base {
 
 /* 0, or -1 with err ("base_url 'x': ...").  out may be partly filled on error. */
 int url_base_parse(const char *u, url_base *out, char *err, size_t errlen);
+
+/* Append s to out as a query value: unreserved bytes as they are, every
+ * other byte %XX (so '/', '+' and ':' in a model name arrive unchanged). */
+void url_query_escape(buf *out, const char *s);
 
 #endif

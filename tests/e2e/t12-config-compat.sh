@@ -27,15 +27,15 @@ t_jq out '.errors | length' 0
 t_jq out '[.warnings[].message | select(test("omni"))] | length' 1
 t_end
 
-t_begin "router-mode preset: no -m, --models-dir with \$HOME expanded"
+t_begin "router-mode preset: no -m, --models-dir with \$HOME expanded; only what it sets (no -c, --parallel or -fit: the router would put them over every model's own)"
 HOME=/home/u t_run 0 gpumod --config-dir "$PY" config show nemotron-3-nano --json
-t_jq out '.argv | join(" ")' "llama-server --models-dir /home/u/models/gguf --models-max 1 --no-models-autoload --host 127.0.0.1 --port 7070 -c 4096 --parallel 1 -ngl all -fa on -fit off --jinja --metrics"
+t_jq out '.argv | join(" ")' "llama-server --models-dir /home/u/models/gguf --models-max 1 --no-models-autoload --host 127.0.0.1 --port 7070 -ngl all -fa on --jinja --metrics"
 t_jq out '.env | index("GGML_CUDA_NO_PINNED=1") != null' true
 t_end
 
 t_begin "keys the Python project dropped now act: ctx_size, n_cpu_moe, threads"
 t_run 0 gpumod --config-dir "$PY" config show qwen3-coder-next --json
-t_jq out '.argv | join(" ")' "llama-server --models-dir /opt/models --models-max 1 --models-preset /opt/models/llama_cpp_gguf_presets.ini --host 127.0.0.1 --port 7070 -c 65536 --parallel 1 -ngl 45 -t 16 --n-cpu-moe 20 -fit off --metrics"
+t_jq out '.argv | join(" ")' "llama-server --models-dir /opt/models --models-max 1 --models-preset /opt/models/llama_cpp_gguf_presets.ini --host 127.0.0.1 --port 7070 -c 65536 -ngl 45 -t 16 --n-cpu-moe 20 --metrics"
 t_end
 
 t_begin "extra_args string is split into words, \${HOME} in unit_vars expanded"

@@ -34,7 +34,7 @@ t_end
 
 t_begin "a preset: exact argv and environment, secrets redacted"
 t_run 0 gpumod --config-dir "$C" config show s --json
-t_jq out '.argv | join(" ")' "vllm serve org/model --host 127.0.0.1 --port 8000 --served-model-name s chat-large --gpu-memory-utilization 0.9 --max-model-len 4096 --tensor-parallel-size 2 --api-key <redacted>"
+t_jq out '.argv | join(" ")' "vllm serve org/model --host 127.0.0.1 --port 8000 --served-model-name s chat-large org/model --gpu-memory-utilization 0.9 --max-model-len 4096 --tensor-parallel-size 2 --api-key <redacted>"
 t_jq out '.env | map(select(startswith("HF_TOKEN"))) | .[0]' "HF_TOKEN=<redacted>"
 t_jq out '.env | map(select(startswith("MY_API_KEY"))) | .[0]' "MY_API_KEY=<redacted>"
 t_jq out '.env | map(select(startswith("PLAIN"))) | .[0]' "PLAIN=visible"

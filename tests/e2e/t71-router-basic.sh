@@ -20,7 +20,7 @@ rpreset a "$PA" 128 'aliases: [alpha]'
 rpreset b "$PB" 128 'model_id: shared-model'
 rpreset x "$PX" 128 'model_id: twin'
 rpreset y "$PY" 128 'model_id: twin'
-printf 'id: far\ndriver: remote\nremote: {base_url: "http://127.0.0.1:%s/v1", api_key_env: REMOTE_SECRET}\n' "$PR" \
+printf 'id: far\nmodel_id: far\ndriver: remote\nremote: {base_url: "http://127.0.0.1:%s/v1", api_key_env: REMOTE_SECRET}\n' "$PR" \
     >"$C/presets/far.yaml"
 K=(-H "Authorization: Bearer k-two")
 

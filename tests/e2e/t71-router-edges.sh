@@ -75,7 +75,7 @@ K=(-H "Authorization: Bearer k1")
     printf 'supervisor: {stop_timeout: 2s, health_interval: 1s}\n'
     printf 'router: {listen: "127.0.0.1:%s", api_keys_env: RKEYS}\n' "$RP"
 } >"$C/gpumod.yaml"
-printf 'id: eng\ndriver: llamacpp\nport: %s\ncontext_size: 4096\nunit_vars: {models_dir: %s, models_max: 1}\nmemory: {host_mb: 100}\n' \
+printf 'id: eng\ndriver: llamacpp\nport: %s\ncontext_size: 4096\nunit_vars: {models_dir: %s, models_max: 1, default_model: rm-a}\nmemory: {host_mb: 100}\n' \
     "$EP" "$T/models" >"$C/presets/eng.yaml"
 
 daemon_start

@@ -131,7 +131,7 @@ PY
 
 rsettings 'cors_origins: ["https://app.example"]'
 for id in big chunk pipe cors cut far; do
-    printf 'id: %s\ndriver: remote\nremote: {base_url: "http://127.0.0.1:%s/v1"}\n' "$id" "$PB" >"$C/presets/$id.yaml"
+    printf 'id: %s\nmodel_id: %s\ndriver: remote\nremote: {base_url: "http://127.0.0.1:%s/v1"}\n' "$id" "$id" "$PB" >"$C/presets/$id.yaml"
 done
 t_spawn pyb python3 "$T/pyb.py" "$PB"
 t_wait 10 curl -sf -o /dev/null "http://127.0.0.1:$PB/health" || t_fail "the python backend never answered"
@@ -195,7 +195,7 @@ t_spawn pyb2 python3 "$T/pyb.py" "$PB2"
 t_wait 10 curl -sf -o /dev/null "http://127.0.0.1:$PB2/health" || t_fail "the second python backend never answered"
 t_eq "$(rcurl "$T/o" "$RURL/upstream/far/x")" 200 "before"
 t_jq "$T/o" .path "/v1/x"
-printf 'id: far\ndriver: remote\nremote: {base_url: "http://127.0.0.1:%s/v2/"}\n' "$PB2" >"$C/presets/far.yaml"
+printf 'id: far\nmodel_id: far\ndriver: remote\nremote: {base_url: "http://127.0.0.1:%s/v2/"}\n' "$PB2" >"$C/presets/far.yaml"
 t_run 0 gpumod reload
 t_eq "$(rcurl "$T/o" "$RURL/upstream/far/x")" 200 "after"
 t_jq "$T/o" .path "/v2/x"

@@ -45,9 +45,9 @@ accept_port() {
     sed -n 's/^ACCEPT 127.0.0.1:\([0-9]*\).*/\1/p' "$T/$1.log" | head -1
 }
 
-# remote ID BASE_URL: a remote preset with the remote's key
+# remote ID BASE_URL: a remote preset with the remote's key; the remote's model is named as the id
 remote() {
-    printf 'id: %s\ndriver: remote\nremote: {base_url: "%s", api_key_env: REMOTE_SECRET}\n' "$1" "$2" \
+    printf 'id: %s\nmodel_id: %s\ndriver: remote\nremote: {base_url: "%s", api_key_env: REMOTE_SECRET}\n' "$1" "$1" "$2" \
         >"$C/presets/$1.yaml"
 }
 

@@ -6,7 +6,8 @@
 # 2 naming the option, the value and what was expected; an unreachable URL
 # exits 1 with the connect error; a context sweep measures every depth;
 # report and compare re-read saved documents.  A router target: a service
-# name resolved through the daemon, measured through the router, with the
+# name resolved through the daemon's router (the name a remote's model_id
+# shadows is still the service's), measured through the router, with the
 # server's deltas read through /upstream.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sup-lib.sh"
@@ -132,6 +133,10 @@ t_end
 t_begin "a service name with no daemon: exit 3 and what to do"
 rsettings ""
 rpreset svc "$(free_port)" 4096 'aliases: [svc-alias]'
+# a remote listed before svc whose model_id is svc's id: "svc" is still svc
+# (a hard name wins), and bench must say so too
+printf 'id: aremote\ndriver: remote\nmodel_id: svc\nremote: {base_url: "http://127.0.0.1:%s/v1"}\n' "$(free_port)" \
+    >"$C/presets/aremote.yaml"
 t_run 3 gpumod bench svc --requests 2
 t_has err "gpumod: bench: svc is a service name but no daemon runs; start it with gpumod serve, or give a URL"
 t_end
@@ -145,6 +150,10 @@ t_jq "$T/s.json" .target.flavor llamacpp
 t_jq "$T/s.json" '.target.config_hash | length > 10' true
 t_jq "$T/s.json" '.points[0].iterations[0].tokens_out' 48
 t_jq "$T/s.json" '.points[0].iterations[0].server.predicted_tokens' 48
+t_run 0 gpumod "${B[@]}" svc --concurrency 1 --iterations 1 --requests 1 --gen-tokens 4 --json "$T/s2.json"
+t_jq "$T/s2.json" '.target.service' svc
+t_run 2 gpumod "${B[@]}" nosuch --requests 1
+t_has err "bench: 'nosuch' is neither a URL nor a name the router routes: model 'nosuch' not found; available: 'aremote', 'svc', 'svc-alias'"
 t_end
 
 t_begin "gpumod bench without the helper: exit 2 and where it looked"

@@ -2,8 +2,8 @@
  * real libuv loop against stubs of the supervisor (sup_states, sup_start)
  * and the switch (switch_request, switch_current_json) that record every
  * call and complete them when the test says: one shared load per service,
- * the `switch` rule (start beside, else the smallest mode containing the
- * service, else 503 with the gate's reason), `start` (503 with the gate's
+ * the `switch` rule (start beside, else the best mode containing the
+ * service as switch_rank judged them, else 503 naming each and why), `start` (503 with the gate's
  * reason and Retry-After, never a switch), `reject`, a failed service
  * (never reset: 503 saying a person must start it), the bounded queue
  * (429), the deadline (504, the load goes on), progress callbacks on
@@ -23,8 +23,11 @@
 #include "testenv.h" /* before config.h: its parameter named mode */
 
 #include "../../src/router/activate.c"
+#include "core/plan.h"
 
 /* ---- stubs ---- */
+
+static config g_cfg;
 
 typedef struct fake_svc {
     const char *id;
@@ -118,6 +121,36 @@ static void switch_finish(int status, const char *code, const char *msg, const c
     cb(&r, g_sw_ud);
 }
 
+/* switch_rank: answered at once, with g_rank_json when a test sets it,
+ * else every mode containing the service as fitting with no stops (ranked
+ * by plan_rank: the smallest first) */
+static int g_ranks;
+static char g_rank_service[64];
+static const char *g_rank_json;
+
+void switch_rank(swx *x, const char *service, switch_cb cb, void *ud)
+{
+    g_ranks++;
+    snprintf(g_rank_service, sizeof g_rank_service, "%s", service);
+    buf b = BUF_INIT;
+    if (g_rank_json) {
+        buf_adds(&b, g_rank_json);
+    } else {
+        plan_choice c[8];
+        size_t n = 0;
+        for (size_t i = 0; i < g_cfg.n_modes && n < 8; i++)
+            if (strv_find(&g_cfg.modes[i].services, service) >= 0)
+                c[n++] = (plan_choice){.mode = g_cfg.modes[i].id, .ok = true, .nservices = g_cfg.modes[i].services.n};
+        plan_rank(c, n);
+        buf_adds(&b, "{\"candidates\":[");
+        for (size_t i = 0; i < n; i++) buf_printf(&b, "%s{\"mode\":\"%s\",\"ok\":true,\"why\":null}", i ? "," : "", c[i].mode);
+        buf_adds(&b, "]}");
+    }
+    switch_result r = {200, NULL, NULL, b.p};
+    cb(&r, ud);
+    buf_release(&b);
+}
+
 void switch_current_json(swx *x, buf *out)
 {
     if (!g_current) {
@@ -164,8 +197,6 @@ static void on_act_event(const store_event *e, void *ud)
 }
 
 /* ---- the configuration ---- */
-
-static config g_cfg;
 
 static void add_preset(const char *id, int activation, int64_t gpu_mb)
 {
@@ -215,6 +246,8 @@ static int setup(void **state)
     g_sw_cb = NULL;
     g_now_status = 0;
     g_current = NULL;
+    g_ranks = 0;
+    g_rank_json = NULL;
     g_depth_calls = g_waits = g_act_ok = g_act_failed = g_sw_ok = g_sw_failed = 0;
     assert_int_equal(uv_loop_init(&g_loop), 0);
     g_a = act_new(&g_loop, (sup *)1, (swx *)1, &g_cfg, (rmetrics *)1);
@@ -411,8 +444,9 @@ static void queue_full_429(void **state)
 }
 
 /* The switch rule: the gate refuses a start beside the others, so the
- * smallest mode containing the service is switched to, queued. */
-static void switch_to_smallest_mode(void **state)
+ * best mode containing the service (all fit here: the smallest) is
+ * switched to, queued. */
+static void switch_to_best_mode(void **state)
 {
     static client c[2];
     ask(&c[0], "chat");
@@ -443,15 +477,44 @@ static void switch_to_smallest_mode(void **state)
     assert_non_null(strstr(g_ev_data, "\"outcome\":\"ready\",\"status\":200,\"message\":null}"));
 }
 
-/* Ties on the number of services go to the smaller declared memory. */
-static void smallest_mode_rule(void **state)
+/* The gate refuses the start beside the others and the plans say which
+ * mode fits: the best fitting one is switched to, never a smaller mode the
+ * plan refuses. */
+static void switch_to_fitting_mode(void **state)
 {
-    const mode *md = smallest_mode(&g_cfg, "code");
-    assert_non_null(md);
-    assert_string_equal(md->id, "heavy"); /* 2 services, 21000 MiB < light's 28000 */
-    md = smallest_mode(&g_cfg, "embed");
-    assert_string_equal(md->id, "heavy");
-    assert_null(smallest_mode(&g_cfg, "lonely"));
+    static client c;
+    g_rank_json = "{\"candidates\":[{\"mode\":\"light\",\"ok\":true,\"stops\":1,\"why\":null},"
+                  "{\"mode\":\"solo-a\",\"ok\":false,\"stops\":0,\"why\":\"the start of 'chat' is refused: no room\"}]}";
+    ask(&c, "chat");
+    sup_finish(409, "gate_refused", "refused: 'chat': gpu 0: free 4000 MiB < required 9024 MiB");
+    assert_int_equal(g_ranks, 1);
+    assert_string_equal(g_rank_service, "chat");
+    assert_int_equal(g_switches, 1);
+    assert_string_equal(g_sw_mode, "light");
+    switch_finish(200, NULL, NULL, "chat");
+    wait_answer(&c);
+    assert_int_equal(c.status, 200);
+}
+
+/* No candidate fits: 503 naming each mode and why, and no switch. */
+static void no_fitting_mode_503(void **state)
+{
+    static client c;
+    g_rank_json = "{\"candidates\":[{\"mode\":\"solo-a\",\"ok\":false,\"why\":\"the start of 'chat' is refused: "
+                  "gpu 0: free 4000 MiB < required 9024 MiB\"},{\"mode\":\"light\",\"ok\":false,\"why\":\"the "
+                  "start of 'code' is refused: gpu 0: free 100 MiB < required 20024 MiB\"}]}";
+    ask(&c, "chat");
+    sup_finish(409, "gate_refused", "refused: 'chat': gpu 0: free 4000 MiB < required 9024 MiB");
+    wait_answer(&c);
+    assert_int_equal(c.status, 503);
+    assert_string_equal(c.code, "unavailable");
+    assert_string_equal(c.msg, "refused: 'chat': gpu 0: free 4000 MiB < required 9024 MiB; no mode containing 'chat' "
+                               "fits: mode 'solo-a': the start of 'chat' is refused: gpu 0: free 4000 MiB < required "
+                               "9024 MiB; mode 'light': the start of 'code' is refused: gpu 0: free 100 MiB < "
+                               "required 20024 MiB");
+    assert_int_equal(c.retry, ACT_RETRY_AFTER_S);
+    assert_int_equal(g_switches, 0);
+    assert_int_equal(g_act_failed, 1);
 }
 
 static void no_mode_503_with_reason(void **state)
@@ -666,6 +729,26 @@ static void switch_in_progress_joins(void **state)
     g_current = NULL;
 }
 
+/* A switch in progress to a mode without the service: nothing is judged
+ * on memory in motion; once it ended, the start beside comes first. */
+static void switch_in_progress_elsewhere_waits(void **state)
+{
+    g_current = "heavy";
+    static client c;
+    ask(&c, "chat");
+    spin(250);
+    assert_int_equal(g_starts, 0);
+    assert_int_equal(g_switches, 0);
+    assert_int_equal(g_ranks, 0);
+    g_current = NULL;
+    int64_t end = mono_ms() + 5000 * scale();
+    while (!g_starts && mono_ms() < end) uv_run(&g_loop, UV_RUN_ONCE);
+    assert_int_equal(g_starts, 1);
+    sup_finish(200, NULL, NULL);
+    wait_answer(&c);
+    assert_int_equal(c.status, 200);
+}
+
 /* A stopping service is waited for, then started. */
 static void stopping_then_start(void **state)
 {
@@ -706,8 +789,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(ready_answers_next_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(one_load_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(queue_full_429, setup, teardown),
-        cmocka_unit_test_setup_teardown(switch_to_smallest_mode, setup, teardown),
-        cmocka_unit_test_setup_teardown(smallest_mode_rule, setup, teardown),
+        cmocka_unit_test_setup_teardown(switch_to_best_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(switch_to_fitting_mode, setup, teardown),
+        cmocka_unit_test_setup_teardown(no_fitting_mode_503, setup, teardown),
         cmocka_unit_test_setup_teardown(no_mode_503_with_reason, setup, teardown),
         cmocka_unit_test_setup_teardown(start_policy_never_switches, setup, teardown),
         cmocka_unit_test_setup_teardown(reject_policy, setup, teardown),
@@ -718,6 +802,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(cancel_no_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(cancel_inside_progress, setup, teardown),
         cmocka_unit_test_setup_teardown(switch_in_progress_joins, setup, teardown),
+        cmocka_unit_test_setup_teardown(switch_in_progress_elsewhere_waits, setup, teardown),
         cmocka_unit_test_setup_teardown(stopping_then_start, setup, teardown),
         cmocka_unit_test_setup_teardown(free_answers_waiters, setup, teardown),
     };

@@ -49,10 +49,13 @@ static void python_compat_typed_values(void **state)
     assert_int_equal(n->llama.jinja, TRI_ON);
     assert_int_equal(n->llama.flash_attn, TRI_ON);
     assert_int_equal(n->llama.n_gpu_layers, -1);
-    assert_int_equal(n->llama.fit, TRI_OFF);
+    /* router mode: what the preset leaves out stays unset (the router's
+     * command line would override each model's own settings) */
+    assert_int_equal(n->llama.fit, TRI_UNSET);
+    assert_int_equal(n->llama.parallel, -1);
     assert_true(n->llama.metrics);
     assert_int_equal(n->startup_timeout_ms, 120000);
-    assert_int_equal(n->context_size, 4096);
+    assert_int_equal(n->context_size, -1);
     assert_int_equal(n->n_mem_gpu, 1);
     assert_int_equal(n->mem_gpu_mb[0], 20000);
     assert_string_equal(n->host, "127.0.0.1");
@@ -68,6 +71,8 @@ static void python_compat_typed_values(void **state)
     assert_string_equal(g->model_path, "/home/u/models/gpt-oss-20b-mxfp4.gguf");
     assert_int_equal(g->context_size, 40960);
     assert_int_equal(g->kv_cache_per_1k, 25);
+    assert_int_equal(g->llama.parallel, 1); /* single-model mode: the default, explicit */
+    assert_int_equal(g->llama.fit, TRI_OFF);
     assert_int_equal(g->extra_args.n, 5);
     assert_string_equal(g->extra_args.v[4], "16");
 

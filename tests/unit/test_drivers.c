@@ -175,6 +175,21 @@ static void llamacpp_defaults(void **state)
     assert_strv(&l.env, W("CUDA_DEVICE_ORDER=PCI_BUS_ID", "GGML_CUDA_NO_PINNED=1"));
     assert_null(l.cwd);
     launch_release(&l);
+
+    /* the model_id is an alias too (the router routes it here); not twice,
+     * and not when a comma would split it */
+    p.model_id = (char *)"org/tiny-GGUF";
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_string_equal(l.argv.v[strv_find(&l.argv, "--alias") + 1], "tiny,org/tiny-GGUF");
+    launch_release(&l);
+    p.model_id = (char *)"tiny";
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_string_equal(l.argv.v[strv_find(&l.argv, "--alias") + 1], "tiny");
+    launch_release(&l);
+    p.model_id = (char *)"a,b";
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_string_equal(l.argv.v[strv_find(&l.argv, "--alias") + 1], "tiny");
+    launch_release(&l);
     preset_done(&p);
 }
 
@@ -188,8 +203,13 @@ static void llamacpp_router(void **state)
     p.llama.models_max = 2;
     p.llama.no_models_autoload = true;
     p.llama.models_preset = (char *)"/etc/gpumod/models.ini";
-    p.llama.default_model = (char *)"UD-Q4_K_XL"; /* for the driver's wake, not a flag */
+    p.llama.default_model = (char *)"UD-Q4_K_XL"; /* for the router's routing, not a flag */
     p.llama.n_gpu_layers = 0;
+    /* what the preset leaves out is unset in router mode (config.h), and
+     * the router's command line would override each model's own */
+    p.context_size = -1;
+    p.llama.parallel = -1;
+    p.llama.fit = TRI_UNSET;
     p.llama.flash_attn = TRI_OFF;
     p.llama.jinja = TRI_OFF;
     p.llama.metrics = false;
@@ -200,8 +220,7 @@ static void llamacpp_router(void **state)
     assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
     assert_strv(&l.argv, W("llama-server", "--models-dir", "/models", "--models-max", "2",
                            "--no-models-autoload", "--models-preset", "/etc/gpumod/models.ini",
-                           "--host", "0.0.0.0", "--port", "7071", "-c", "4096", "--parallel", "1",
-                           "-ngl", "0", "-fa", "off", "-fit", "off", "--no-jinja"));
+                           "--host", "0.0.0.0", "--port", "7071", "-ngl", "0", "-fa", "off", "--no-jinja"));
     assert_strv(&l.env, W("CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=GPU-1234",
                           "GGML_CUDA_NO_PINNED=1"));
     launch_release(&l);
@@ -214,6 +233,23 @@ static void llamacpp_router(void **state)
     assert_string_equal(l.argv.v[3], "--models-max");
     assert_string_equal(l.argv.v[4], "0");
     assert_string_equal(l.argv.v[5], "--host");
+    launch_release(&l);
+
+    /* what it sets is passed: -c, --parallel, -ngl all, -fit */
+    p.context_size = 65536;
+    p.llama.parallel = 2;
+    p.llama.n_gpu_layers = -1;
+    p.llama.fit = TRI_ON;
+    p.llama.flash_attn = TRI_UNSET;
+    p.llama.jinja = TRI_UNSET;
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_strv(&l.argv, W("llama-server", "--models-dir", "/models", "--models-max", "0", "--host", "0.0.0.0",
+                           "--port", "7071", "-c", "65536", "--parallel", "2", "-ngl", "all", "-fit", "on"));
+    launch_release(&l);
+    /* n_gpu_layers left out: no -ngl */
+    p.llama.n_gpu_layers = LLAMA_NGL_UNSET;
+    assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
+    assert_int_equal(strv_find(&l.argv, "-ngl"), -1);
     launch_release(&l);
     preset_done(&p);
 }
@@ -305,7 +341,7 @@ static void vllm_sleep_pooling(void **state)
     assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
     assert_strv(&l.argv, W("/opt/vllm/bin/vllm", "serve", "/models/bge-reranker-v2-m3", "--host",
                            "127.0.0.1", "--port", "8201", "--served-model-name", "vllm-reranker",
-                           "reranker", "bge", "--gpu-memory-utilization", "0.085",
+                           "reranker", "bge", "BAAI/bge-reranker-v2-m3", "--gpu-memory-utilization", "0.085",
                            "--max-model-len", "8192", "--max-num-seqs", "16", "--dtype", "bfloat16",
                            "--kv-cache-dtype", "fp8", "--enforce-eager", "--tensor-parallel-size",
                            "2", "--enable-sleep-mode", "--runner", "pooling", "--hf-overrides",
@@ -334,7 +370,8 @@ static void vllm_plain(void **state)
     assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
     assert_strv(&l.argv, W("/opt/vllm/bin/vllm", "serve", "mistralai/Mistral-7B-Instruct-v0.3",
                            "--host", "127.0.0.1", "--port", "8000", "--served-model-name",
-                           "mistral-7b", "--gpu-memory-utilization", "0.9", "--max-model-len",
+                           "mistral-7b", "mistralai/Mistral-7B-Instruct-v0.3", "--gpu-memory-utilization", "0.9",
+                           "--max-model-len",
                            "4096", "--tensor-parallel-size", "1", "--runner", "generate"));
     assert_strv(&l.env, W("CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES=0,1"));
     launch_release(&l);
@@ -349,7 +386,7 @@ static void vllm_plain(void **state)
     assert_int_equal(driver_launch(&p, &S, &l, err, sizeof err), 0);
     assert_strv(&l.argv, W("/opt/vllm/bin/vllm", "serve", "mistralai/Mistral-7B-Instruct-v0.3",
                            "--host", "127.0.0.1", "--port", "8000", "--served-model-name",
-                           "mistral-7b", "--enable-sleep-mode"));
+                           "mistral-7b", "mistralai/Mistral-7B-Instruct-v0.3", "--enable-sleep-mode"));
     assert_strv(&l.env, W("CUDA_DEVICE_ORDER=PCI_BUS_ID", "VLLM_SERVER_DEV_MODE=1"));
     launch_release(&l);
 

@@ -588,6 +588,29 @@ static void remote_target(void **state)
     assert_int_equal(P.steps[1].v.reserved_gpu_bytes[0], 0);
 }
 
+/* The activator's order: a plan that fits, then the fewest stops, then
+ * the fewest services, the least declared memory, the id. */
+static void rank_choices(void **state)
+{
+    (void)state;
+    plan_choice c[] = {
+        {.mode = "small-refused", .ok = false, .nstops = 0, .nservices = 1, .declared_mb = 10},
+        {.mode = "big-fits-2-stops", .ok = true, .nstops = 2, .nservices = 3, .declared_mb = 900},
+        {.mode = "fits-1-stop-b", .ok = true, .nstops = 1, .nservices = 2, .declared_mb = 500},
+        {.mode = "fits-1-stop-a", .ok = true, .nstops = 1, .nservices = 2, .declared_mb = 500},
+        {.mode = "fits-1-stop-small", .ok = true, .nstops = 1, .nservices = 2, .declared_mb = 200},
+        {.mode = "fits-1-stop-fewer", .ok = true, .nstops = 1, .nservices = 1, .declared_mb = 800},
+        {.mode = "refused-0-stops", .ok = false, .nstops = 0, .nservices = 1, .declared_mb = 5},
+    };
+    const char *want[] = {"fits-1-stop-fewer", "fits-1-stop-small", "fits-1-stop-a", "fits-1-stop-b",
+                          "big-fits-2-stops",  "refused-0-stops",   "small-refused"};
+    plan_rank(c, 7);
+    for (size_t i = 0; i < 7; i++)
+        assert_string_equal(c[i].mode, want[i]);
+    plan_rank(c, 0);
+    plan_rank(NULL, 0);
+}
+
 static void expect_err(const plan_input *in, const char *msg)
 {
     char err[256] = "";
@@ -699,6 +722,7 @@ int main(void)
         cmocka_unit_test(empty_running),
         cmocka_unit_test(remote_target),
         cmocka_unit_test(bad_inputs),
+        cmocka_unit_test(rank_choices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,7 @@
  * (hard names, always win), model_id and router-mode listed names (soft,
  * may collide: running, then current mode, else 409 with the candidates),
  * "default" (unset -> 404 saying how to set it; set by id or alias;
- * rewrite flag), exact case, the 404 and 409 messages a client reads,
+ * the model each is forwarded with), exact case, the 404 and 409 messages a client reads,
  * clashes refused at build time, list updates, and a large table. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,7 +48,6 @@ static void expect_ok(const route_table *t, const char *name, const char *id, ro
     assert_string_equal(r.id, id);
     assert_string_equal(t->svc[r.service].id, id);
     assert_int_equal(r.kind, k);
-    assert_int_equal(r.rewrite, k == ROUTE_DEFAULT);
 }
 
 static void expect_msg(const route_table *t, const char *name, route_status st, const char *msg)
@@ -314,6 +313,75 @@ static void large_table(void **state)
     route_table_release(&t);
 }
 
+/* up(t, name): the model a request naming name is forwarded with ("" for
+ * unchanged, "!" + the error when there is none) */
+static const char *up(const route_table *t, const char *name)
+{
+    static char out[512];
+    route_result r = route_resolve(t, name);
+    if (r.status != ROUTE_OK) fail_msg("'%s': status %d", name, (int)r.status);
+    const char *m = NULL;
+    buf e = BUF_INIT;
+    if (route_upstream(t, r.service, r.kind, &m, &e) < 0)
+        snprintf(out, sizeof out, "!%s", e.p);
+    else
+        snprintf(out, sizeof out, "%s", m ? m : "");
+    buf_release(&e);
+    return out;
+}
+
+/* What the engine is sent: a local engine serves its id, aliases and
+ * model_id (only "default" becomes the id); a remote gets its model_id
+ * for any of gpumod's names; a router-mode service gets its
+ * default_model, else its only listed model, else an error naming them. */
+static void upstream_models(void **state)
+{
+    (void)state;
+    static const char *chat_al[] = {"c"}, *far_al[] = {"cloud"};
+    route_service sv[] = {
+        {"chat", chat_al, 1, "org/chat", NULL, false},
+        {"far", far_al, 1, "openai/gpt-4o", "openai/gpt-4o", false},
+        {"lr", NULL, 0, "unsloth/X-GGUF", NULL, true},
+        {"lr2", NULL, 0, NULL, "Nemo-Q4", true},
+        {"far2", NULL, 0, NULL, NULL, false, true},
+    };
+    sv[1].remote = true;
+    route_table t;
+    char err[256] = "";
+    if (route_table_init(&t, sv, 5, "far", err, sizeof err) < 0) fail_msg("%s", err);
+    assert_string_equal(up(&t, "far2"), "!service 'far2' is a remote without model_id: gpumod does not know the "
+                                        "remote's name for its model; set model_id in its preset to that name");
+    assert_string_equal(up(&t, "chat"), "");
+    assert_string_equal(up(&t, "c"), "");
+    assert_string_equal(up(&t, "org/chat"), "");
+    assert_string_equal(up(&t, "far"), "openai/gpt-4o");
+    assert_string_equal(up(&t, "cloud"), "openai/gpt-4o");
+    assert_string_equal(up(&t, "openai/gpt-4o"), "");
+    assert_string_equal(up(&t, "default"), "openai/gpt-4o");
+    assert_int_equal(route_table_set_default(&t, "c", err, sizeof err), 0);
+    assert_string_equal(up(&t, "default"), "chat");
+    /* router mode: nothing listed yet, one model, several, its default_model */
+    assert_string_equal(up(&t, "lr"),
+                        "!service 'lr' lists no model yet and sets no unit_vars.default_model: name one of its models");
+    const char *one[] = {"gemma-3"};
+    route_table_set_listed(&t, 2, one, 1);
+    assert_string_equal(up(&t, "lr"), "gemma-3");
+    assert_string_equal(up(&t, "unsloth/X-GGUF"), "gemma-3");
+    assert_string_equal(up(&t, "gemma-3"), "");
+    const char *two[] = {"gemma-3", "phi-4"};
+    route_table_set_listed(&t, 2, two, 2);
+    assert_string_equal(up(&t, "lr"), "!service 'lr' serves several models ('gemma-3', 'phi-4') and sets no "
+                                      "unit_vars.default_model: name one of them");
+    assert_int_equal(route_table_set_default(&t, "lr2", err, sizeof err), 0);
+    assert_string_equal(up(&t, "default"), "Nemo-Q4");
+    assert_string_equal(up(&t, "lr2"), "Nemo-Q4");
+    const char *lst[] = {"Nemo-Q4", "other"};
+    route_table_set_listed(&t, 3, lst, 2);
+    assert_string_equal(up(&t, "Nemo-Q4"), "");
+    assert_string_equal(up(&t, "lr2"), "Nemo-Q4");
+    route_table_release(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -321,6 +389,7 @@ int main(void)
         cmocka_unit_test(model_id_collisions), cmocka_unit_test(listed_names),
         cmocka_unit_test(default_target),      cmocka_unit_test(not_found_lists_names),
         cmocka_unit_test(clashes_refused),     cmocka_unit_test(large_table),
+        cmocka_unit_test(upstream_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
