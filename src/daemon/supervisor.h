@@ -158,7 +158,7 @@ void sup_slot_json(sup *s, buf *out);
  * is <log_dir>/<id>.log, rotated per settings).  Offsets count bytes
  * since the daemon started the service the first time.  Reads the bytes
  * after `after` (clamped to what the ring still holds; after = UINT64_MAX:
- * only the last n_lines lines), at most n_lines lines (0: no limit), into
+ * only the last n_lines lines), at most n_lines lines (LOGRING_ALL: no limit), into
  * out; *next is the offset to ask for next time.  -1 when id is unknown. */
 int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *out, uint64_t *next);
 /* Called on the loop for each chunk of a service's output (follow). */
