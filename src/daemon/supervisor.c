@@ -115,6 +115,8 @@ struct svc {
     uint64_t starttime;
     int64_t spawn_mono;
     logring *log;
+    bool ran;          /* the start in progress (or the last one) spawned */
+    uint64_t run_from; /* the ring's end when it did: where its output begins */
     logscan ls;
     int progress;
     health_probe *probe;
@@ -1283,6 +1285,8 @@ static void spawn_it(svc *v, const preset *p)
     l.argv.v[0] = bin;
 
     open_log(v, st);
+    v->ran = true;
+    v->run_from = v->log ? logring_end(v->log) : 0;
     logscan_init(&v->ls, p->driver);
     v->progress = -1;
     v->exited = false;
@@ -1637,6 +1641,7 @@ static void do_start(svc *v, const char *origin)
     set_pending(v, 0, NULL, NULL);
     v->start_at_ms = wall_ms();
     v->run_hash[0] = 0; /* set at admission, from the config of that moment */
+    v->ran = false;
     if (strcmp(origin, "restart") != 0) { /* a person (or a switch) asked: a fresh policy window */
         memset(&v->hist, 0, sizeof v->hist);
         v->attempt = 0;
@@ -2127,6 +2132,20 @@ int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *ou
         return 0;
     }
     logring_read(v->log, after, n_lines, out, next);
+    return 0;
+}
+
+int sup_run_tail(sup *s, const char *id, size_t n_lines, buf *out)
+{
+    svc *v = find(s, id);
+    if (!v && !config_preset(s->cfg, id)) return -1;
+    if (!v || !v->log || !v->ran) return 0;
+    buf b = BUF_INIT;
+    uint64_t next = 0;
+    logring_read(v->log, UINT64_MAX, n_lines, &b, &next);
+    uint64_t from = next - b.len, skip = from < v->run_from ? v->run_from - from : 0;
+    if (skip < b.len) buf_add(out, b.p + skip, b.len - (size_t)skip);
+    buf_release(&b);
     return 0;
 }
 

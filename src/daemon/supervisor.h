@@ -161,6 +161,11 @@ void sup_slot_json(sup *s, buf *out);
  * only the last n_lines lines), at most n_lines lines (LOGRING_ALL: no limit), into
  * out; *next is the offset to ask for next time.  -1 when id is unknown. */
 int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *out, uint64_t *next);
+/* The last n_lines lines of the output of the service's current (or
+ * last) start, appended to out: nothing when that start spawned nothing
+ * (refused on its port or by the gate), though the ring holds an earlier
+ * run's lines.  -1 when id is unknown. */
+int sup_run_tail(sup *s, const char *id, size_t n_lines, buf *out);
 /* Called on the loop for each chunk of a service's output (follow). */
 typedef void (*sup_log_cb)(const char *id, const char *data, size_t len, void *ud);
 typedef struct sup_log_watch sup_log_watch;

@@ -1210,11 +1210,9 @@ static void started_cb(const sup_result *res, void *ud)
     }
     char *reason, *tail;
     split_tail(res->message, &reason, &tail);
-    if (!tail) {
+    if (!tail) { /* this start's output only: a refused start has none */
         buf lb = BUF_INIT;
-        uint64_t next = 0;
-        if (sup_log_read(r->x->env.sup, id, UINT64_MAX, TAIL_LINES, &lb, &next) == 0 && lb.len)
-            tail = buf_detach(&lb);
+        if (sup_run_tail(r->x->env.sup, id, TAIL_LINES, &lb) == 0 && lb.len) tail = buf_detach(&lb);
         buf_release(&lb);
     }
     if (r->st == ST_START || r->st == ST_HEALTHY) {
