@@ -183,6 +183,8 @@ struct sup {
     int watch_iter;
     bool shutting;
     bool hurry; /* sup_hurry: SIGKILL at once, no NVML wait */
+    sup_guard_fn guard;
+    void *guard_ud;
     int shut_pending;
     bool shut_closing;
     int closing_handles;
@@ -1651,6 +1653,23 @@ static void do_start(svc *v, const char *origin)
     feed(v, EV_START, words);
 }
 
+void sup_set_start_guard(sup *s, sup_guard_fn fn, void *ud)
+{
+    s->guard = fn;
+    s->guard_ud = ud;
+}
+
+/* The guard said no: cb answered with its refusal.  True then. */
+static bool guarded(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
+{
+    sup_refusal r = {0};
+    if (!s->guard || s->guard(id, origin, &r, s->guard_ud) == 0) return false;
+    answer_now(cb, ud, r.status, r.code, r.message, r.detail);
+    free(r.message);
+    free(r.detail);
+    return true;
+}
+
 bool sup_origin_is_person(const char *origin)
 {
     return !origin || !strcmp(origin, "cli") || !strcmp(origin, "api");
@@ -1717,6 +1736,7 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
         free(m);
         return 0;
     }
+    if (guarded(s, id, origin, cb, ud)) return 0;
     push_waiter(&v->starts, cb, ud);
     do_start(v, origin ? origin : "api");
     return v->seq;
@@ -1793,6 +1813,7 @@ static void restart_stopped(const sup_result *r, void *ud)
 
 void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
 {
+    if ((find(s, id) || config_preset(s->cfg, id)) && guarded(s, id, origin, cb, ud)) return;
     restart_ctx *c = xcalloc(1, sizeof *c);
     c->s = s;
     c->id = xstrdup(id);

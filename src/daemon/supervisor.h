@@ -115,6 +115,21 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
  * conflict "stopped before it started").  Down already: 200 at once. */
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 
+/* What owns the services above the supervisor (a mode switch) may refuse
+ * a start: the guard is asked before a start that would begin a load (not
+ * one that finds the service ready or joins a start in flight) and before
+ * a restart.  It returns 0 to let it through, or fills *out (message and
+ * detail allocated, freed by the supervisor; detail JSON or NULL) and
+ * returns -1: the start is answered with that, nothing changed. */
+typedef struct sup_refusal {
+    int status;
+    const char *code; /* static */
+    char *message, *detail;
+} sup_refusal;
+typedef int (*sup_guard_fn)(const char *id, const char *origin, sup_refusal *out, void *ud);
+/* fn NULL: no guard */
+void sup_set_start_guard(sup *s, sup_guard_fn fn, void *ud);
+
 /* stop then start, each as above; cb once, with the start's result. */
 void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 

@@ -72,6 +72,7 @@ typedef struct queued {
 struct swx {
     switch_env env;
     run *cur;
+    bool own_start; /* inside the switch's own sup_start: the guard lets it through */
     queued *q_head;
     bool closing;
     uv_timer_t t_deadline, t_poll, t_drain;
@@ -1241,7 +1242,9 @@ static void start_one(run *r, const char *phase, const char *id)
     if (r->st == ST_START) strv_push(&r->started, id);
     free(r->cur_start);
     r->cur_start = xstrdup(id);
+    r->x->own_start = true; /* past the start guard */
     sup_start(r->x->env.sup, id, r->st == ST_RB_START ? "switch" : r->sup_origin, started_cb, op_new(r, seq, id));
+    r->x->own_start = false;
 }
 
 /* ---- verify-healthy, commit, the end ------------------------------- */
@@ -1596,6 +1599,13 @@ static void queue_next(swx *x)
     }
 }
 
+/* "a switch is in progress: switch 13 from 'A' to 'B', requested by cli; ..." */
+static void busy_words(const run *c, buf *m)
+{
+    buf_printf(m, "a switch is in progress: switch %" PRId64 " from %s%s%s to '%s', requested by %s; try again when it ends",
+               c->id, c->from ? "'" : "", c->from ? c->from : "no mode", c->from ? "'" : "", c->mode, c->origin);
+}
+
 int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
 {
     const config *cfg = cfg_of(x);
@@ -1624,10 +1634,8 @@ int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
         return 0;
     }
     if (x->cur && !rq->queue) {
-        run *c = x->cur;
         buf m = BUF_INIT, d = BUF_INIT;
-        buf_printf(&m, "a switch is in progress: switch %" PRId64 " from %s%s%s to '%s', requested by %s; try again when it ends",
-                   c->id, c->from ? "'" : "", c->from ? c->from : "no mode", c->from ? "'" : "", c->mode, c->origin);
+        busy_words(x->cur, &m);
         switch_current_json(x, &d);
         res = (switch_result){409, "switch_in_progress", m.p, d.p};
         cb(&res, ud);
@@ -1649,6 +1657,23 @@ int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
     }
     run *r = run_new(x, rq, cb, ud);
     return run_begin(x, r);
+}
+
+/* The supervisor's start guard: while a switch runs, the services are
+ * its own, and a start beside it would change the set it verifies (it
+ * would fail "'X' is not in mode 'M'" and roll back), so only the
+ * switch's own starts go through; the rest are refused, naming it. */
+static int start_guard(const char *id, const char *origin, sup_refusal *out, void *ud)
+{
+    swx *x = ud;
+    (void)origin;
+    if (!x->cur || x->own_start) return 0;
+    buf m = BUF_INIT, d = BUF_INIT;
+    buf_printf(&m, "cannot start '%s': ", id);
+    busy_words(x->cur, &m);
+    switch_current_json(x, &d);
+    *out = (sup_refusal){409, "switch_in_progress", buf_detach(&m), buf_detach(&d)};
+    return -1;
 }
 
 void switch_current_json(swx *x, buf *out)
@@ -1828,6 +1853,7 @@ swx *switch_new(const switch_env *env)
 {
     swx *x = xcalloc(1, sizeof *x);
     x->env = *env;
+    if (x->env.sup) sup_set_start_guard(x->env.sup, start_guard, x);
     return x;
 }
 
@@ -1839,6 +1865,7 @@ void switch_shutdown(swx *x)
 {
     if (x->closing) return;
     x->closing = true;
+    if (x->env.sup) sup_set_start_guard(x->env.sup, NULL, NULL); /* the supervisor outlives us a while */
     run *r = x->cur;
     if (r) {
         undrain(r);

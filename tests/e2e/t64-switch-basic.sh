@@ -5,7 +5,8 @@
 # (GET /switches) and `gpumod events`; --dry-run prints the plan and
 # changes nothing; `mode current` with a running set that is no mode is
 # null with the last committed mode; two concurrent switch requests: one
-# runs, the other gets 409 naming it.
+# runs, the other gets 409 naming it; so does a start or a restart of a
+# service asked while a switch runs.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sup-lib.sh"
 
@@ -138,6 +139,29 @@ t_jq out .error.code switch_in_progress
 t_jq out .error.detail.mode S
 reap "$swpid" 20 || t_fail "the first switch did not end"
 t_eq "$rc" 0 "the first switch's exit code"
+t_run 0 gpumod mode current --json
+t_jq out .mode S
+t_end
+
+t_begin "a start during a switch is refused with 409 naming the switch; the switch commits"
+t_run 0 gpumod mode switch none
+t_spawn sw2 "$GPUMOD_BIN" mode switch S
+swpid=$_t_last_pid
+t_wait 10 switching || t_fail "the switch never showed up"
+t_run 1 gpumod service start b2
+t_has err "a switch is in progress: switch"
+t_has err "to 'S'"
+for q in "b2/start?wait=0" "b2/start" "a2/restart"; do
+    t_run 0 sh -c "curl -s -w ' %{http_code}' -X POST --unix-socket '$GPUMOD_SOCKET' 'http://gpumod/services/$q'"
+    t_match out ' 409$'
+    sed -i 's/ 409$//' "$T/out"
+    t_jq out .error.code switch_in_progress
+    t_jq out .error.detail.mode S
+done
+reap "$swpid" 20 || t_fail "the switch did not end"
+t_eq "$rc" 0 "the switch's exit code"
+t_has "$T/sw2.log" "S"
+t_eq "$(state_of b2),$(state_of a2)" "down,down" "the refused services"
 t_run 0 gpumod mode current --json
 t_jq out .mode S
 t_end
