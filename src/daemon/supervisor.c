@@ -196,6 +196,7 @@ struct sup {
     struct recon_item *recon;
     size_t nrecon;
     bool recon_ports_done; /* the port pass ran (after the run files' groups were gone) */
+    bool left_behind;      /* reconcile found run files: a previous daemon did not stop its services */
     void (*recon_cb)(void *ud);
     void *recon_ud;
     /* the /proc scan of this loop turn, shared by the kill polls */
@@ -1653,6 +1654,11 @@ static void do_start(svc *v, const char *origin)
     feed(v, EV_START, words);
 }
 
+bool sup_left_behind(const sup *s)
+{
+    return s->left_behind;
+}
+
 void sup_set_start_guard(sup *s, sup_guard_fn fn, void *ud)
 {
     s->guard = fn;
@@ -2613,6 +2619,7 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
             free(id);
             continue;
         }
+        s->left_behind = true; /* its group may be gone already, its GPU memory not yet */
         int members = 0;
         if (pgid > 1) {
             pid_t pids[8];

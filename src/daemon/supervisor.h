@@ -115,6 +115,11 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
  * conflict "stopped before it started").  Down already: 200 at once. */
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 
+/* After sup_reconcile: a previous daemon left services behind (it was
+ * killed or crashed: their run files were still there), so GPU memory they
+ * held may not be released yet, even when their processes are gone. */
+bool sup_left_behind(const sup *s);
+
 /* What owns the services above the supervisor (a mode switch) may refuse
  * a start: the guard is asked before a start that would begin a load (not
  * one that finds the service ready or joins a start in flight) and before

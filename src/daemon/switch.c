@@ -29,6 +29,7 @@
 #include "cli/hostview.h"
 #include "core/plan.h"
 #include "daemon/log.h"
+#include "daemon/startup.h"
 #include "model/need.h"
 #include "util/clock.h"
 #include "util/strv.h"
@@ -73,6 +74,7 @@ struct swx {
     switch_env env;
     run *cur;
     bool own_start; /* inside the switch's own sup_start: the guard lets it through */
+    startup *su;    /* the start-up mode being brought up, or NULL */
     queued *q_head;
     bool closing;
     uv_timer_t t_deadline, t_poll, t_drain;
@@ -1762,14 +1764,6 @@ int switch_journal_json(swx *x, size_t limit, buf *out, char *err, size_t errlen
 /* ------------------------------------------------------------------ */
 /* start-up, shutdown */
 
-static void startup_done(const switch_result *res, void *ud)
-{
-    if (res->status == 200)
-        log_info("start-up mode: brought up");
-    else
-        log_warn("start-up mode: %s", res->message ? res->message : "failed");
-}
-
 /* Close the entries a crash left open; each becomes `interrupted`. */
 static void recover(swx *x, const char *bringing)
 {
@@ -1845,8 +1839,7 @@ void switch_startup(swx *x)
             x->env.on_event(&e, x->env.ud);
         return;
     }
-    switch_req rq = {.mode = target, .origin = "startup", .queue = true};
-    switch_request(x, &rq, startup_done, NULL);
+    x->su = startup_begin(x, &x->env, target); /* waits for what a previous daemon left, retries */
 }
 
 swx *switch_new(const switch_env *env)
@@ -1865,6 +1858,7 @@ void switch_shutdown(swx *x)
 {
     if (x->closing) return;
     x->closing = true;
+    startup_stop(x->su);
     if (x->env.sup) sup_set_start_guard(x->env.sup, NULL, NULL); /* the supervisor outlives us a while */
     run *r = x->cur;
     if (r) {
@@ -1906,6 +1900,7 @@ void switch_shutdown(swx *x)
 void switch_free(swx *x)
 {
     if (!x) return;
+    startup_free(x->su);
     if (x->cur) run_free(x->cur); /* a snapshot it waited for never came back */
     while (x->dry_head) {
         run *d = x->dry_head;
