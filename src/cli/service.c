@@ -455,7 +455,7 @@ int cmd_service(cli *c, int argc, char **argv)
         } else if ((!strcmp(a, "-f") || !strcmp(a, "--follow")) && !strcmp(act, "logs")) {
             follow = true;
         } else if (!strcmp(a, "-n") && i + 1 < argc && !strcmp(act, "logs")) {
-            if (cli_int_arg(c, k, a, argv[++i], 1, 1000000, &n)) return EXIT_USAGE;
+            if (cli_int_arg(c, k, a, argv[++i], 0, 1000000, &n)) return EXIT_USAGE;
         } else if (a[0] == '-' && a[1]) {
             return cli_usage_error(c, k, "service %s: unknown option '%s'", act, a);
         } else if (!id) {

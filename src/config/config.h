@@ -218,6 +218,7 @@ typedef struct settings {
     struct {
         int64_t drain_timeout_ms, timeout_ms;
         char *startup_mode;
+        int64_t startup_retry_ms;
     } sw;
     struct {
         bool enabled;

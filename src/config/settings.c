@@ -79,6 +79,8 @@ static const field switch_fields[] = {
      .doc = "how long in-flight requests of leaving services may finish"},
     {"timeout", F_DURATION, S(sw.timeout_ms), DUR(100, 86400000), .deflt = "15m", .doc = "a whole switch's deadline"},
     {"startup_mode", F_STR, S(sw.startup_mode), .deflt = "last", .doc = "none | last | <mode id>: the mode at daemon start"},
+    {"startup_retry", F_DURATION, S(sw.startup_retry_ms), DUR(0, 86400000), .deflt = "5m",
+     .doc = "how long the start-up mode's switch is retried, with backoff, when it is refused or fails (0: once)"},
     {NULL},
 };
 

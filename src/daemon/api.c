@@ -15,6 +15,7 @@
 #include "daemon/api_modes.h"
 #include "cli/hostview.h"
 #include "daemon/log.h"
+#include "daemon/logring.h"
 #include "router/router.h"
 #include "model/need.h"
 #include "util/clock.h"
@@ -231,6 +232,29 @@ static int64_t qint(const req *r, const char *key)
     return x < 0 ? -2 : x;
 }
 
+/* A boolean query value: 0, 1, false or true, else a 400 naming the key
+ * and the value (when it is short and printable) has been answered and -1
+ * is returned.  *out keeps its default when the key is absent. */
+static int qbool(const req *r, const char *what, const char *key, bool *out)
+{
+    const char *v = qget(r, key);
+    if (!v) return 0;
+    if (!strcmp(v, "1") || !strcmp(v, "true")) {
+        *out = true;
+        return 0;
+    }
+    if (!strcmp(v, "0") || !strcmp(v, "false")) {
+        *out = false;
+        return 0;
+    }
+    bool shown = strlen(v) <= 32;
+    for (const char *p = v; *p && shown; p++)
+        if (*p < 0x20 || *p > 0x7e) shown = false;
+    reply_error(r->c, 400, "bad_request", NULL, "%s: %s must be 0, 1, false or true, not '%s'", what, key,
+                shown ? v : "...");
+    return -1;
+}
+
 /* ---- GET /status, /services -------------------------------------------- */
 
 static void reservations_sum(gpumodd *d, uint64_t *host, uint64_t *gpu_by_index, size_t ngpu_slots)
@@ -408,6 +432,7 @@ static void get_service(req *r)
 /* ---- start / stop / restart -------------------------------------------- */
 
 typedef enum { OP_START, OP_STOP, OP_RESTART } op_kind;
+static const char *const op_names[] = {"start", "stop", "restart"};
 
 typedef struct op_req {
     gpumodd *d;
@@ -495,8 +520,12 @@ static void post_op(req *r, op_kind op)
     o->c = r->c;
     o->id = xstrdup(r->seg[1]);
     o->op = op;
-    const char *w = qget(r, "wait");
-    o->nowait = w && (!strcmp(w, "0") || !strcmp(w, "false"));
+    bool wait = true;
+    if (qbool(r, op_names[op], "wait", &wait) < 0) {
+        op_free(o);
+        return;
+    }
+    o->nowait = !wait;
     const char *origin = qget(r, "origin");
     if (!origin || (strcmp(origin, "cli") && strcmp(origin, "api"))) origin = "api";
     if (o->nowait && op != OP_START) {
@@ -652,8 +681,8 @@ static void get_logs(req *r)
     gpumodd *d = r->d;
     const char *id = r->seg[1];
     int64_t n = qint(r, "n"), after = qint(r, "after");
-    const char *fol = qget(r, "follow");
-    bool follow = fol && (!strcmp(fol, "1") || !strcmp(fol, "true"));
+    bool follow = false;
+    if (qbool(r, "logs", "follow", &follow) < 0) return;
     if (n == -2 || after == -2) {
         reply_error(r->c, 400, "bad_request", NULL, "logs: n and after must be non-negative integers");
         return;
@@ -667,7 +696,7 @@ static void get_logs(req *r)
     }
     buf out = BUF_INIT;
     uint64_t next = 0;
-    size_t lines = n >= 0 ? (size_t)n : after >= 0 ? 0 : 100;
+    size_t lines = n >= 0 ? (size_t)n : after >= 0 ? LOGRING_ALL : 100;
     if (sup_log_read(d->sup, id, after >= 0 ? (uint64_t)after : UINT64_MAX, lines, &out, &next) < 0) {
         reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", id);
         buf_release(&out);

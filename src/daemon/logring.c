@@ -157,7 +157,7 @@ static char at(const logring *r, uint64_t off)
 static uint64_t last_lines_start(const logring *r, size_t n)
 {
     uint64_t lo = logring_start(r), p = r->end;
-    if (p == lo || n == 0) return n == 0 ? lo : p;
+    if (p == lo || n == 0) return p;
     if (at(r, p - 1) == '\n') p--;
     size_t seen = 0;
     while (p > lo) {
@@ -175,8 +175,8 @@ void logring_read(const logring *r, uint64_t after, size_t n_lines, buf *out, ui
     uint64_t from = after == UINT64_MAX ? last_lines_start(r, n_lines) : after;
     if (from < lo) from = lo;
     if (from > r->end) from = r->end;
-    uint64_t to = r->end;
-    if (n_lines > 0 && after != UINT64_MAX) {
+    uint64_t to = n_lines == 0 ? from : r->end;
+    if (n_lines > 0 && n_lines != LOGRING_ALL && after != UINT64_MAX) {
         size_t lines = 0;
         for (uint64_t p = from; p < r->end; p++)
             if (at(r, p) == '\n' && ++lines == n_lines) {

@@ -30,10 +30,15 @@ void logring_write(logring *r, const char *data, size_t len);
 uint64_t logring_end(const logring *r);
 uint64_t logring_start(const logring *r);
 
+/* n_lines for no limit.  0 is zero lines: nothing is read, and *next is
+ * where the next byte will be (the end, or `after` clamped), so a reader
+ * can follow from now. */
+#define LOGRING_ALL SIZE_MAX
+
 /* The bytes after `after` (clamped to what is held; UINT64_MAX: only the
- * last n_lines lines), at most n_lines whole lines (0: no limit; a last
- * partial line counts), appended to out; *next = offset after the last
- * byte given. */
+ * last n_lines lines), at most n_lines whole lines (LOGRING_ALL: no limit;
+ * a last partial line counts), appended to out; *next = offset after the
+ * last byte given. */
 void logring_read(const logring *r, uint64_t after, size_t n_lines, buf *out, uint64_t *next);
 
 /* The last n lines, for error messages. */

@@ -1,7 +1,11 @@
 /* runner_spawn.c - the spawn runner: uv_spawn of gpumod-exec (docs/exec.md),
- * which makes itself the leader of a new session and process group, so
- * the helper's pid is the pgid and kill(-pgid) reaches the engine and
- * every worker it forks.
+ * the leader of a new session and process group, so the helper's pid is
+ * the pgid and kill(-pgid) reaches the engine and every worker it forks.
+ * libuv makes the session (UV_PROCESS_DETACHED: setsid before exec, and
+ * uv_spawn returns only after the exec), so the group exists as soon as
+ * the spawn returns: a stop a millisecond later finds it.  Left to the
+ * helper, the group would not exist until the helper ran, and a stop in
+ * between would signal nothing.
  *
  * on_exit waits for both pipes to reach EOF (the output's last lines are
  * what explains an exit during load) but never longer than a short grace
@@ -181,6 +185,7 @@ static run_handle *sp_spawn(runner *r, const runner_spec *spec, char *err, size_
     o.cwd = spec->cwd;
     o.stdio = stdio;
     o.stdio_count = 3;
+    o.flags = UV_PROCESS_DETACHED; /* setsid in the child: the group exists on return */
     int rc = uv_spawn(sr->loop, &h->proc, &o);
     strv_release(&args);
     strv_release(&env);

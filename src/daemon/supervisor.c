@@ -115,6 +115,8 @@ struct svc {
     uint64_t starttime;
     int64_t spawn_mono;
     logring *log;
+    bool ran;          /* the start in progress (or the last one) spawned */
+    uint64_t run_from; /* the ring's end when it did: where its output begins */
     logscan ls;
     int progress;
     health_probe *probe;
@@ -181,6 +183,8 @@ struct sup {
     int watch_iter;
     bool shutting;
     bool hurry; /* sup_hurry: SIGKILL at once, no NVML wait */
+    sup_guard_fn guard;
+    void *guard_ud;
     int shut_pending;
     bool shut_closing;
     int closing_handles;
@@ -192,6 +196,7 @@ struct sup {
     struct recon_item *recon;
     size_t nrecon;
     bool recon_ports_done; /* the port pass ran (after the run files' groups were gone) */
+    bool left_behind;      /* reconcile found run files: a previous daemon did not stop its services */
     void (*recon_cb)(void *ud);
     void *recon_ud;
     /* the /proc scan of this loop turn, shared by the kill polls */
@@ -1283,6 +1288,8 @@ static void spawn_it(svc *v, const preset *p)
     l.argv.v[0] = bin;
 
     open_log(v, st);
+    v->ran = true;
+    v->run_from = v->log ? logring_end(v->log) : 0;
     logscan_init(&v->ls, p->driver);
     v->progress = -1;
     v->exited = false;
@@ -1637,6 +1644,7 @@ static void do_start(svc *v, const char *origin)
     set_pending(v, 0, NULL, NULL);
     v->start_at_ms = wall_ms();
     v->run_hash[0] = 0; /* set at admission, from the config of that moment */
+    v->ran = false;
     if (strcmp(origin, "restart") != 0) { /* a person (or a switch) asked: a fresh policy window */
         memset(&v->hist, 0, sizeof v->hist);
         v->attempt = 0;
@@ -1644,6 +1652,28 @@ static void do_start(svc *v, const char *origin)
     char words[64];
     snprintf(words, sizeof words, "requested by %s", origin);
     feed(v, EV_START, words);
+}
+
+bool sup_left_behind(const sup *s)
+{
+    return s->left_behind;
+}
+
+void sup_set_start_guard(sup *s, sup_guard_fn fn, void *ud)
+{
+    s->guard = fn;
+    s->guard_ud = ud;
+}
+
+/* The guard said no: cb answered with its refusal.  True then. */
+static bool guarded(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
+{
+    sup_refusal r = {0};
+    if (!s->guard || s->guard(id, origin, &r, s->guard_ud) == 0) return false;
+    answer_now(cb, ud, r.status, r.code, r.message, r.detail);
+    free(r.message);
+    free(r.detail);
+    return true;
 }
 
 bool sup_origin_is_person(const char *origin)
@@ -1712,6 +1742,7 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
         free(m);
         return 0;
     }
+    if (guarded(s, id, origin, cb, ud)) return 0;
     push_waiter(&v->starts, cb, ud);
     do_start(v, origin ? origin : "api");
     return v->seq;
@@ -1788,6 +1819,7 @@ static void restart_stopped(const sup_result *r, void *ud)
 
 void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
 {
+    if ((find(s, id) || config_preset(s->cfg, id)) && guarded(s, id, origin, cb, ud)) return;
     restart_ctx *c = xcalloc(1, sizeof *c);
     c->s = s;
     c->id = xstrdup(id);
@@ -2127,6 +2159,20 @@ int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *ou
         return 0;
     }
     logring_read(v->log, after, n_lines, out, next);
+    return 0;
+}
+
+int sup_run_tail(sup *s, const char *id, size_t n_lines, buf *out)
+{
+    svc *v = find(s, id);
+    if (!v && !config_preset(s->cfg, id)) return -1;
+    if (!v || !v->log || !v->ran) return 0;
+    buf b = BUF_INIT;
+    uint64_t next = 0;
+    logring_read(v->log, UINT64_MAX, n_lines, &b, &next);
+    uint64_t from = next - b.len, skip = from < v->run_from ? v->run_from - from : 0;
+    if (skip < b.len) buf_add(out, b.p + skip, b.len - (size_t)skip);
+    buf_release(&b);
     return 0;
 }
 
@@ -2573,6 +2619,7 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
             free(id);
             continue;
         }
+        s->left_behind = true; /* its group may be gone already, its GPU memory not yet */
         int members = 0;
         if (pgid > 1) {
             pid_t pids[8];

@@ -115,6 +115,26 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
  * conflict "stopped before it started").  Down already: 200 at once. */
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 
+/* After sup_reconcile: a previous daemon left services behind (it was
+ * killed or crashed: their run files were still there), so GPU memory they
+ * held may not be released yet, even when their processes are gone. */
+bool sup_left_behind(const sup *s);
+
+/* What owns the services above the supervisor (a mode switch) may refuse
+ * a start: the guard is asked before a start that would begin a load (not
+ * one that finds the service ready or joins a start in flight) and before
+ * a restart.  It returns 0 to let it through, or fills *out (message and
+ * detail allocated, freed by the supervisor; detail JSON or NULL) and
+ * returns -1: the start is answered with that, nothing changed. */
+typedef struct sup_refusal {
+    int status;
+    const char *code; /* static */
+    char *message, *detail;
+} sup_refusal;
+typedef int (*sup_guard_fn)(const char *id, const char *origin, sup_refusal *out, void *ud);
+/* fn NULL: no guard */
+void sup_set_start_guard(sup *s, sup_guard_fn fn, void *ud);
+
 /* stop then start, each as above; cb once, with the start's result. */
 void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 
@@ -158,9 +178,14 @@ void sup_slot_json(sup *s, buf *out);
  * is <log_dir>/<id>.log, rotated per settings).  Offsets count bytes
  * since the daemon started the service the first time.  Reads the bytes
  * after `after` (clamped to what the ring still holds; after = UINT64_MAX:
- * only the last n_lines lines), at most n_lines lines (0: no limit), into
+ * only the last n_lines lines), at most n_lines lines (LOGRING_ALL: no limit), into
  * out; *next is the offset to ask for next time.  -1 when id is unknown. */
 int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *out, uint64_t *next);
+/* The last n_lines lines of the output of the service's current (or
+ * last) start, appended to out: nothing when that start spawned nothing
+ * (refused on its port or by the gate), though the ring holds an earlier
+ * run's lines.  -1 when id is unknown. */
+int sup_run_tail(sup *s, const char *id, size_t n_lines, buf *out);
 /* Called on the loop for each chunk of a service's output (follow). */
 typedef void (*sup_log_cb)(const char *id, const char *data, size_t len, void *ud);
 typedef struct sup_log_watch sup_log_watch;

@@ -29,6 +29,7 @@
 #include "cli/hostview.h"
 #include "core/plan.h"
 #include "daemon/log.h"
+#include "daemon/startup.h"
 #include "model/need.h"
 #include "util/clock.h"
 #include "util/strv.h"
@@ -72,6 +73,8 @@ typedef struct queued {
 struct swx {
     switch_env env;
     run *cur;
+    bool own_start; /* inside the switch's own sup_start: the guard lets it through */
+    startup *su;    /* the start-up mode being brought up, or NULL */
     queued *q_head;
     bool closing;
     uv_timer_t t_deadline, t_poll, t_drain;
@@ -1278,11 +1281,9 @@ static void started_cb(const sup_result *res, void *ud)
     }
     char *reason, *tail;
     split_tail(res->message, &reason, &tail);
-    if (!tail) {
+    if (!tail) { /* this start's output only: a refused start has none */
         buf lb = BUF_INIT;
-        uint64_t next = 0;
-        if (sup_log_read(r->x->env.sup, id, UINT64_MAX, TAIL_LINES, &lb, &next) == 0 && lb.len)
-            tail = buf_detach(&lb);
+        if (sup_run_tail(r->x->env.sup, id, TAIL_LINES, &lb) == 0 && lb.len) tail = buf_detach(&lb);
         buf_release(&lb);
     }
     if (r->st == ST_START || r->st == ST_HEALTHY) {
@@ -1311,7 +1312,9 @@ static void start_one(run *r, const char *phase, const char *id)
     if (r->st == ST_START) strv_push(&r->started, id);
     free(r->cur_start);
     r->cur_start = xstrdup(id);
+    r->x->own_start = true; /* past the start guard */
     sup_start(r->x->env.sup, id, r->st == ST_RB_START ? "switch" : r->sup_origin, started_cb, op_new(r, seq, id));
+    r->x->own_start = false;
 }
 
 /* ---- verify-healthy, commit, the end ------------------------------- */
@@ -1666,6 +1669,13 @@ static void queue_next(swx *x)
     }
 }
 
+/* "a switch is in progress: switch 13 from 'A' to 'B', requested by cli; ..." */
+static void busy_words(const run *c, buf *m)
+{
+    buf_printf(m, "a switch is in progress: switch %" PRId64 " from %s%s%s to '%s', requested by %s; try again when it ends",
+               c->id, c->from ? "'" : "", c->from ? c->from : "no mode", c->from ? "'" : "", c->mode, c->origin);
+}
+
 int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
 {
     const config *cfg = cfg_of(x);
@@ -1694,10 +1704,8 @@ int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
         return 0;
     }
     if (x->cur && !rq->queue) {
-        run *c = x->cur;
         buf m = BUF_INIT, d = BUF_INIT;
-        buf_printf(&m, "a switch is in progress: switch %" PRId64 " from %s%s%s to '%s', requested by %s; try again when it ends",
-                   c->id, c->from ? "'" : "", c->from ? c->from : "no mode", c->from ? "'" : "", c->mode, c->origin);
+        busy_words(x->cur, &m);
         switch_current_json(x, &d);
         res = (switch_result){409, "switch_in_progress", m.p, d.p};
         cb(&res, ud);
@@ -1735,6 +1743,23 @@ void switch_rank(swx *x, const char *service, switch_cb cb, void *ud)
     x->dry_head = r;
     r->refs++;
     hostmon_take(x->env.hm, dry_planned, r);
+}
+
+/* The supervisor's start guard: while a switch runs, the services are
+ * its own, and a start beside it would change the set it verifies (it
+ * would fail "'X' is not in mode 'M'" and roll back), so only the
+ * switch's own starts go through; the rest are refused, naming it. */
+static int start_guard(const char *id, const char *origin, sup_refusal *out, void *ud)
+{
+    swx *x = ud;
+    (void)origin;
+    if (!x->cur || x->own_start) return 0;
+    buf m = BUF_INIT, d = BUF_INIT;
+    buf_printf(&m, "cannot start '%s': ", id);
+    busy_words(x->cur, &m);
+    switch_current_json(x, &d);
+    *out = (sup_refusal){409, "switch_in_progress", buf_detach(&m), buf_detach(&d)};
+    return -1;
 }
 
 void switch_current_json(swx *x, buf *out)
@@ -1823,14 +1848,6 @@ int switch_journal_json(swx *x, size_t limit, buf *out, char *err, size_t errlen
 /* ------------------------------------------------------------------ */
 /* start-up, shutdown */
 
-static void startup_done(const switch_result *res, void *ud)
-{
-    if (res->status == 200)
-        log_info("start-up mode: brought up");
-    else
-        log_warn("start-up mode: %s", res->message ? res->message : "failed");
-}
-
 /* Close the entries a crash left open; each becomes `interrupted`. */
 static void recover(swx *x, const char *bringing)
 {
@@ -1906,14 +1923,14 @@ void switch_startup(swx *x)
             x->env.on_event(&e, x->env.ud);
         return;
     }
-    switch_req rq = {.mode = target, .origin = "startup", .queue = true};
-    switch_request(x, &rq, startup_done, NULL);
+    x->su = startup_begin(x, &x->env, target); /* waits for what a previous daemon left, retries */
 }
 
 swx *switch_new(const switch_env *env)
 {
     swx *x = xcalloc(1, sizeof *x);
     x->env = *env;
+    if (x->env.sup) sup_set_start_guard(x->env.sup, start_guard, x);
     return x;
 }
 
@@ -1925,6 +1942,8 @@ void switch_shutdown(swx *x)
 {
     if (x->closing) return;
     x->closing = true;
+    startup_stop(x->su);
+    if (x->env.sup) sup_set_start_guard(x->env.sup, NULL, NULL); /* the supervisor outlives us a while */
     run *r = x->cur;
     if (r) {
         undrain(r);
@@ -1965,6 +1984,7 @@ void switch_shutdown(swx *x)
 void switch_free(swx *x)
 {
     if (!x) return;
+    startup_free(x->su);
     if (x->cur) run_free(x->cur); /* a snapshot it waited for never came back */
     while (x->dry_head) {
         run *d = x->dry_head;

@@ -137,7 +137,9 @@ void switch_set_end(swx *x, switch_end_fn fn, void *ud);
 /* Once, after reconcile: close every journal entry a crash left open
  * (state interrupted, a switch.phase event saying so), then bring up
  * switch.startup_mode (none | last | a mode id) through a switch with
- * origin "startup".  Returns at once; the switch runs on the loop. */
+ * origin "startup" (src/daemon/startup.c: after the memory a previous
+ * daemon left is released, retried within switch.startup_retry).
+ * Returns at once; the switch runs on the loop. */
 void switch_startup(swx *x);
 
 /* The last committed mode into out: 1, or 0 when none was ever committed. */

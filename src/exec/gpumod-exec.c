@@ -47,6 +47,14 @@
  *   (the daemon's last step) ends the helper early, and it ends the whole
  *   group with it in one kernel operation.
  *
+ * - A signal that came before the engine existed (a stop right after the
+ *   start) reached only the helper, and fork does not pass pending signals
+ *   on.  So the child waits, signals still blocked, for a go-ahead on a
+ *   pipe; the helper first forwards to it every signal it holds, then says
+ *   go.  A group signal sent after the fork reached the child too, but a
+ *   blocked standard signal is pending once however often it is sent: the
+ *   engine sees one copy either way, and dies of it before its exec.
+ *
  * - Exit status: the engine's exit code, or 128+N when a signal N killed
  *   it; 125 the helper itself failed (usage, --cwd, --log, --oom-score-adj,
  *   the parent already gone); 126 PROGRAM found but not executable; 127
@@ -95,6 +103,7 @@
 #define KILL_SCAN_MS 20         /* rescan /proc this often while killing */
 #define DEFAULT_REAP_MS 5000    /* CUDA teardown in D state can take seconds */
 #define SCAN_MAX_PIDS (1 << 22) /* pid_max's ceiling: the scan is bounded */
+#define GO_TIMEOUT_MS 10000     /* the helper says go right after the fork */
 
 #define DEATH_SIG (SIGRTMIN)
 
@@ -335,7 +344,20 @@ static int exec_search(char **argv)
     return saved;
 }
 
-static _Noreturn void run_child(const opts *o, pid_t helper, int errfd)
+/* Wait for the helper's go-ahead (it has forwarded what came before the
+ * fork by then).  False when the helper died or never said it. */
+static bool await_go(int gofd)
+{
+    struct pollfd p = {gofd, POLLIN, 0};
+    int r;
+    do
+        r = poll(&p, 1, GO_TIMEOUT_MS);
+    while (r < 0 && errno == EINTR);
+    char c;
+    return r == 1 && read(gofd, &c, 1) == 1;
+}
+
+static _Noreturn void run_child(const opts *o, pid_t helper, int errfd, int gofd)
 {
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigemptyset(&dfl.sa_mask);
@@ -345,6 +367,8 @@ static _Noreturn void run_child(const opts *o, pid_t helper, int errfd)
     /* the engine itself dies with us; its workers are the helper's job */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != helper) child_fail_exit(errfd, STAGE_PARENT, ESRCH);
+    if (!await_go(gofd)) child_fail_exit(errfd, STAGE_PARENT, ESRCH);
+    close(gofd);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -541,6 +565,19 @@ static void wait_events(sup *s, int ms)
     }
 }
 
+/* Before the child's go-ahead: every signal the helper holds now may have
+ * come before the fork, when it could not reach the engine, so it is
+ * forwarded; one that came after the fork is pending in the blocked child
+ * already, and the forwarded copy merges with it. */
+static void pass_early_signals(sup *s)
+{
+    struct signalfd_siginfo si;
+    while (read(s->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig != SIGCHLD && sig != DEATH_SIG) kill(s->child, sig);
+    }
+}
+
 /* SIGKILL the group and subtree and reap it all, within --reap-timeout.
  * True when nothing is left. */
 static bool kill_all(sup *s)
@@ -674,8 +711,8 @@ int main(int argc, char **argv)
     close_inherited();
 
     s.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    int pfd[2];
-    if (s.sfd < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
+    int pfd[2], gfd[2];
+    if (s.sfd < 0 || pipe2(pfd, O_CLOEXEC) < 0 || pipe2(gfd, O_CLOEXEC) < 0) {
         say("signalfd/pipe: %s", strerror(errno));
         return EXIT_HELPER;
     }
@@ -687,12 +724,18 @@ int main(int argc, char **argv)
     }
     if (s.child == 0) {
         close(pfd[0]);
+        close(gfd[1]);
         close(s.sfd);
-        run_child(&s.o, s.self, pfd[1]);
+        run_child(&s.o, s.self, pfd[1], gfd[0]);
     }
     close(pfd[1]);
+    close(gfd[0]);
     s.errfd = pfd[0];
     fcntl(s.errfd, F_SETFL, O_NONBLOCK);
+    pass_early_signals(&s);
+    ssize_t w = write(gfd[1], "g", 1); /* a dead child: EPIPE, ignored */
+    (void)w;
+    close(gfd[1]);
 
     /* the engine runs: wait for it, watching the daemon */
     while (!s.child_done) {

@@ -121,6 +121,7 @@ struct srv_conn {
     bool nobody;      /* the streamed response has no body (HEAD, 204, 304) */
     int64_t body_left; /* srv_respond_head with a length: bytes still owed; else -1 */
     int fail_status;   /* the error status the server answered the current request with, or 0 */
+    size_t fail_bytes; /* the body of that answer */
     uint64_t body_deadline; /* uv_now when the body deadline passes (T_BODY) */
     uint64_t body_rest;     /* ms of it left while the body is paused */
     void *ud;         /* srv_conn_set_ud */
@@ -376,6 +377,7 @@ static void send_error(srv_conn *c, int status, const char *msg)
                "Connection: close\r\n\r\n",
                status, reason_phrase(status), body.len);
     buf_add(&b, body.p, body.len);
+    c->fail_bytes = body.len;
     buf_release(&body);
     c->keep_alive = false;
     conn_write(c, &b);
@@ -509,6 +511,7 @@ static void req_begin(srv_conn *c)
     c->body_left = -1;
     c->req_dead = c->aborted = false;
     c->fail_status = 0;
+    c->fail_bytes = 0;
     c->keep_alive = c->msg.keep_alive && !c->s->closing;
     c->is_head = view_ieq(&c->msg.method, "HEAD");
     c->n_requests++;
@@ -855,6 +858,11 @@ void srv_resume_body(srv_conn *c)
 int srv_conn_fail_status(const srv_conn *c)
 {
     return c->fail_status;
+}
+
+size_t srv_conn_fail_bytes(const srv_conn *c)
+{
+    return c->fail_status ? c->fail_bytes : 0;
 }
 
 void srv_conn_set_ud(srv_conn *c, void *ud)

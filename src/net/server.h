@@ -195,6 +195,8 @@ void srv_resume_body(srv_conn *c);
  * itself (413, 408, 400 ... while a streamed body was read), or 0.  A
  * handler that gets on_abort may read it to record what the client got. */
 int srv_conn_fail_status(const srv_conn *c);
+/* The body bytes of that answer (what an access log records as out). */
+size_t srv_conn_fail_bytes(const srv_conn *c);
 
 /* The handler's own pointer for this connection (NULL at accept); it
  * lives as long as c, across requests, and is never freed by the server. */

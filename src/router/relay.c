@@ -258,6 +258,7 @@ void relay_client_gone(relay *x)
     if (st) {
         x->status = st;
         x->head_sent = true;
+        x->bytes_out += srv_conn_fail_bytes(x->c);
     } else {
         x->client_gone = true;
     }

@@ -168,4 +168,22 @@ reap "$h" 5 || t_fail "helper still running"
 t_eq "$rc" 129 "exit status (SIGHUP)"
 t_end
 
+t_begin "a SIGTERM that came before the fork reaches the program (a stop right after the start)"
+# --log on a FIFO holds the helper in open(2) after it blocked its signals
+# and before it forks: the signal reaches the helper alone, then the FIFO
+# gets a reader and the program is forked
+mkfifo "$T/hold"
+"$EXEC" --log "$T/hold" -- sleep 30 &
+h=$!
+t_wait 5 grep -q 'SigBlk:.*[1-9a-f]' "/proc/$h/status" || t_fail "the helper never blocked its signals"
+t_wait 5 test "$(awk '{print $3}' "/proc/$h/stat")" = S || t_fail "the helper never waited on the FIFO"
+kill -TERM "$h"
+cat "$T/hold" >/dev/null &
+reader=$!
+reap "$h" $((5 * S)) || { t_fail "the program never got the SIGTERM"; kill -KILL -- "-$h"; }
+t_eq "$rc" 143 "exit status (SIGTERM)"
+kill "$reader" 2>/dev/null
+wait "$reader" 2>/dev/null
+t_end
+
 t_done

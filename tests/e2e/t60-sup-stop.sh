@@ -13,6 +13,8 @@ P1=$(free_port) P2=$(free_port) P3=$(free_port)
 preset stubborn "$P1" 'env: {FAKELLM_IGNORE_SIGTERM: "1"}'
 preset forker "$P2" 'env: {FAKELLM_FORK_WORKER: "1", FAKELLM_RAM_MB: "16"}'
 preset plain "$P3"
+P4=$(free_port)
+preset quick "$P4"
 daemon_start
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
@@ -40,6 +42,48 @@ t_diag "group $pg: $members"
 t_run 0 gpumod service stop forker
 for p in $members; do alive "$p" && t_fail "pid $p of group $pg still alive after stop"; done
 t_eq "$(state_of forker)" down "state"
+t_end
+
+t_begin "a stop 0-5 ms after a start reaches the engine: 20 times, never SIGKILL"
+# start?wait=0, then stop after a gap that lands anywhere in the spawn: in
+# admission, before the exec helper made its group, before it forked the
+# engine, during the engine's start-up.  Each stop must end the run by
+# SIGTERM (fakellm exits 0 on it, or dies of it before its handler is up)
+# and never wait stop_timeout for SIGKILL.
+python3 - "$GPUMOD_SOCKET" quick 20 >"$T/race.log" 2>&1 <<'PY'
+import socket, sys, time
+path, svc, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def post(url):
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(30)
+    c.connect(path)
+    c.sendall(("POST %s HTTP/1.1\r\nHost: gpumod\r\nContent-Length: 0\r\nConnection: close\r\n\r\n" % url).encode())
+    data = b""
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        data += b
+    c.close()
+    return data.split(b" ", 2)[1].decode()
+for i in range(n):
+    a = post("/services/%s/start?wait=0" % svc)
+    time.sleep((i % 6) / 1000.0)
+    b = post("/services/%s/stop" % svc)
+    print(i, a, b, flush=True)
+PY
+t_eq "$?" 0 "the race client"
+t_eq "$(awk '$3 == 200' "$T/race.log" | wc -l)" 20 "stops answered 200"
+events quick
+# every run that spawned ended: by SIGTERM (signal 15, or fakellm's exit 0)
+jq -c 'select(.kind == "exit") | .data' "$T/ev" >"$T/exits"
+t_diag "$(grep -c . "$T/exits") of 20 starts spawned before their stop; exits: $(sort "$T/exits" | sed 's/"pid":[0-9]*//' | uniq -c | tr '\n' ' ')"
+t_eq "$(jq -s '[.[] | select(.signal == 9 or .code == 137)] | length' "$T/exits")" 0 "exits by SIGKILL"
+# a unit's exit comes from systemd without the engine's status
+runner_is spawn && t_eq "$(jq -s '[.[] | select(.signal != 15 and .code != 0)] | length' "$T/exits")" 0 \
+    "exits not by SIGTERM"
+t_lacks "$T/ev" "SIGKILL"
+t_lacks "$T/daemon.log" "'quick': still running"
+t_eq "$(state_of quick)" down "state"
 t_end
 
 if runner_is systemd; then

@@ -63,6 +63,28 @@ t_has "$T/follow.out" "HF_TOKEN=<redacted>"
 t_lacks "$T/follow.out" hunter2-in-the-log
 t_end
 
+t_begin "logs n=0 is zero lines, next at the end; a wait or follow that is not a boolean is 400"
+URLPATH="/services/chat/logs?n=1" api
+end=$(jq -r .next "$T/out")
+URLPATH="/services/chat/logs?n=0" api
+t_eq "$(cat "$T/status")" 200 "logs n=0"
+t_jq out .data ""
+t_jq out .next "$end"
+URLPATH="/services/chat/logs?after=0&n=0" api
+t_jq out .data ""
+t_jq out .next 0
+for q in "start?wait=2" "start?wait=yes" "start?wait=" "stop?wait=2" "restart?wait=maybe"; do
+    URLPATH="/services/chat/$q" api -X POST
+    t_eq "$(cat "$T/status")" 400 "POST $q"
+    t_jq out .error.code bad_request
+    t_has out "wait must be 0, 1, false or true"
+done
+URLPATH="/services/chat/logs?follow=2" api
+t_eq "$(cat "$T/status")" 400 "logs follow=2"
+t_has out "follow must be 0, 1, false or true"
+t_eq "$(state_of chat)" ready "state after the refused requests"
+t_end
+
 t_begin "events: a full page says there may be more"
 t_run 0 gpumod events --since 0 -n 1
 t_eq "$(wc -l <"$T/out")" 1 "lines"

@@ -5,7 +5,8 @@
 # (GET /switches) and `gpumod events`; --dry-run prints the plan and
 # changes nothing; `mode current` with a running set that is no mode is
 # null with the last committed mode; two concurrent switch requests: one
-# runs, the other gets 409 naming it.
+# runs, the other gets 409 naming it; so does a start or a restart of a
+# service asked while a switch runs.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sup-lib.sh"
 
@@ -19,6 +20,11 @@ mkdir -p "$C/modes"
 printf 'id: A\nservices: [shared, a2]\n' >"$C/modes/A.yaml"
 printf 'id: B\nservices: [shared, b2]\n' >"$C/modes/B.yaml"
 printf 'id: S\nservices: [slow]\n' >"$C/modes/S.yaml"
+# ready only once the test says so: a switch to G runs until then
+PG=$(free_port)
+printf 'id: gated\ndriver: command\nport: %s\nmemory: {host_mb: 16}\ncommand: [sh, -c, "while [ ! -e %s ]; do sleep 0.05; done; exec %s -m %s --port %s"]\n' \
+    "$PG" "$T/go" "$FAKELLM_BIN" "$MODEL" "$PG" >"$C/presets/gated.yaml"
+printf 'id: G\nservices: [gated]\n' >"$C/modes/G.yaml"
 
 t_begin "mode list and show work without a daemon, from the configuration"
 t_run 0 gpumod mode list
@@ -140,6 +146,29 @@ reap "$swpid" 20 || t_fail "the first switch did not end"
 t_eq "$rc" 0 "the first switch's exit code"
 t_run 0 gpumod mode current --json
 t_jq out .mode S
+t_end
+
+t_begin "a start during a switch is refused with 409 naming the switch; the switch commits"
+t_run 0 gpumod mode switch none
+t_spawn sw2 "$GPUMOD_BIN" mode switch G
+swpid=$_t_last_pid
+t_wait 10 switching || t_fail "the switch never showed up"
+t_run 1 gpumod service start b2
+t_has err "a switch is in progress: switch"
+t_has err "to 'G'"
+for q in "b2/start?wait=0" "b2/start" "a2/restart"; do
+    t_run 0 sh -c "curl -s -w ' %{http_code}' -X POST --unix-socket '$GPUMOD_SOCKET' 'http://gpumod/services/$q'"
+    t_match out ' 409$'
+    sed -i 's/ 409$//' "$T/out"
+    t_jq out .error.code switch_in_progress
+    t_jq out .error.detail.mode G
+done
+touch "$T/go"
+reap "$swpid" 20 || t_fail "the switch did not end"
+t_eq "$rc" 0 "the switch's exit code"
+t_eq "$(state_of b2),$(state_of a2)" "down,down" "the refused services"
+t_run 0 gpumod mode current --json
+t_jq out .mode G
 t_end
 
 t_begin "unknown mode: 404, exit 2; mode none stops everything"

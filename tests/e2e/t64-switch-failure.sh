@@ -8,7 +8,7 @@
 . "$(dirname "$0")/sup-lib.sh"
 
 settings "supervisor: {stop_timeout: 2s, health_interval: 1s}"
-P1=$(free_port) P2=$(free_port) P3=$(free_port) P4=$(free_port)
+P1=$(free_port) P2=$(free_port) P3=$(free_port) P4=$(free_port) P5=$(free_port)
 preset a1 "$P1"
 preset a2 "$P2"
 # never ready within its startup_timeout
@@ -18,6 +18,8 @@ mkdir -p "$C/modes"
 printf 'id: A\nservices: [a1, a2]\n' >"$C/modes/A.yaml"
 printf 'id: B\nservices: [a1, stuck]\n' >"$C/modes/B.yaml"
 printf 'id: L\nservices: [slowb]\n' >"$C/modes/L.yaml"
+preset ported "$P5"
+printf 'id: P\nservices: [ported]\n' >"$C/modes/P.yaml"
 daemon_start
 
 t_begin "a start that times out: rolled back to A, every A service ready, exit 1 with the reason"
@@ -75,6 +77,23 @@ t_jq out .base_mode none
 t_run 0 sh -c "curl -s --unix-socket '$GPUMOD_SOCKET' 'http://gpumod/switches?limit=1'"
 t_jq out '.switches[0].outcome' failed
 t_jq out '[.switches[0].phases[] | select(.phase == "settle-stop") | .service] | length > 0' true
+t_end
+
+t_begin "a start refused on its port attaches no log tail of an earlier run"
+t_run 0 gpumod service start ported
+t_run 0 gpumod service stop ported
+t_run 0 gpumod service logs ported -n 5
+t_has out "listening on"
+fakellm_spawn squatter -- --port "$P5" -m "$MODEL"
+sq=$_t_last_pid
+wait_healthy "$P5" || t_fail "the squatter never listened on $P5"
+t_run 1 gpumod mode switch P --json
+t_jq out .error.detail.service ported
+t_jq out '.error.detail.reason | test("port '"$P5"' is held by pid '"$sq"'")' true
+t_jq out '.error.detail.log_tail // ""' ""
+t_jq out '.error.message | contains("log tail")' false
+kill "$sq"
+reap "$sq" 5
 t_end
 
 t_begin "the daemon stops cleanly"

@@ -97,8 +97,10 @@ t_has "$T/o" "body"
 t_eq "$(rcurl "$T/o" "${K[@]}" -H "Transfer-Encoding: chunked" "$RURL/v1/chat/completions" --data-binary @"$T/big")" \
     413 "a 2 MiB chunked body"
 t_jq "$T/o" .error.code too_large
-t_wait 5 grep -q '"POST /v1/chat/completions" model=- -> - status=413 .* aborted=no' "$T/daemon.log" ||
-    t_fail "the access log does not record the 413 the client got: $(grep -c 'status=413' "$T/daemon.log") line(s)"
+# out= is the body the client got, not 0
+olen=$(stat -c %s "$T/o")
+t_wait 5 grep -q '"POST /v1/chat/completions" model=- -> - status=413 in=[0-9]* out='"$olen"' .* aborted=no' "$T/daemon.log" ||
+    t_fail "the access log does not record the 413 ($olen bytes) the client got: $(grep 'status=413' "$T/daemon.log")"
 t_eq "$(rcurl "$T/o" "${K[@]}" -H "X-Big: $(head -c 3000 /dev/zero | tr '\0' a)" "$RURL/v1/models")" 431 "a 3 KB header"
 t_jq "$T/o" .error.code too_large
 exec 7<>"/dev/tcp/127.0.0.1/$RP"
@@ -114,8 +116,9 @@ timeout $((5 * S)) cat <&7 >"$T/slowbody"
 exec 7<&-
 t_has "$T/slowbody" "HTTP/1.1 408"
 t_has "$T/slowbody" '{"error":{"code":"timeout","message":"request body not received in time"}}'
-t_wait 5 grep -q '"POST /v1/chat/completions" model=- -> - status=408 in=4 .* aborted=no' "$T/daemon.log" ||
-    t_fail "the access log does not record the 408 the client got"
+blen=$(python3 -c 'import sys; print(len(open(sys.argv[1], "rb").read().split(b"\r\n\r\n", 1)[1]))' "$T/slowbody")
+t_wait 5 grep -q '"POST /v1/chat/completions" model=- -> - status=408 in=4 out='"$blen"' .* aborted=no' "$T/daemon.log" ||
+    t_fail "the access log does not record the 408 ($blen bytes) the client got: $(grep 'status=408' "$T/daemon.log")"
 t_end
 
 t_begin "\"model\": \"default\" follows route default, rewritten to the target's id, kept across a restart"

@@ -22,7 +22,7 @@ static void offsets_and_lines(void **state)
     assert_int_equal(logring_start(r), 0);
     buf b = BUF_INIT;
     uint64_t next = 0;
-    logring_read(r, 0, 0, &b, &next);
+    logring_read(r, 0, LOGRING_ALL, &b, &next);
     assert_string_equal(b.p, "one\ntwo\nthree\nfour\n");
     assert_int_equal(next, 19);
     buf_clear(&b);
@@ -30,7 +30,7 @@ static void offsets_and_lines(void **state)
     assert_string_equal(b.p, "two\nthree\n");
     assert_int_equal(next, 14);
     buf_clear(&b);
-    logring_read(r, next, 0, &b, &next);
+    logring_read(r, next, LOGRING_ALL, &b, &next);
     assert_string_equal(b.p, "four\n");
     buf_clear(&b);
     logring_read(r, UINT64_MAX, 2, &b, &next); /* the last two lines */
@@ -41,9 +41,15 @@ static void offsets_and_lines(void **state)
     logring_tail(r, 2, &b);
     assert_string_equal(b.p, "four\npartial");
     buf_clear(&b);
-    logring_read(r, 1000, 0, &b, &next); /* past the end: clamped */
+    logring_read(r, 1000, LOGRING_ALL, &b, &next); /* past the end: clamped */
     assert_string_equal(b.p, "");
     assert_int_equal(next, 26);
+    logring_read(r, UINT64_MAX, 0, &b, &next); /* zero lines: nothing, next at the end */
+    assert_string_equal(b.p, "");
+    assert_int_equal(next, 26);
+    logring_read(r, 4, 0, &b, &next); /* zero lines after 4: nothing, next stays */
+    assert_string_equal(b.p, "");
+    assert_int_equal(next, 4);
     buf_release(&b);
     logring_free(r);
 }
@@ -61,7 +67,7 @@ static void wraps_and_keeps_the_last_bytes(void **state)
     assert_int_equal(logring_start(r), end - LOGRING_SIZE);
     buf b = BUF_INIT;
     uint64_t next;
-    logring_read(r, 0, 0, &b, &next); /* from 0: clamped to what is held */
+    logring_read(r, 0, LOGRING_ALL, &b, &next); /* from 0: clamped to what is held */
     assert_int_equal(b.len, LOGRING_SIZE);
     assert_int_equal(next, end);
     buf_clear(&b);
@@ -74,7 +80,7 @@ static void wraps_and_keeps_the_last_bytes(void **state)
     big[LOGRING_SIZE + 9] = 'z';
     logring_write(r, big, LOGRING_SIZE + 10);
     buf_clear(&b);
-    logring_read(r, 0, 0, &b, &next);
+    logring_read(r, 0, LOGRING_ALL, &b, &next);
     assert_int_equal(b.len, LOGRING_SIZE);
     assert_int_equal(b.p[b.len - 1], 'z');
     free(big);
