@@ -169,7 +169,7 @@ t_jq out .error.code method_not_allowed
 URLPATH=/preflight api -X POST -H 'Content-Type: application/json' --data-binary '{"service": '
 t_eq "$(cat "$T/status")" 400 "bad JSON"
 t_jq out .error.code bad_request
-t_has out "not a JSON object"
+t_has out "preflight: the body must be a JSON object: not JSON (at byte 11)"
 URLPATH=/preflight api -X POST -H 'Content-Type: application/json' --data-binary '{"service": 3}'
 t_eq "$(cat "$T/status")" 400 "service not a string"
 URLPATH=/results api -X POST
