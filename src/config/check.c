@@ -3,6 +3,7 @@
  * Cross-file problems are reported at the second occurrence, naming the
  * first, so the user edits the file that introduced the conflict. */
 #include "config/check.h"
+#include "util/slurp.h"
 #include "config/schema.h"
 #include "drivers/driver.h"
 #include "drivers/flags.h"
@@ -216,6 +217,9 @@ static void need_path(config *cfg, const preset *p, const char *what, const char
     else if (!dir && S_ISDIR(st.st_mode))
         diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': %s '%s' is a directory, expected a file", p->id,
                   what, path);
+    else if (!dir && !S_ISREG(st.st_mode)) /* a FIFO would block whoever opens it */
+        diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': %s '%s' is %s, expected a regular file", p->id,
+                  what, path, slurp_kind(st.st_mode));
 }
 
 static void check_flags(config *cfg, const preset *p, const char *binary)
