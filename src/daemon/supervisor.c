@@ -28,6 +28,7 @@
  * driver (the `docker run` client in the group forwards them); the
  * `docker stop`/`docker rm` commands of driver_stop_argv are not run yet. */
 #include "daemon/supervisor.h"
+#include "util/slurp.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -2559,12 +2560,17 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
         if (len < 5 || strcmp(de->d_name + len - 4, ".pid") != 0) continue;
         char *path = xasprintf("%s/%s", s->run_dir, de->d_name);
         char *id = xstrndup(de->d_name, len - 4);
-        FILE *f = fopen(path, "re");
+        char why[128];
+        int fd = slurp_open(path, why, sizeof why); /* never blocks on a FIFO */
+        FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
         int pgid = 0;
         unsigned long long st = 0;
         if (f) {
             if (fscanf(f, "%d %llu", &pgid, &st) != 2) pgid = 0;
             fclose(f);
+        } else {
+            if (fd >= 0) close(fd);
+            log_warn("reconcile: '%s' is not read: %s", path, why);
         }
         unlink(path);
         free(path);

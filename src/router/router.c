@@ -16,6 +16,7 @@
 #include "router/rint.h"
 #include "daemon/log.h"
 #include "util/clock.h"
+#include "util/slurp.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -918,9 +919,16 @@ static char *default_path(router *rt)
 static void default_load(router *rt)
 {
     char *p = default_path(rt);
-    FILE *f = fopen(p, "re");
+    char why[128];
+    /* slurp_open: a FIFO planted in the state dir must not block the start */
+    int fd = slurp_open(p, why, sizeof why);
+    if (fd < 0 && errno != ENOENT) log_warn("router: '%s' is not read: %s", p, why);
     free(p);
-    if (!f) return;
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     char line[256] = "";
     if (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = '\0';

@@ -108,8 +108,14 @@ router:
 EOF
 printf 'id: ok\ndriver: llamacpp\nport: %s\nmodel_path: %s\ncontext_size: 128\nmemory: {gpu_mb: 0, host_mb: 16}\n' \
     "$P1" "$MODEL" >"$D/presets/ok.yaml"
+t_begin "FIFOs in the state dir (the router's default, a pid file) do not stop the daemon's start"
+mkdir -p "$GPUMOD_STATE_DIR/run"
+mkfifo "$GPUMOD_STATE_DIR/route-default" "$GPUMOD_STATE_DIR/run/ghost.pid"
+sed -i 's/enabled: false/enabled: true\n  listen: 127.0.0.1:'"$(free_port)"'/' "$D/gpumod.yaml"
 t_spawn daemon "$GPUMOD_BIN" serve --foreground
 t_wait 10 gpumod status || t_fail "the daemon never answered"
+t_has "$T/daemon.log" "route-default' is not read: a FIFO, not a regular file"
+t_end
 
 t_begin "reload with a FIFO preset: refused at once, the daemon keeps answering"
 mkfifo "$D/presets/x.yaml"
