@@ -3,6 +3,7 @@
  * pieces.  Rotation renames id.log.(k-1) -> id.log.k from the oldest down,
  * then id.log -> id.log.1, and reopens. */
 #include "daemon/logring.h"
+#include "util/slurp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,11 +39,35 @@ static int64_t now_ms_(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Open the log for appending, regular files only: log_dir comes from the
+ * configuration, and a blocking open() of a FIFO there would wait for a
+ * reader on the daemon's loop.  fd, or -1 with why. */
+static int open_log(const char *path, int flags, char *why, size_t len)
+{
+    int fd = open(path, flags | O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0640);
+    struct stat st;
+    if (fd < 0) {
+        int e = errno; /* a FIFO without a reader: ENXIO, which says little */
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            snprintf(why, len, "%s, not a regular file", slurp_kind(st.st_mode));
+        else
+            snprintf(why, len, "%s", strerror(e));
+        return -1;
+    }
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        snprintf(why, len, "%s, not a regular file", slurp_kind(st.st_mode));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static void open_file(logring *r)
 {
-    r->fd = open(r->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    char why[128];
+    r->fd = open_log(r->path, O_CREAT, why, sizeof why);
     if (r->fd < 0) {
-        snprintf(r->err, sizeof r->err, "cannot open log '%s': %s", r->path, strerror(errno));
+        snprintf(r->err, sizeof r->err, "cannot open log '%s': %s", r->path, why);
         r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;
         return;
     }
@@ -79,9 +104,10 @@ static void rotate(logring *r)
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
     if (r->keep == 0) {
-        r->fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0640);
+        char why[128];
+        r->fd = open_log(r->path, O_CREAT | O_TRUNC, why, sizeof why);
         if (r->fd < 0) {
-            snprintf(r->err, sizeof r->err, "cannot truncate log '%s': %s", r->path, strerror(errno));
+            snprintf(r->err, sizeof r->err, "cannot truncate log '%s': %s", r->path, why);
             r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;
         }
         r->file_size = 0;
