@@ -12,6 +12,7 @@
 #include "config/settings.h"
 #include "config/check.h"
 #include "util/buf.h"
+#include "util/slurp.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -208,11 +209,24 @@ static void resolve_paths(config *cfg, const config_paths *paths)
     s->socket = sock;
 }
 
+/* Something that exists where a directory should be (a FIFO named
+ * presets): an error saying what it is, never "does not exist" nor a
+ * silent skip.  true when reported. */
+static bool not_a_dir(config *cfg, const char *path, const char *what)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISDIR(st.st_mode)) return false;
+    diags_add(&cfg->diags, DIAG_ERROR, (srcpos){path, 0, 0}, "%s directory is %s, not a directory", what,
+              S_ISREG(st.st_mode) ? "a file" : slurp_kind(st.st_mode));
+    return true;
+}
+
 static void load_presets(config *cfg, bool explicit_dir)
 {
     if (!is_dir(cfg->presets_dir)) {
-        diags_add(&cfg->diags, explicit_dir ? DIAG_ERROR : DIAG_WARNING, (srcpos){cfg->presets_dir, 0, 0},
-                  "presets directory does not exist");
+        if (!not_a_dir(cfg, cfg->presets_dir, "presets"))
+            diags_add(&cfg->diags, explicit_dir ? DIAG_ERROR : DIAG_WARNING, (srcpos){cfg->presets_dir, 0, 0},
+                      "presets directory does not exist");
         return;
     }
     strv files = STRV_INIT;
@@ -242,7 +256,7 @@ static void load_presets(config *cfg, bool explicit_dir)
 static void load_modes(config *cfg, bool explicit_dir)
 {
     if (!is_dir(cfg->modes_dir)) {
-        if (explicit_dir)
+        if (!not_a_dir(cfg, cfg->modes_dir, "modes") && explicit_dir)
             diags_add(&cfg->diags, DIAG_ERROR, (srcpos){cfg->modes_dir, 0, 0}, "modes directory does not exist");
         return;
     }

@@ -96,6 +96,27 @@ check 2
 t_has err "$C/presets/self.yaml: error: cannot read: Too many levels of symbolic links"
 t_end
 
+t_begin "modes/ itself a symlink is read; a directory under modes/ is reported, not read in silence"
+reset_cfg
+preset "$C/presets/good.yaml" good 7070
+rmdir "$C/modes"
+mkdir -p "$T/modes-elsewhere/old"
+printf 'id: m\nservices: [good]\n' >"$T/modes-elsewhere/m.yaml"
+printf 'id: o\nservices: [good]\n' >"$T/modes-elsewhere/old/o.yaml"
+ln -s "$T/modes-elsewhere" "$C/modes"
+check 0
+t_has out "1 preset, 1 mode: 0 errors, 1 warning"
+t_has err "$C/modes/old: warning: a directory: modes are read from modes/*.yaml only, nothing below it is read"
+t_end
+
+t_begin "a presets directory that is a FIFO is an error saying so"
+reset_cfg
+rmdir "$C/presets"
+mkfifo "$C/presets"
+check 2
+t_has err "$C/presets: error: presets directory is a FIFO, not a directory"
+t_end
+
 # the daemon: a FIFO must not stop its loop (reload, service start)
 D=$T/config
 P1=$(free_port)
