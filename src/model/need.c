@@ -273,7 +273,7 @@ static void apply_declared(const preset *p, const snapshot *snap, need_detail *o
     }
     for (size_t i = 0; i < dec.n.ngpu; i++) {
         int index = dec.n.gpu[i].index;
-        if (!gpu_by_index(snap, index)) continue;
+        if (!dec.n.gpu[i].bytes || !gpu_by_index(snap, index)) continue;
         int j = need_gpu_slot(&out->n, index);
         if (j < 0 || dec.n.gpu[i].bytes <= out->n.gpu[j].bytes) continue;
         buf_printf(&why, "; declared %s binds: gpu %d %llu MiB > %s %llu MiB", gkey, index,
