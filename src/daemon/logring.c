@@ -39,33 +39,11 @@ static int64_t now_ms_(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Open the log for appending, regular files only: log_dir comes from the
- * configuration, and a blocking open() of a FIFO there would wait for a
- * reader on the daemon's loop.  fd, or -1 with why. */
-static int open_log(const char *path, int flags, char *why, size_t len)
-{
-    int fd = open(path, flags | O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0640);
-    struct stat st;
-    if (fd < 0) {
-        int e = errno; /* a FIFO without a reader: ENXIO, which says little */
-        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-            snprintf(why, len, "%s, not a regular file", slurp_kind(st.st_mode));
-        else
-            snprintf(why, len, "%s", strerror(e));
-        return -1;
-    }
-    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
-        snprintf(why, len, "%s, not a regular file", slurp_kind(st.st_mode));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static void open_file(logring *r)
 {
     char why[128];
-    r->fd = open_log(r->path, O_CREAT, why, sizeof why);
+    /* log_dir comes from the configuration: a FIFO there must not block the loop */
+    r->fd = slurp_open_append(r->path, O_CREAT, 0640, why, sizeof why);
     if (r->fd < 0) {
         snprintf(r->err, sizeof r->err, "cannot open log '%s': %s", r->path, why);
         r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;
@@ -105,7 +83,7 @@ static void rotate(logring *r)
     r->fd = -1;
     if (r->keep == 0) {
         char why[128];
-        r->fd = open_log(r->path, O_CREAT | O_TRUNC, why, sizeof why);
+        r->fd = slurp_open_append(r->path, O_CREAT | O_TRUNC, 0640, why, sizeof why);
         if (r->fd < 0) {
             snprintf(r->err, sizeof r->err, "cannot truncate log '%s': %s", r->path, why);
             r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;

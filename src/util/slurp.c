@@ -52,6 +52,25 @@ int slurp_open(const char *path, char *err, size_t errlen)
     return fd;
 }
 
+int slurp_open_append(const char *path, int flags, mode_t mode, char *err, size_t errlen)
+{
+    int fd = open(path, flags | O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+    struct stat st;
+    if (fd < 0) {
+        int e = errno; /* a FIFO without a reader: ENXIO, which says little */
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            errf(err, errlen, "%s, not a regular file", slurp_kind(st.st_mode));
+        else
+            errf(err, errlen, "%s", strerror(e));
+        return fail(-1, e);
+    }
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        errf(err, errlen, "%s, not a regular file", slurp_kind(st.st_mode));
+        return fail(fd, EINVAL);
+    }
+    return fd;
+}
+
 int slurp_text(const char *path, size_t max, buf *b, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

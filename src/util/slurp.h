@@ -21,6 +21,12 @@ int slurp_text(const char *path, size_t max, buf *b, char *err, size_t errlen);
  * regular file", "a broken symlink (No such file or directory)", or
  * strerror) and errno kept (EINVAL: not a regular file). */
 int slurp_open(const char *path, char *err, size_t errlen);
+/* The write side of the same rule, for logs: opens path O_WRONLY|O_APPEND
+ * (| flags, e.g. O_CREAT, O_TRUNC) without blocking and keeps it only when
+ * it is a regular file (a FIFO without a reader would block open(), one
+ * with a reader would swallow the log).  The fd, or -1 with err as for
+ * slurp_open. */
+int slurp_open_append(const char *path, int flags, mode_t mode, char *err, size_t errlen);
 /* "a FIFO", "a socket", "a directory", ... for a non-regular st_mode */
 const char *slurp_kind(mode_t mode);
 

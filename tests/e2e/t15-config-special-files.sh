@@ -117,6 +117,16 @@ check 2
 t_has err "$C/presets: error: presets directory is a FIFO, not a directory"
 t_end
 
+t_begin "gpumod serve with a FIFO as its log: refused at once"
+mkdir -p "$T/fifo-logs"
+mkfifo "$T/fifo-logs/gpumod.log"
+printf 'log_dir: %s\nrouter:\n  enabled: false\n' "$T/fifo-logs" >"$T/fifo-logs.yaml"
+mkdir -p "$T/cfg-fifo-log"
+cp "$T/fifo-logs.yaml" "$T/cfg-fifo-log/gpumod.yaml"
+t_run 1 timeout 10 "$GPUMOD_BIN" --config-dir "$T/cfg-fifo-log" serve
+t_has err "serve: cannot open the log '$T/fifo-logs/gpumod.log': a FIFO, not a regular file"
+t_end
+
 # the daemon: a FIFO must not stop its loop (reload, service start)
 D=$T/config
 P1=$(free_port)
