@@ -947,9 +947,11 @@ static int default_store(router *rt, const char *id, char *err, size_t errlen)
         else rc = 0;
         goto out;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    char why[128];
+    /* on the loop: a FIFO planted at tmp must fail, not wait for a reader */
+    int fd = slurp_open_append(tmp, O_CREAT | O_TRUNC, 0600, why, sizeof why);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+        snprintf(err, errlen, "cannot write '%s': %s", tmp, why);
         goto out;
     }
     char *line = xasprintf("%s\n", id);

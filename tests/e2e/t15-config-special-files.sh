@@ -148,6 +148,14 @@ t_wait 10 gpumod status || t_fail "the daemon never answered"
 t_has "$T/daemon.log" "route-default' is not read: a FIFO, not a regular file"
 t_end
 
+t_begin "route default with a FIFO where its temporary file goes: an error, the daemon keeps answering"
+mkfifo "$GPUMOD_STATE_DIR/route-default.tmp"
+t_run 1 timeout 10 "$GPUMOD_BIN" route default ok
+t_has err "cannot write '$GPUMOD_STATE_DIR/route-default.tmp': a FIFO, not a regular file"
+t_run 0 timeout 5 "$GPUMOD_BIN" status
+rm -f "$GPUMOD_STATE_DIR/route-default.tmp"
+t_end
+
 t_begin "reload with a FIFO preset: refused at once, the daemon keeps answering"
 mkfifo "$D/presets/x.yaml"
 t_run 2 timeout 10 "$GPUMOD_BIN" reload
