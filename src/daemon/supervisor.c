@@ -33,6 +33,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -423,7 +424,10 @@ static void run_file_write(svc *v)
     if (!p) return;
     mkdir(v->s->run_dir, 0700);
     char *tmp = xasprintf("%s.new", p);
-    FILE *f = fopen(tmp, "we");
+    char why[128];
+    /* on the loop: a FIFO planted at tmp must fail, not wait for a reader */
+    int fd = slurp_open_append(tmp, O_CREAT | O_TRUNC, 0600, why, sizeof why);
+    FILE *f = fd >= 0 ? fdopen(fd, "we") : NULL;
     if (f) {
         fprintf(f, "%d %llu\n", (int)v->pgid, (unsigned long long)v->starttime);
         if (fclose(f) == 0 && rename(tmp, p) == 0) {
@@ -431,9 +435,14 @@ static void run_file_write(svc *v)
             free(p);
             return;
         }
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    } else if (fd >= 0) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        close(fd);
     }
-    log_warn("supervisor: cannot write run file '%s': %s", p, strerror(errno));
-    unlink(tmp);
+    log_warn("supervisor: cannot write run file '%s': %s", p, why);
+    struct stat st; /* a leftover of ours goes; whatever else sits there stays */
+    if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode)) unlink(tmp);
     free(tmp);
     free(p);
 }

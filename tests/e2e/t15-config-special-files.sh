@@ -156,6 +156,16 @@ t_run 0 timeout 5 "$GPUMOD_BIN" status
 rm -f "$GPUMOD_STATE_DIR/route-default.tmp"
 t_end
 
+t_begin "a FIFO where a service's run file goes: the start goes on, the daemon keeps answering"
+mkfifo "$GPUMOD_STATE_DIR/run/ok.pid.new"
+t_run 0 timeout 20 "$GPUMOD_BIN" service start ok
+t_run 0 timeout 5 "$GPUMOD_BIN" status
+t_wait 5 grep -qF "cannot write run file '$GPUMOD_STATE_DIR/run/ok.pid': a FIFO, not a regular file" "$T/daemon.log" ||
+    t_fail "the daemon's log does not say why the run file was not written"
+t_run 0 timeout 20 "$GPUMOD_BIN" service stop ok
+rm -f "$GPUMOD_STATE_DIR/run/ok.pid.new"
+t_end
+
 t_begin "reload with a FIFO preset: refused at once, the daemon keeps answering"
 mkfifo "$D/presets/x.yaml"
 t_run 2 timeout 10 "$GPUMOD_BIN" reload
