@@ -3,6 +3,7 @@
  * read (gpumod.yaml, only when the socket is not given) and one
  * request. */
 #include "cli/ctl.h"
+#include "cli/hostview.h"
 #include "util/buf.h"
 #include "util/clock.h"
 
@@ -179,6 +180,15 @@ void service_row(buf *b, const cJSON *svc)
     if (!jnull(svc, "progress_pct") && state && !strcmp(state, "starting"))
         buf_printf(b, "  loading %.0f%%", jnum(svc, "progress_pct", 0));
     if (!jnull(svc, "queued")) buf_printf(b, "  queued #%.0f", jnum(svc, "queued", 0));
+    /* the need it was admitted with, and which source bound it */
+    const cJSON *adm = cJSON_GetObjectItemCaseSensitive(svc, "admitted"), *g;
+    if (cJSON_IsObject(adm)) {
+        double total = jnum(adm, "host_bytes", 0);
+        cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(adm, "gpu_bytes")) total += cJSON_GetNumberValue(g);
+        buf_adds(b, "  need ");
+        fmt_bytes(b, (uint64_t)total);
+        if (jstr(adm, "source")) buf_printf(b, " (%s)", jstr(adm, "source"));
+    }
     const cJSON *cc = cJSON_GetObjectItemCaseSensitive(svc, "config_changed");
     if (cJSON_IsTrue(cc)) buf_adds(b, "  config changed (restart to apply)");
     const cJSON *conf = cJSON_GetObjectItemCaseSensitive(svc, "configured");

@@ -12,6 +12,7 @@
 #include "daemon/daemon.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/slurp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,9 +107,10 @@ int cmd_serve(cli *c, int argc, char **argv)
         fprintf(stderr, "gpumod: serve: %s\n", err);
         goto out;
     }
-    int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    char why[128];
+    int lfd = slurp_open_append(log, O_CREAT, 0600, why, sizeof why); /* never waits on a FIFO */
     if (lfd < 0) {
-        fprintf(stderr, "gpumod: serve: cannot open the log '%s': %s\n", log, strerror(errno));
+        fprintf(stderr, "gpumod: serve: cannot open the log '%s': %s\n", log, why);
         goto out;
     }
     struct stat st;

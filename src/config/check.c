@@ -3,9 +3,11 @@
  * Cross-file problems are reported at the second occurrence, naming the
  * first, so the user edits the file that introduced the conflict. */
 #include "config/check.h"
+#include "util/slurp.h"
 #include "config/schema.h"
 #include "drivers/driver.h"
 #include "drivers/flags.h"
+#include "model/need.h"
 #include "util/buf.h"
 
 #include <stdio.h>
@@ -216,6 +218,9 @@ static void need_path(config *cfg, const preset *p, const char *what, const char
     else if (!dir && S_ISDIR(st.st_mode))
         diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': %s '%s' is a directory, expected a file", p->id,
                   what, path);
+    else if (!dir && !S_ISREG(st.st_mode)) /* a FIFO would block whoever opens it */
+        diags_add(&cfg->diags, DIAG_ERROR, p->pos, "preset '%s': %s '%s' is %s, expected a regular file", p->id,
+                  what, path, slurp_kind(st.st_mode));
 }
 
 static void check_flags(config *cfg, const preset *p, const char *binary)
@@ -259,6 +264,9 @@ void config_check_files(config *cfg)
             need_path(cfg, p, "models_preset", p->llama.models_preset, false);
         }
         if (p->driver == DRV_FASTAPI) need_path(cfg, p, "working_dir", p->fastapi.working_dir, true);
+        char warn[768];
+        if (!p->has_errors && need_declared_below(p, warn, sizeof warn))
+            diags_add(&cfg->diags, DIAG_WARNING, p->pos, "%s", warn);
 
         const char *bin = NULL;
         if (p->driver == DRV_COMMAND)

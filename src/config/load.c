@@ -12,10 +12,10 @@
 #include "config/settings.h"
 #include "config/check.h"
 #include "util/buf.h"
+#include "util/slurp.h"
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,12 +32,6 @@ static bool is_dir(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool is_file(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 static const char *home(void)
@@ -64,13 +58,89 @@ static bool has_yaml_ext(const char *name)
     return (n > 5 && !strcmp(name + n - 5, ".yaml")) || (n > 4 && !strcmp(name + n - 4, ".yml"));
 }
 
-/* nftw has no user pointer: the walk is single-threaded and short */
-static strv *walk_out;
-
-static int walk_cb(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static const char *add_file(config *cfg, const char *path)
 {
-    if (type == FTW_F && has_yaml_ext(path + ftw->base)) strv_push(walk_out, path);
-    return 0;
+    strv_push(&cfg->files, path);
+    return cfg->files.v[cfg->files.n - 1];
+}
+
+/* The directories above the one being read, for loop detection: a
+ * symlinked directory is followed like any other (presets/shared ->
+ * ../common), and one that leads back to an ancestor is reported. */
+typedef struct dir_chain {
+    dev_t dev;
+    ino_t ino;
+    const char *path;
+    const struct dir_chain *up;
+} dir_chain;
+
+typedef struct yaml_walk {
+    config *cfg; /* its diags, and its files for the positions */
+    bool recursive; /* presets/: any depth; modes/: one level */
+    strv *out;
+} yaml_walk;
+
+static void walk_dir(yaml_walk *w, const char *dir, const dir_chain *chain);
+
+/* A name that does not resolve: an error when it looks like a
+ * configuration file, else a warning (a link to a directory that is gone). */
+static void walk_unresolved(yaml_walk *w, const char *path, const char *name)
+{
+    int e = errno;
+    struct stat lst;
+    bool link = lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode);
+    if (has_yaml_ext(name)) {
+        strv_push(w->out, path); /* yaml_load_file reports why it cannot be read */
+    } else if (link) {
+        diags_add(&w->cfg->diags, DIAG_WARNING, (srcpos){add_file(w->cfg, path), 0, 0}, "a broken symlink (%s); not read",
+                  strerror(e));
+    }
+}
+
+static void walk_subdir(yaml_walk *w, const char *path, const char *name, const struct stat *st,
+                        const dir_chain *chain)
+{
+    if (!w->recursive) {
+        if (name[0] != '.')
+            diags_add(&w->cfg->diags, DIAG_WARNING, (srcpos){add_file(w->cfg, path), 0, 0},
+                      "a directory: modes are read from modes/*.yaml only, nothing below it is read");
+        return;
+    }
+    for (const dir_chain *a = chain; a; a = a->up)
+        if (a->dev == st->st_dev && a->ino == st->st_ino) {
+            diags_add(&w->cfg->diags, DIAG_ERROR, (srcpos){add_file(w->cfg, path), 0, 0},
+                      "a symlink loop: it leads back to '%s'; not followed", a->path);
+            return;
+        }
+    dir_chain here = {st->st_dev, st->st_ino, path, chain};
+    walk_dir(w, path, &here);
+}
+
+/* Every *.yaml|yml name that is not a directory is listed, FIFOs and
+ * broken links included: yaml_load_file refuses them with an error, so
+ * no file is ever dropped in silence. */
+static void walk_dir(yaml_walk *w, const char *dir, const dir_chain *chain)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        diags_add(&w->cfg->diags, DIAG_ERROR, (srcpos){add_file(w->cfg, dir), 0, 0}, "cannot read directory: %s",
+                  strerror(errno));
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = xasprintf("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) != 0)
+            walk_unresolved(w, p, e->d_name);
+        else if (S_ISDIR(st.st_mode))
+            walk_subdir(w, p, e->d_name, &st, chain);
+        else if (has_yaml_ext(e->d_name))
+            strv_push(w->out, p);
+        free(p);
+    }
+    closedir(d);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -78,38 +148,22 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void list_yaml(const char *dir, bool recursive, strv *out)
+static void list_yaml(config *cfg, const char *dir, bool recursive, strv *out)
 {
-    if (recursive) {
-        walk_out = out;
-        nftw(dir, walk_cb, 16, FTW_PHYS);
-        walk_out = NULL;
-    } else {
-        DIR *d = opendir(dir);
-        if (!d) return;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!has_yaml_ext(e->d_name)) continue;
-            char *p = xasprintf("%s/%s", dir, e->d_name);
-            if (is_file(p))
-                strv_push_own(out, p);
-            else
-                free(p);
-        }
-        closedir(d);
-    }
+    yaml_walk w = {cfg, recursive, out};
+    struct stat st;
+    if (stat(dir, &st) != 0) return;
+    dir_chain top = {st.st_dev, st.st_ino, dir, NULL};
+    walk_dir(&w, dir, &top);
     if (out->n) qsort(out->v, out->n, sizeof *out->v, cmp_str);
-}
-
-static const char *add_file(config *cfg, const char *path)
-{
-    strv_push(&cfg->files, path);
-    return cfg->files.v[cfg->files.n - 1];
 }
 
 static void load_settings(config *cfg)
 {
-    if (!is_file(cfg->settings_file)) return;
+    /* only a missing file means "all defaults": a FIFO, a directory or a
+     * broken link is read, and yaml_load_file says why it cannot be */
+    struct stat lst;
+    if (lstat(cfg->settings_file, &lst) != 0) return;
     const char *file = add_file(cfg, cfg->settings_file);
     ydoc doc;
     if (yaml_load_file(&doc, cfg->settings_file, file, &cfg->diags) == 0 && doc.root) {
@@ -155,15 +209,28 @@ static void resolve_paths(config *cfg, const config_paths *paths)
     s->socket = sock;
 }
 
+/* Something that exists where a directory should be (a FIFO named
+ * presets): an error saying what it is, never "does not exist" nor a
+ * silent skip.  true when reported. */
+static bool not_a_dir(config *cfg, const char *path, const char *what)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISDIR(st.st_mode)) return false;
+    diags_add(&cfg->diags, DIAG_ERROR, (srcpos){path, 0, 0}, "%s directory is %s, not a directory", what,
+              S_ISREG(st.st_mode) ? "a file" : slurp_kind(st.st_mode));
+    return true;
+}
+
 static void load_presets(config *cfg, bool explicit_dir)
 {
     if (!is_dir(cfg->presets_dir)) {
-        diags_add(&cfg->diags, explicit_dir ? DIAG_ERROR : DIAG_WARNING, (srcpos){cfg->presets_dir, 0, 0},
-                  "presets directory does not exist");
+        if (!not_a_dir(cfg, cfg->presets_dir, "presets"))
+            diags_add(&cfg->diags, explicit_dir ? DIAG_ERROR : DIAG_WARNING, (srcpos){cfg->presets_dir, 0, 0},
+                      "presets directory does not exist");
         return;
     }
     strv files = STRV_INIT;
-    list_yaml(cfg->presets_dir, true, &files);
+    list_yaml(cfg, cfg->presets_dir, true, &files);
     cfg->presets = xcalloc(files.n + 1, sizeof *cfg->presets);
     for (size_t i = 0; i < files.n; i++) {
         const char *file = add_file(cfg, files.v[i]);
@@ -189,12 +256,12 @@ static void load_presets(config *cfg, bool explicit_dir)
 static void load_modes(config *cfg, bool explicit_dir)
 {
     if (!is_dir(cfg->modes_dir)) {
-        if (explicit_dir)
+        if (!not_a_dir(cfg, cfg->modes_dir, "modes") && explicit_dir)
             diags_add(&cfg->diags, DIAG_ERROR, (srcpos){cfg->modes_dir, 0, 0}, "modes directory does not exist");
         return;
     }
     strv files = STRV_INIT;
-    list_yaml(cfg->modes_dir, false, &files);
+    list_yaml(cfg, cfg->modes_dir, false, &files);
     cfg->modes = xcalloc(files.n + 1, sizeof *cfg->modes);
     for (size_t i = 0; i < files.n; i++) {
         const char *file = add_file(cfg, files.v[i]);

@@ -263,7 +263,7 @@ const field unit_vars_fields[] = {
     {"enable_sleep_mode", F_BOOL, P(vllm.enable_sleep_mode), .flags = V,
      .doc = "--enable-sleep-mode + VLLM_SERVER_DEV_MODE=1 (implied by sleep_mode l1/l2)"},
     {"sleep_level", F_INT, P(vllm.sleep_level), 1, 2, .flags = V | FL_NULLABLE_INT, .deflt = "null",
-     .doc = "level sent with POST /sleep (not a command-line flag)"},
+     .doc = "level sent with POST /sleep (not a command-line flag); not yet acted on (warning): no POST /sleep is sent"},
     {"trust_remote_code", F_BOOL, P(vllm.trust_remote_code), .flags = V, .doc = "--trust-remote-code"},
     {"working_dir", F_STR, P(fastapi.working_dir), .flags = FA | FL_PATH | FL_ENVEXP, .deflt = "/opt",
      .doc = "uvicorn's working directory"},
@@ -547,8 +547,9 @@ const field preset_fields[] = {
      .doc = "declared GPU MiB (the Python project's only figure); same as memory.gpu_mb"},
     {"context_size", F_INT, P(context_size), 1, 16777216, .flags = FL_NULLABLE_INT, .deflt = "null",
      .doc = "context tokens: llama-server -c (default 4096; router mode: none, -c only when set), vllm --max-model-len (default 4096)"},
-    {"kv_cache_per_1k", F_INT, P(kv_cache_per_1k), 0, 1048576, .flags = FL_NULLABLE_INT, .deflt = "null",
-     .doc = "declared KV MiB per 1k tokens, used when no estimate or measurement exists"},
+    {"kv_cache_per_1k", F_INT, P(kv_cache_per_1k), 0, 1048576, .flags = FL_IGNORED | FL_NULLABLE_INT, .deflt = "null",
+     .doc = "the Python project's KV MiB per 1k tokens; gpumod estimates the KV cache from the model file (declare "
+            "memory.gpu_mb where there is no estimate)"},
     {"model_id", F_STR, P(model_id), .doc = "model name (vllm serve MODEL when model_path is unset); a routable name"},
     {"model_path", F_STR, P(model_path), .flags = FL_PATH | FL_ENVEXP, .doc = "model file ($VAR and ~ expanded)"},
     {"health_endpoint", F_STR, P(health_endpoint), .deflt = "/health", .doc = "path probed for health"},
@@ -557,7 +558,8 @@ const field preset_fields[] = {
     {"supports_sleep", F_BOOL, P(supports_sleep), .flags = FL_IGNORED,
      .doc = "sleep capability comes from the driver and sleep_mode"},
     {"sleep_mode", F_ENUM, P(sleep), .names = sleep_mode_names, .deflt = "none",
-     .doc = "none, l1/l2 (vLLM sleep levels), router (llama.cpp router unload)"},
+     .doc = "none, l1/l2 (vLLM sleep levels), router (llama.cpp router unload); not yet acted on (warning): vLLM gets "
+            "--enable-sleep-mode, but a switch still stops the service"},
     {"unit_template", F_STR, P(unit_template), .flags = FL_IGNORED,
      .doc = "gpumod renders its own units (gpumod template render)"},
     {"unit_vars", F_CUSTOM, 0, .parse = parse_unit_vars, .show = show_unit_vars,
@@ -577,7 +579,8 @@ const field preset_fields[] = {
      .doc = "switch | start | reject (default: router.activation)"},
     {"start_first", F_BOOL, P(start_first), .doc = "start before the mode's other services (engines such as vLLM)"},
     {"canary", F_CUSTOM, 0, .parse = parse_canary, .show = show_canary,
-     .doc = "true or {prompt, max_tokens}: a generation checked after readiness"},
+     .doc = "true or {prompt, max_tokens}: a generation checked after readiness; not yet acted on (warning): no "
+            "canary request is sent"},
     {"remote", F_SECTION, 0, .sub = remote_fields, .doc = "driver remote: no process, no port, no gate"},
     {NULL},
 };
@@ -630,6 +633,45 @@ static void router_mode_unset(preset *p, const ynode *uv)
     if (!ymap_get(uv, "parallel")) p->llama.parallel = -1;
     if (!ymap_get(uv, "fit")) p->llama.fit = TRI_UNSET;
     if (!ymap_get(uv, "n_gpu_layers")) p->llama.n_gpu_layers = LLAMA_NGL_UNSET;
+}
+
+/* The key node of key in map (warnings about a unit_vars key point at
+ * the key, as the unknown-key ones do). */
+static const ynode *ymap_key(const ynode *map, const char *key)
+{
+    if (!map || map->kind != Y_MAP) return NULL;
+    for (size_t i = 0; i < map->npairs; i++)
+        if (!strcmp(map->pairs[i].key->s, key)) return map->pairs[i].key;
+    return NULL;
+}
+
+/* Keys that parse but whose feature is not built yet: a warning naming
+ * what does not happen, at config check and at every load (the daemon
+ * logs it), so that nobody takes them for honoured: a canary that never
+ * ran let an engine emitting garbage go READY. */
+static void warn_not_yet(schema_ctx *c, const preset *p, const ynode *root, const ynode *uv)
+{
+    const ynode *sm = ymap_get(root, "sleep_mode"), *k;
+    bool level = p->sleep == SLEEP_L1 || p->sleep == SLEEP_L2;
+    if (p->canary.enabled)
+        schema_warn(c, ymap_get(root, "canary"),
+                    "key 'canary' is accepted but not yet acted on: no canary request is sent before READY (the "
+                    "service is READY on its health check alone)");
+    if (p->driver == DRV_VLLM && level)
+        schema_warn(c, sm,
+                    "key 'sleep_mode' is accepted but not yet acted on: vLLM starts with --enable-sleep-mode, but a "
+                    "switch or stop still stops the service (it is never put to sleep at level %d)",
+                    p->sleep == SLEEP_L1 ? 1 : 2);
+    else if (p->driver == DRV_LLAMACPP && p->sleep == SLEEP_ROUTER && p->llama.models_dir)
+        schema_warn(c, sm,
+                    "key 'sleep_mode' is accepted but not yet acted on: a switch or stop still stops the service (its "
+                    "models are never unloaded instead)");
+    else if (p->driver != DRV_VLLM && p->driver != DRV_LLAMACPP && p->sleep != SLEEP_NONE)
+        schema_warn(c, sm, "sleep_mode %s is %s; driver %s cannot sleep, so a stop frees this service",
+                    sleep_mode_names[p->sleep], level ? "a vLLM sleep level" : "llama.cpp router mode's unload",
+                    driver_names[p->driver]);
+    if (p->driver == DRV_VLLM && (k = ymap_key(uv, "sleep_level")))
+        schema_warn(c, k, "unit_vars: key 'sleep_level' is accepted but not yet acted on: no POST /sleep is ever sent");
 }
 
 /* Driver defaults and the rules that need the whole preset. */
@@ -724,6 +766,7 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
         schema_error(c, root, "required key 'port' is missing (driver %s runs a server on a port)",
                      driver_names[p->driver]);
 
+    warn_not_yet(c, p, root, uv);
     switch (p->driver) {
     case DRV_LLAMACPP:
         if (p->model_path && p->llama.models_dir)

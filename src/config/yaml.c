@@ -2,12 +2,14 @@
  * See yaml.h for the dialect.  All nodes live in one arena freed at once. */
 #include "config/yaml.h"
 #include "util/buf.h"
+#include "util/slurp.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <yaml.h>
 
 #define YAML_MAX_NODES 200000 /* after alias expansion */
@@ -233,23 +235,28 @@ int yaml_load_file(ydoc *doc, const char *path, const char *file, diags *d)
 {
     doc->root = NULL;
     doc->arena = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "cannot read: %s", strerror(errno));
+    char why[256];
+    /* never fopen(): a FIFO (a preset named x.yaml made by mkfifo) would
+     * block the daemon's loop in open() until someone writes to it */
+    int fd = slurp_open(path, why, sizeof why);
+    if (fd < 0) {
+        diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "cannot read: %s", why);
         return -1;
     }
     buf b = BUF_INIT;
     char tmp[8192];
-    size_t got;
-    while ((got = fread(tmp, 1, sizeof tmp, f)) > 0) {
-        buf_add(&b, tmp, got);
+    ssize_t got;
+    while ((got = read(fd, tmp, sizeof tmp)) != 0) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) break;
+        buf_add(&b, tmp, (size_t)got);
         if (b.len > YAML_MAX_FILE) break;
     }
-    int rerr = ferror(f);
-    fclose(f);
+    int rerr = got < 0 ? errno : 0;
+    close(fd);
     int rc;
     if (rerr) {
-        diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "read error");
+        diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "read error: %s", strerror(rerr));
         rc = -1;
     } else if (b.len > YAML_MAX_FILE) {
         diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "file larger than %d MiB", YAML_MAX_FILE >> 20);

@@ -1365,6 +1365,20 @@ static void record_event(gpumodd *d, const char *reason, const char *data)
     if (store_event_add(d->st, &e, NULL, err, sizeof err)) log_warn("%s", err);
 }
 
+/* A loaded configuration's warnings, one log line each (as the daemon's
+ * start logs them): keys accepted but not yet acted on must be seen. */
+static void log_diag_warnings(const config *nc, const char *what)
+{
+    for (size_t i = 0; i < nc->diags.n; i++) {
+        const diag *g = &nc->diags.v[i];
+        if (g->level != DIAG_WARNING) continue;
+        if (g->pos.file && g->pos.line)
+            log_warn("%s: %s:%d:%d: %s", what, g->pos.file, g->pos.line, g->pos.col, g->msg);
+        else
+            log_warn("%s: %s: %s", what, g->pos.file ? g->pos.file : "-", g->msg);
+    }
+}
+
 void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
 {
     config *nc = xcalloc(1, sizeof *nc);
@@ -1448,7 +1462,9 @@ void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
         buf_adds(&data, i ? "," : "");
         buf_json_str(&data, changed.v[i]);
     }
-    buf_printf(&data, "],\"presets\":%zu,\"modes\":%zu}", nc->n_presets, nc->n_modes);
+    buf_printf(&data, "],\"presets\":%zu,\"modes\":%zu,\"warnings\":", nc->n_presets, nc->n_modes);
+    diags_json(&data, nc, DIAG_WARNING);
+    buf_addc(&data, '}');
     buf_adds(out, "],\"notes\":[");
     for (size_t i = 0; i < notes.n; i++) {
         buf_adds(out, i ? "," : "");
@@ -1465,6 +1481,7 @@ void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
     }
     log_info("%s", reason.p);
     for (size_t i = 0; i < notes.n; i++) log_warn("%s", notes.v[i]);
+    log_diag_warnings(nc, "reload");
     record_event(d, reason.p, data.p);
     buf_release(&reason);
     buf_release(&data);

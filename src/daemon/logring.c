@@ -3,6 +3,7 @@
  * pieces.  Rotation renames id.log.(k-1) -> id.log.k from the oldest down,
  * then id.log -> id.log.1, and reopens. */
 #include "daemon/logring.h"
+#include "util/slurp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,9 +41,11 @@ static int64_t now_ms_(void)
 
 static void open_file(logring *r)
 {
-    r->fd = open(r->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    char why[128];
+    /* log_dir comes from the configuration: a FIFO there must not block the loop */
+    r->fd = slurp_open_append(r->path, O_CREAT, 0640, why, sizeof why);
     if (r->fd < 0) {
-        snprintf(r->err, sizeof r->err, "cannot open log '%s': %s", r->path, strerror(errno));
+        snprintf(r->err, sizeof r->err, "cannot open log '%s': %s", r->path, why);
         r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;
         return;
     }
@@ -79,9 +82,10 @@ static void rotate(logring *r)
     if (r->fd >= 0) close(r->fd);
     r->fd = -1;
     if (r->keep == 0) {
-        r->fd = open(r->path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0640);
+        char why[128];
+        r->fd = slurp_open_append(r->path, O_CREAT | O_TRUNC, 0640, why, sizeof why);
         if (r->fd < 0) {
-            snprintf(r->err, sizeof r->err, "cannot truncate log '%s': %s", r->path, strerror(errno));
+            snprintf(r->err, sizeof r->err, "cannot truncate log '%s': %s", r->path, why);
             r->retry_at_ms = now_ms_() + LOGRING_RETRY_MS;
         }
         r->file_size = 0;

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "core/unit.h"
+#include "util/slurp.h"
 #include "util/clock.h"
 #include "daemon/log.h"
 #include "systemd/install.h"
@@ -251,7 +252,8 @@ static const char *pstr(const sdbus_props *p, const char *name)
  * refusal line for this service ("refused: 'ID': ..."). */
 static bool gate_refused(run_handle *h)
 {
-    int fd = open(h->tail_path, O_RDONLY | O_CLOEXEC);
+    char why[128];
+    int fd = slurp_open(h->tail_path, why, sizeof why); /* on the loop: never wait on a FIFO */
     if (fd < 0) return false;
     struct stat st;
     bool found = false;
@@ -609,9 +611,15 @@ static int stale(sd_runner *sr, const char *unit, const char *fragment, const st
         free(dir);
         if (!frag) return 0;
     }
-    FILE *f = fopen(frag, "re");
+    char rerr[128];
+    int fd = slurp_open(frag, rerr, sizeof rerr); /* on the loop: never wait on a FIFO */
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
     if (!f) {
-        log_info("systemd runner: %s: cannot read '%s' to compare its ExecStart: %s", unit, frag, strerror(errno));
+        if (fd >= 0) {
+            snprintf(rerr, sizeof rerr, "%s", strerror(errno));
+            close(fd);
+        }
+        log_info("systemd runner: %s: cannot read '%s' to compare its ExecStart: %s", unit, frag, rerr);
         free(frag);
         return 0;
     }

@@ -28,10 +28,12 @@
  * driver (the `docker run` client in the group forwards them); the
  * `docker stop`/`docker rm` commands of driver_stop_argv are not run yet. */
 #include "daemon/supervisor.h"
+#include "util/slurp.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -427,7 +429,10 @@ static void run_file_write(svc *v)
     if (!p) return;
     mkdir(v->s->run_dir, 0700);
     char *tmp = xasprintf("%s.new", p);
-    FILE *f = fopen(tmp, "we");
+    char why[128];
+    /* on the loop: a FIFO planted at tmp must fail, not wait for a reader */
+    int fd = slurp_open_append(tmp, O_CREAT | O_TRUNC, 0600, why, sizeof why);
+    FILE *f = fd >= 0 ? fdopen(fd, "we") : NULL;
     if (f) {
         fprintf(f, "%d %llu\n", (int)v->pgid, (unsigned long long)v->starttime);
         if (fclose(f) == 0 && rename(tmp, p) == 0) {
@@ -435,9 +440,14 @@ static void run_file_write(svc *v)
             free(p);
             return;
         }
+        snprintf(why, sizeof why, "%s", strerror(errno));
+    } else if (fd >= 0) {
+        snprintf(why, sizeof why, "%s", strerror(errno));
+        close(fd);
     }
-    log_warn("supervisor: cannot write run file '%s': %s", p, strerror(errno));
-    unlink(tmp);
+    log_warn("supervisor: cannot write run file '%s': %s", p, why);
+    struct stat st; /* a leftover of ours goes; whatever else sits there stays */
+    if (lstat(tmp, &st) == 0 && S_ISREG(st.st_mode)) unlink(tmp);
     free(tmp);
     free(p);
 }
@@ -2605,12 +2615,17 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud)
         if (len < 5 || strcmp(de->d_name + len - 4, ".pid") != 0) continue;
         char *path = xasprintf("%s/%s", s->run_dir, de->d_name);
         char *id = xstrndup(de->d_name, len - 4);
-        FILE *f = fopen(path, "re");
+        char why[128];
+        int fd = slurp_open(path, why, sizeof why); /* never blocks on a FIFO */
+        FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
         int pgid = 0;
         unsigned long long st = 0;
         if (f) {
             if (fscanf(f, "%d %llu", &pgid, &st) != 2) pgid = 0;
             fclose(f);
+        } else {
+            if (fd >= 0) close(fd);
+            log_warn("reconcile: '%s' is not read: %s", path, why);
         }
         unlink(path);
         free(path);

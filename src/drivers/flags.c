@@ -17,6 +17,7 @@
  * options. */
 #include "drivers/flags.h"
 #include "util/run.h"
+#include "util/slurp.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -186,9 +187,12 @@ static int mkdir_p(const char *dir)
     return rc;
 }
 
+/* A cache entry that is not a regular file (a FIFO would block open())
+ * is a miss, like a missing one. */
 static int read_file(const char *path, buf *b)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char why[128];
+    int fd = slurp_open(path, why, sizeof why);
     if (fd < 0) return -1;
     char chunk[16384];
     ssize_t n;

@@ -21,6 +21,7 @@
  * Keys and tensor names containing NUL bytes, and keys longer than 64 KiB,
  * are refused (ggml would accept them but no real file has them). */
 #include "model/gguf.h"
+#include "util/slurp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -859,7 +860,9 @@ static int parse_path(gguf_file *g, const char *path, unsigned shard, unsigned c
     rd r = {.name = path, .fd = -1, .chunk = WINDOW_MIN, .err = err, .errlen = errlen};
     char which[48] = "";
     if (shard) snprintf(which, sizeof which, " shard %u of %u", shard + 1, count);
-    r.fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named as a model would otherwise block open()
+     * (and the daemon's loop) until something writes to it */
+    r.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (r.fd < 0) {
         rd_fail(&r, "cannot open%s: %s", which, strerror(errno));
         return -1;
@@ -871,7 +874,7 @@ static int parse_path(gguf_file *g, const char *path, unsigned shard, unsigned c
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        rd_fail(&r, "not a regular file");
+        rd_fail(&r, "%s, not a regular file", slurp_kind(st.st_mode));
         close(r.fd);
         return -1;
     }

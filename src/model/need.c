@@ -242,6 +242,110 @@ static int declared_need(const preset *p, const snapshot *snap, need_detail *out
     return 0;
 }
 
+static uint64_t mib_up(uint64_t b)
+{
+    return (b + MIB - 1) / MIB;
+}
+
+/* The slot of device index in n, appended (0 bytes) when absent; -1 when
+ * full. */
+static int need_gpu_slot(need *n, int index)
+{
+    for (size_t j = 0; j < n->ngpu; j++)
+        if (n->gpu[j].index == index) return (int)j;
+    if (n->ngpu >= HOST_MAX_GPUS) return -1;
+    n->gpu[n->ngpu].index = index;
+    n->gpu[n->ngpu].bytes = 0;
+    return (int)n->ngpu++;
+}
+
+/* The declaration as a floor (docs/memory.md "The need of a service"):
+ * each declared figure raises the measured or estimated one below it and
+ * never lowers one, since a declaration that is too small is a guess and
+ * the model file (or a measurement) is not.  n.source becomes "declared"
+ * when one binds, and the detail says which and over what.  A declared
+ * device the snapshot lacks is skipped: the engine runs on what is here,
+ * and the estimate already placed it. */
+static void apply_declared(const preset *p, const snapshot *snap, need_detail *out)
+{
+    if (!p->n_mem_gpu && p->mem_host_mb < 0) return;
+    need_detail dec;
+    char e[256];
+    memset(&dec, 0, sizeof dec);
+    if (declared_need(p, snap, &dec, e, sizeof e)) return;
+    char from[16];
+    snprintf(from, sizeof from, "%s", out->n.source);
+    const char *gkey = p->vram_mb >= 0 ? "vram_mb" : "memory.gpu_mb";
+    buf why = BUF_INIT;
+    if (p->mem_host_mb >= 0 && dec.n.host_bytes > out->n.host_bytes) {
+        buf_printf(&why, "; declared memory.host_mb binds: host %llu MiB > %s %llu MiB",
+                   (unsigned long long)mib_up(dec.n.host_bytes), from,
+                   (unsigned long long)mib_up(out->n.host_bytes));
+        out->n.host_bytes = dec.n.host_bytes;
+    }
+    for (size_t i = 0; i < dec.n.ngpu; i++) {
+        int index = dec.n.gpu[i].index;
+        if (!dec.n.gpu[i].bytes || !gpu_by_index(snap, index)) continue;
+        int j = need_gpu_slot(&out->n, index);
+        if (j < 0 || dec.n.gpu[i].bytes <= out->n.gpu[j].bytes) continue;
+        buf_printf(&why, "; declared %s binds: gpu %d %llu MiB > %s %llu MiB", gkey, index,
+                   (unsigned long long)mib_up(dec.n.gpu[i].bytes), from,
+                   (unsigned long long)mib_up(out->n.gpu[j].bytes));
+        out->n.gpu[j].bytes = dec.n.gpu[i].bytes;
+    }
+    if (why.len) {
+        snprintf(out->n.source, sizeof out->n.source, "declared");
+        size_t l = strlen(out->detail);
+        snprintf(out->detail + l, sizeof out->detail - l, "%s", why.p);
+    }
+    buf_release(&why);
+}
+
+int need_declared_below(const preset *p, char *warn, size_t warnlen)
+{
+    if (p->driver != DRV_LLAMACPP || !p->model_path || p->llama.models_dir) return 0;
+    if (!p->n_mem_gpu && p->mem_host_mb < 0) return 0;
+    uint64_t gpu_decl = 0;
+    for (size_t i = 0; i < p->n_mem_gpu; i++) gpu_decl += (uint64_t)p->mem_gpu_mb[i] * MIB;
+    /* the GPUs the preset names or declares; none when it declares no GPU
+     * memory (a CPU service: the estimate then puts everything on the host) */
+    snapshot snap;
+    memset(&snap, 0, sizeof snap);
+    size_t n = p->devices.n ? p->devices.n : gpu_decl ? (p->n_mem_gpu > 1 ? p->n_mem_gpu : 1) : 0;
+    for (size_t i = 0; i < n && i < HOST_MAX_GPUS; i++) {
+        snap.gpus[i].index = (int)i;
+        if (p->devices.n) snprintf(snap.gpus[i].uuid, sizeof snap.gpus[i].uuid, "%s", p->devices.v[i]);
+    }
+    snap.ngpus = n < HOST_MAX_GPUS ? n : HOST_MAX_GPUS;
+    est_params ep;
+    int idx[HOST_MAX_GPUS];
+    need_est_params(p, &snap, &ep, idx);
+    need_detail nd;
+    char e[256];
+    memset(&nd, 0, sizeof nd);
+    if (need_from_estimate(p, &ep, idx, &nd, e, sizeof e)) return 0; /* no estimate: nothing to compare */
+    uint64_t gpu_est = 0;
+    for (size_t i = 0; i < nd.n.ngpu; i++) gpu_est += nd.n.gpu[i].bytes;
+    const char *what = NULL;
+    uint64_t decl = 0, est = 0;
+    if (p->n_mem_gpu && gpu_decl < gpu_est) {
+        what = p->vram_mb >= 0 ? "vram_mb" : "memory.gpu_mb";
+        decl = gpu_decl;
+        est = gpu_est;
+    } else if (p->mem_host_mb >= 0 && (uint64_t)p->mem_host_mb * MIB < nd.n.host_bytes) {
+        what = "memory.host_mb";
+        decl = (uint64_t)p->mem_host_mb * MIB;
+        est = nd.n.host_bytes;
+    }
+    if (!what) return 0;
+    snprintf(warn, warnlen,
+             "preset '%s': %s %llu MiB is below the estimate of %llu MiB from '%s' (-c %lld, --parallel %lld): "
+             "the estimate is used: a declaration can raise the need, never lower it",
+             p->id, what, (unsigned long long)(decl / MIB), (unsigned long long)mib_up(est), p->model_path,
+             (long long)ep.ctx, (long long)ep.parallel);
+    return 1;
+}
+
 void need_from_footprint(const footprint *f, need_detail *out)
 {
     snprintf(out->n.source, sizeof out->n.source, "measured");
@@ -285,6 +389,12 @@ void need_from_footprint(const footprint *f, need_detail *out)
     buf_release(&b);
 }
 
+static int need_done(const preset *p, const snapshot *snap, need_detail *out)
+{
+    apply_declared(p, snap, out);
+    return 0;
+}
+
 static int need_compute(const preset *p, const settings *s, const snapshot *snap, store *st, need_detail *out,
                         char *err, size_t errlen)
 {
@@ -301,12 +411,13 @@ static int need_compute(const preset *p, const settings *s, const snapshot *snap
         int r = store_footprint_get(st, out->hash, &f, herr, sizeof herr);
         if (r == 1) {
             need_from_footprint(&f, out);
+            apply_declared(p, snap, out);
             return 0;
         }
     }
     char eerr[256] = "";
     if (p->driver == DRV_LLAMACPP && p->llama.models_dir) {
-        if (router_need(p, snap, out, eerr, sizeof eerr) == 0) return 0;
+        if (router_need(p, snap, out, eerr, sizeof eerr) == 0) return need_done(p, snap, out);
     } else if (p->driver == DRV_LLAMACPP && p->model_path) {
         est_params ep;
         int idx[HOST_MAX_GPUS];
@@ -314,10 +425,10 @@ static int need_compute(const preset *p, const settings *s, const snapshot *snap
         if (need_from_estimate(p, &ep, idx, out, eerr, sizeof eerr) == 0) {
             snprintf(out->detail, sizeof out->detail, "estimated from '%.300s' (-c %lld, --parallel %lld)", p->model_path,
                      (long long)ep.ctx, (long long)ep.parallel);
-            return 0;
+            return need_done(p, snap, out);
         }
     } else if (p->driver == DRV_VLLM) {
-        if (vllm_need(p, snap, out, eerr, sizeof eerr) == 0) return 0;
+        if (vllm_need(p, snap, out, eerr, sizeof eerr) == 0) return need_done(p, snap, out);
     }
     char hash[65];
     memcpy(hash, out->hash, sizeof hash);

@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "util/clock.h"
 #include "util/jstrict.h"
+#include "util/slurp.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -932,9 +933,16 @@ static char *default_path(router *rt)
 static void default_load(router *rt)
 {
     char *p = default_path(rt);
-    FILE *f = fopen(p, "re");
+    char why[128];
+    /* slurp_open: a FIFO planted in the state dir must not block the start */
+    int fd = slurp_open(p, why, sizeof why);
+    if (fd < 0 && errno != ENOENT) log_warn("router: '%s' is not read: %s", p, why);
     free(p);
-    if (!f) return;
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     char line[256] = "";
     if (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = '\0';
@@ -953,9 +961,11 @@ static int default_store(router *rt, const char *id, char *err, size_t errlen)
         else rc = 0;
         goto out;
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    char why[128];
+    /* on the loop: a FIFO planted at tmp must fail, not wait for a reader */
+    int fd = slurp_open_append(tmp, O_CREAT | O_TRUNC, 0600, why, sizeof why);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot write '%s': %s", tmp, strerror(errno));
+        snprintf(err, errlen, "cannot write '%s': %s", tmp, why);
         goto out;
     }
     char *line = xasprintf("%s\n", id);

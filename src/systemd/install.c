@@ -7,6 +7,7 @@
 
 #include "core/unit.h"
 #include "util/errf.h"
+#include "util/slurp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -162,13 +163,14 @@ void install_diff(buf *out, const char *a_label, const char *a, const char *b_la
 static int read_small(const char *path, buf *out, bool *missing, char *err, size_t errlen)
 {
     *missing = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    char why[128];
+    int fd = slurp_open(path, why, sizeof why); /* a FIFO must not block the install */
     if (fd < 0) {
         if (errno == ENOENT) {
             *missing = true;
             return 0;
         }
-        errf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+        errf(err, errlen, "cannot read '%s': %s", path, why);
         return -1;
     }
     char tmp[8192];

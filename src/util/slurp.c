@@ -17,6 +17,60 @@ static int fail(int fd, int e)
     return -1;
 }
 
+const char *slurp_kind(mode_t mode)
+{
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    return "a special file";
+}
+
+int slurp_open(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        int e = errno;
+        struct stat lst;
+        if (e == ENOENT && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            errf(err, errlen, "a broken symlink (%s)", strerror(e));
+        else
+            errf(err, errlen, "%s", strerror(e));
+        return fail(-1, e);
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        errf(err, errlen, "%s", strerror(e));
+        return fail(fd, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        errf(err, errlen, "%s, not a regular file", slurp_kind(st.st_mode));
+        return fail(fd, EINVAL);
+    }
+    return fd;
+}
+
+int slurp_open_append(const char *path, int flags, mode_t mode, char *err, size_t errlen)
+{
+    int fd = open(path, flags | O_WRONLY | O_APPEND | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+    struct stat st;
+    if (fd < 0) {
+        int e = errno; /* a FIFO without a reader: ENXIO, which says little */
+        if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            errf(err, errlen, "%s, not a regular file", slurp_kind(st.st_mode));
+        else
+            errf(err, errlen, "%s", strerror(e));
+        return fail(-1, e);
+    }
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        errf(err, errlen, "%s, not a regular file", slurp_kind(st.st_mode));
+        return fail(fd, EINVAL);
+    }
+    return fd;
+}
+
 int slurp_text(const char *path, size_t max, buf *b, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

@@ -354,4 +354,38 @@ t_run 2 gpumod model inspect "$T/bad.gguf" --cache-type-k q9_9
 t_has err "--cache-type-k: unknown type 'q9_9'"
 t_end
 
+t_begin "a declared gpu_mb above the estimate binds: preflight and simulate say so"
+C2=$T/config-floor
+mkdir -p "$C2/presets"
+printf 'id: floor\ndriver: llamacpp\nport: 7075\nmodel_path: %s\ncontext_size: 2048\nmemory: {gpu_mb: 20000}\n' \
+    "$MODELS/aidreams260K-f32.gguf" >"$C2/presets/floor.yaml"
+with_gpu
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 gpumod --config-dir "$C2" preflight --for floor --json
+t_jq out .need.source declared
+t_jq out '.need.gpu_bytes["0"]' $((20000 * MIB))
+t_jq out '.need.detail | test("^estimated from .*; declared memory.gpu_mb binds: gpu 0 20000 MiB > estimate [0-9]+ MiB$")' true
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 gpumod --config-dir "$C2" simulate service floor
+t_has out "need (declared): host"
+t_has out "declared memory.gpu_mb binds: gpu 0 20000 MiB > estimate"
+with_gpu 24576 10000
+GPUMOD_PROC_ROOT=$P/healthy t_run 1 gpumod --config-dir "$C2" preflight --for floor --json
+t_jq out .binding gpu.0.free
+t_jq out .reason "GPU 0 free 14576 MiB < required 21024 MiB (need 20000 + margin 1024)"
+t_end
+
+t_begin "a declared gpu_mb below the estimate: the estimate binds, config check warns"
+printf 'id: floor\ndriver: llamacpp\nport: 7075\nmodel_path: %s\ncontext_size: 2048\nmemory: {gpu_mb: 0}\n' \
+    "$MODELS/llama-2-tiny-random.gguf" >"$C2/presets/floor.yaml"
+with_gpu
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 gpumod --config-dir "$C2" preflight --for floor --json
+t_jq out .need.source estimate
+t_jq out '.need.gpu_bytes["0"] > 0' true
+printf 'id: low\ndriver: llamacpp\nport: 7076\nmodel_path: %s\ncontext_size: 2048\nmemory: {gpu_mb: 1}\n' \
+    "$MODELS/llama-2-tiny-random.gguf" >"$C2/presets/low.yaml"
+rm -f "$C2/presets/floor.yaml"
+PATH=/usr/bin:/bin t_run 2 gpumod --config-dir "$C2" config check
+t_has err "$C2/presets/low.yaml:1:1: warning: preset 'low': memory.gpu_mb 1 MiB is below the estimate of "
+t_has err "MiB from '$MODELS/llama-2-tiny-random.gguf' (-c 2048, --parallel 1): the estimate is used: a declaration can raise the need, never lower it"
+t_end
+
 t_done

@@ -93,5 +93,21 @@ t_jq out .via daemon
 t_jq out .ok true
 t_end
 
+t_begin "a llama.cpp service declaring more than its estimate: admitted at the declaration, status says so"
+PC=$(free_port)
+printf 'id: c\ndriver: llamacpp\nport: %s\nmodel_path: %s\ncontext_size: 128\nenv:\n  FAKELLM_LOAD_MS: "50"\nmemory: {gpu_mb: 5000}\n' \
+    "$PC" "$MODEL" >"$C/presets/c.yaml"
+t_run 0 gpumod reload
+t_run 0 gpumod service start c
+t_run 0 gpumod service show c --json
+t_jq out .admitted.source declared
+t_jq out '.admitted.gpu_bytes["0"]' $((5000 * 1048576))
+t_run 0 gpumod status
+t_match out '^c +ready .* need 4[0-9.]+ GiB \(declared\)'
+t_run 0 gpumod events --json
+t_jq out '[.events[] | select(.kind == "gate" and .service == "c")] | last | .data.need.detail | test("declared memory.gpu_mb binds: gpu 0 5000 MiB > estimate [0-9]+ MiB")' true
+t_run 0 gpumod service stop c
+t_end
+
 stop_all_clean
 t_done

@@ -548,13 +548,40 @@ static void help_errors(void **state)
     buf_release(&text);
 }
 
+/* A FIFO where the cache file should be (a planted one, or a state dir
+ * on a strange filesystem) is a miss: opening it must not wait for a
+ * writer.  alarm() turns a block into a failure instead of a hang. */
+static void cache_fifo_is_a_miss(void **state)
+{
+    (void)state;
+    fake f;
+    fake_make(&f, CAT_SCRIPT);
+    flags_query q = {.binary = f.bin, .cache_dir = f.cache};
+    buf text = BUF_INIT;
+    bool cached = true;
+    char err[512] = "";
+    assert_int_equal(flags_help(&q, &text, &cached, err, sizeof err), 0);
+    assert_int_equal(runs(&f), 1);
+    char *cmd = xasprintf("for f in '%s'/help-*.txt; do rm \"$f\" && mkfifo \"$f\"; done", f.cache);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    alarm(10);
+    buf_clear(&text);
+    assert_int_equal(flags_help(&q, &text, &cached, err, sizeof err), 0);
+    alarm(0);
+    assert_false(cached);
+    assert_int_equal(runs(&f), 2);
+    buf_release(&text);
+    fake_done(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(parse_llama_server),    cmocka_unit_test(parse_argparse_and_click),
         cmocka_unit_test(unknown_flags),         cmocka_unit_test(driver_argv_is_known),
         cmocka_unit_test(cache_hits_and_misses), cmocka_unit_test(binary_from_path),
-        cmocka_unit_test(help_errors),
+        cmocka_unit_test(help_errors),         cmocka_unit_test(cache_fifo_is_a_miss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,6 +142,32 @@ static void unwritable_file_keeps_the_ring(void **state)
     logring_free(r);
 }
 
+/* A FIFO where the service's log should be (log_dir comes from the
+ * configuration): refused at once, never waited on; the ring keeps working.
+ * alarm() turns a block into a failure instead of a hang. */
+static void fifo_log_is_refused(void **state)
+{
+    char tmpl[] = "/tmp/gpumod-logring.XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    char *path = xasprintf("%s/x.log", dir);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    alarm(10);
+    logring *r = logring_new(path, 0, 0);
+    alarm(0);
+    char *want = xasprintf("cannot open log '%s': a FIFO, not a regular file", path);
+    assert_string_equal(logring_error(r), want);
+    free(want);
+    logring_write(r, "kept\n", 5);
+    buf b = BUF_INIT;
+    logring_tail(r, 5, &b);
+    assert_string_equal(b.p, "kept\n");
+    buf_release(&b);
+    logring_free(r);
+    free(path);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +175,7 @@ int main(void)
         cmocka_unit_test(wraps_and_keeps_the_last_bytes),
         cmocka_unit_test(file_is_appended_and_rotated),
         cmocka_unit_test(unwritable_file_keeps_the_ring),
+        cmocka_unit_test(fifo_log_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

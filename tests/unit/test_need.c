@@ -208,6 +208,136 @@ static void pins_host_by_engine(void **state)
     }
 }
 
+/* One discrete 80 GiB GPU with index 0. */
+static void one_gpu(snapshot *snap)
+{
+    memset(snap, 0, sizeof *snap);
+    snap->ngpus = 1;
+    snap->gpus[0].index = 0;
+    snap->gpus[0].total_bytes = snap->gpus[0].free_bytes = 80ull << 30;
+}
+
+static int64_t gpu_mb_20000[1] = {20000};
+static int64_t gpu_mb_1[1] = {1};
+
+/* The estimate of the tiny fixture model, with nothing declared. */
+static need_detail estimate_only(preset *p, settings *s, snapshot *snap)
+{
+    need_detail nd;
+    char err[256];
+    assert_int_equal(service_need(p, s, snap, NULL, &nd, err, sizeof err), 0);
+    assert_string_equal(nd.n.source, "estimate");
+    assert_int_equal(nd.n.ngpu, 1);
+    assert_true(nd.n.gpu[0].bytes > 0);
+    assert_true(nd.n.gpu[0].bytes < 20000 * MIB);
+    return nd;
+}
+
+/* A declaration above the estimate raises the need (the watchdog stopped
+ * a service that declared 20,000 MiB at its 603 MiB estimate's limit);
+ * the source says the declaration bound, and which part. */
+static void declared_raises_the_estimate(void **state)
+{
+    preset p;
+    settings s;
+    base(&p, &s);
+    char *model = src_path("tests/fixtures/models/llama-2-tiny-random.gguf");
+    p.model_path = model;
+    snapshot snap;
+    one_gpu(&snap);
+    need_detail est = estimate_only(&p, &s, &snap);
+
+    p.mem_gpu_mb = gpu_mb_20000;
+    p.n_mem_gpu = 1;
+    need_detail nd;
+    char err[256];
+    assert_int_equal(service_need(&p, &s, &snap, NULL, &nd, err, sizeof err), 0);
+    assert_string_equal(nd.n.source, "declared");
+    assert_int_equal(nd.n.ngpu, 1);
+    assert_int_equal(nd.n.gpu[0].index, 0);
+    assert_int_equal(nd.n.gpu[0].bytes, 20000 * MIB);
+    assert_int_equal(nd.n.host_bytes, est.n.host_bytes); /* host not declared: the estimate's */
+    assert_true(nd.has_estimate);
+    assert_non_null(strstr(nd.detail, "estimated from '"));
+    assert_non_null(strstr(nd.detail, "; declared memory.gpu_mb binds: gpu 0 20000 MiB > estimate "));
+
+    /* host_mb by the same rule */
+    p.mem_host_mb = 5000;
+    assert_int_equal(service_need(&p, &s, &snap, NULL, &nd, err, sizeof err), 0);
+    assert_int_equal(nd.n.host_bytes, 5000 * MIB);
+    assert_non_null(strstr(nd.detail, "declared memory.host_mb binds: host 5000 MiB > estimate "));
+    settings_release(&s);
+    free(model);
+}
+
+/* A declaration below the estimate never lowers the need. */
+static void declared_below_the_estimate_is_not_used(void **state)
+{
+    preset p;
+    settings s;
+    base(&p, &s);
+    char *model = src_path("tests/fixtures/models/llama-2-tiny-random.gguf");
+    p.model_path = model;
+    snapshot snap;
+    one_gpu(&snap);
+    need_detail est = estimate_only(&p, &s, &snap);
+    p.mem_gpu_mb = gpu_mb_1;
+    p.n_mem_gpu = 1;
+    p.mem_host_mb = 0;
+    need_detail nd;
+    char err[256];
+    assert_int_equal(service_need(&p, &s, &snap, NULL, &nd, err, sizeof err), 0);
+    assert_string_equal(nd.n.source, "estimate");
+    assert_int_equal(nd.n.gpu[0].bytes, est.n.gpu[0].bytes);
+    assert_int_equal(nd.n.host_bytes, est.n.host_bytes);
+    assert_null(strstr(nd.detail, "binds"));
+
+    /* config check's warning */
+    char warn[512] = "";
+    assert_int_equal(need_declared_below(&p, warn, sizeof warn), 1);
+    assert_non_null(strstr(warn, "memory.gpu_mb 1 MiB is below the estimate of "));
+    assert_non_null(strstr(warn, "the estimate is used: a declaration can raise the need, never lower it"));
+    p.mem_gpu_mb = gpu_mb_20000;
+    p.mem_host_mb = -1;
+    assert_int_equal(need_declared_below(&p, warn, sizeof warn), 0);
+    settings_release(&s);
+    free(model);
+}
+
+/* A measured footprint is raised by a larger declaration too. */
+static void declared_raises_the_measured(void **state)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/gpumod-need-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    store *st;
+    char err[256];
+    assert_int_equal(store_open(&st, dir, true, 100, NULL, err, sizeof err), 0);
+    preset p;
+    settings s;
+    base(&p, &s);
+    p.mem_gpu_mb = gpu_mb_20000;
+    p.n_mem_gpu = 1;
+    snapshot snap;
+    one_gpu(&snap);
+    footprint f = fp();
+    assert_int_equal(config_hash(&p, &s, f.hash, NULL, err, sizeof err), 0);
+    f.ngpu = 1;
+    f.gpu[0].index = 0;
+    f.gpu[0].bytes = 603 * MIB;
+    f.gpu[0].how = FP_GPU_NVML;
+    assert_int_equal(store_footprint_put(st, &f, err, sizeof err), 0);
+    need_detail nd;
+    assert_int_equal(service_need(&p, &s, &snap, st, &nd, err, sizeof err), 0);
+    assert_string_equal(nd.n.source, "declared");
+    assert_int_equal(nd.n.gpu[0].bytes, 20000 * MIB);
+    assert_int_equal(nd.n.host_bytes, 300 * MIB);
+    assert_non_null(strstr(nd.detail, "declared memory.gpu_mb binds: gpu 0 20000 MiB > measured 603 MiB"));
+    store_close(st);
+    settings_release(&s);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +346,9 @@ int main(void)
         cmocka_unit_test(partial_names_the_admitted_devices),
         cmocka_unit_test(service_need_reads_the_stored_footprint),
         cmocka_unit_test(pins_host_by_engine),
+        cmocka_unit_test(declared_raises_the_estimate),
+        cmocka_unit_test(declared_below_the_estimate_is_not_used),
+        cmocka_unit_test(declared_raises_the_measured),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* before config.h, whose typedef `mode` a testenv.h parameter would shadow */
@@ -329,6 +330,16 @@ static void install_rules(void **state)
     got = read_text(path);
     assert_string_equal(got, v1);
     free(got);
+    /* a FIFO where the unit should be: refused at once, not waited on
+     * (alarm turns a block into a failure) */
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(mkfifo(path, 0644), 0);
+    alarm(10);
+    assert_int_equal(install_file(path, v1, true, true, &chg, &d, err, sizeof err), -1);
+    alarm(0);
+    want = xasprintf("cannot read '%s': a FIFO, not a regular file", path);
+    assert_string_equal(err, want);
+    free(want);
     buf_release(&d);
     free(path);
     rm_rf(dir);

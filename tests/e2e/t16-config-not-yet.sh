@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Keys that parse but whose feature is not built yet (canary, sleep_mode,
+# unit_vars.sleep_level and default_model) warn, naming what does not
+# happen, at config check and whenever the daemon loads the configuration
+# (start and reload); kv_cache_per_1k, which nothing reads, warns as
+# accepted and not acted on.  None of them is an error.
+. "$(dirname "$0")/lib.sh"
+
+C=$T/cfg
+reset_cfg() { rm -rf "$C"; mkdir -p "$C/presets"; }
+check() { t_run "$1" gpumod --config-dir "$C" config check --no-files; }
+
+t_begin "canary warns: no canary request is sent before READY"
+reset_cfg
+printf 'id: x\ndriver: llamacpp\nport: 7070\nmodel_path: /m.gguf\ncanary: {prompt: "2+2=", max_tokens: 4}\n' \
+    >"$C/presets/x.yaml"
+check 0
+t_has err "$C/presets/x.yaml:5:9: warning: preset 'x': key 'canary' is accepted but not yet acted on: no canary request is sent before READY (the service is READY on its health check alone)"
+t_has out "1 preset, 0 modes: 0 errors, 1 warning"
+t_end
+
+t_begin "canary: false does not warn"
+printf 'id: x\ndriver: llamacpp\nport: 7070\nmodel_path: /m.gguf\ncanary: false\n' >"$C/presets/x.yaml"
+check 0
+t_has out "0 errors, 0 warnings"
+t_end
+
+t_begin "sleep_mode l1 on vllm warns: a switch still stops the service"
+reset_cfg
+printf 'id: v\ndriver: vllm\nport: 7070\nmodel_id: org/m\nsleep_mode: l1\n' >"$C/presets/v.yaml"
+check 0
+t_has err "$C/presets/v.yaml:5:13: warning: preset 'v': key 'sleep_mode' is accepted but not yet acted on: vLLM starts with --enable-sleep-mode, but a switch or stop still stops the service (it is never put to sleep at level 1)"
+t_end
+
+t_begin "sleep_mode router on llama.cpp router mode warns"
+reset_cfg
+printf 'id: r\ndriver: llamacpp\nport: 7070\nsleep_mode: router\nunit_vars: {models_dir: /models}\n' >"$C/presets/r.yaml"
+check 0
+t_has err "$C/presets/r.yaml:4:13: warning: preset 'r': key 'sleep_mode' is accepted but not yet acted on: a switch or stop still stops the service (its models are never unloaded instead)"
+t_end
+
+t_begin "sleep_mode l2 on fastapi warns that it cannot sleep"
+reset_cfg
+printf 'id: f\ndriver: fastapi\nport: 7070\nsleep_mode: l2\n' >"$C/presets/f.yaml"
+check 0
+t_has err "$C/presets/f.yaml:4:13: warning: preset 'f': sleep_mode l2 is a vLLM sleep level; driver fastapi cannot sleep, so a stop frees this service"
+t_end
+
+t_begin "unit_vars.sleep_level and default_model warn"
+reset_cfg
+printf 'id: v\ndriver: vllm\nport: 7070\nmodel_id: org/m\nunit_vars: {sleep_level: 2}\n' >"$C/presets/v.yaml"
+printf 'id: r\ndriver: llamacpp\nport: 7071\nunit_vars: {models_dir: /models, default_model: big}\n' >"$C/presets/r.yaml"
+check 0
+t_has err "$C/presets/v.yaml:5:13: warning: preset 'v': unit_vars: key 'sleep_level' is accepted but not yet acted on: no POST /sleep is ever sent"
+t_has err "$C/presets/r.yaml:4:34: warning: preset 'r': unit_vars: key 'default_model' is accepted but not yet acted on: no model is loaded when the service starts"
+t_end
+
+t_begin "kv_cache_per_1k warns: accepted, not acted on"
+reset_cfg
+printf 'id: k\ndriver: llamacpp\nport: 7070\nmodel_path: /m.gguf\nkv_cache_per_1k: 25\n' >"$C/presets/k.yaml"
+check 0
+t_has err "$C/presets/k.yaml:5:18: warning: preset 'k': key 'kv_cache_per_1k' is accepted but gpumod does not act on it"
+t_end
+
+# the daemon: the same warnings in its log at start and at reload
+D=$T/config
+mkdir -p "$D/presets"
+cat >"$D/gpumod.yaml" <<EOF
+router:
+  enabled: false
+EOF
+printf 'id: x\ndriver: llamacpp\nport: %s\nmodel_path: /m.gguf\ncanary: true\n' "$(free_port)" >"$D/presets/x.yaml"
+t_spawn daemon "$GPUMOD_BIN" serve --foreground
+t_wait 10 gpumod status || t_fail "the daemon never answered"
+
+t_begin "daemon start logs the warning"
+t_wait 5 grep -qF "key 'canary' is accepted but not yet acted on" "$T/daemon.log" ||
+    t_fail "no canary warning in the daemon's log"
+t_end
+
+t_begin "reload logs the warning, prints it, and the reload event carries it"
+printf 'id: v\ndriver: vllm\nport: %s\nmodel_id: org/m\nsleep_mode: l2\n' "$(free_port)" >"$D/presets/v.yaml"
+t_run 0 gpumod reload
+t_has err "v.yaml:5:13: warning: preset 'v': key 'sleep_mode' is accepted but not yet acted on"
+t_wait 5 grep -qF "reload: $D/presets/v.yaml:5:13: preset 'v': key 'sleep_mode' is accepted but not yet acted on" \
+    "$T/daemon.log" || t_fail "no sleep_mode warning in the daemon's log after reload"
+t_run 0 gpumod events --json
+t_jq out '[.events[] | select(.kind == "reload")] | last | .data.warnings | map(.message) | map(select(test("sleep_mode"))) | length' 1
+t_end
+
+t_done
