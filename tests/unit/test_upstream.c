@@ -16,7 +16,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -373,12 +372,30 @@ static void *rawb_main(void *arg)
     return NULL;
 }
 
+/* A client socket to 127.0.0.1:port got the peer's FIN (CLOSE_WAIT, 08,
+ * in /proc/net/tcp) */
+static bool client_in_close_wait(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f) return true; /* cannot tell: the backend's close is all there is */
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned rport, st;
+        if (sscanf(line, " %*d: %*x:%*x %*x:%x %x", &rport, &st) == 2 && (int)rport == port && st == 0x08)
+            found = true;
+    }
+    fclose(f);
+    return found;
+}
+
 /* Wait (the loop does not run) until the raw backend has closed n
- * connections; false after 5 s x the time scale. */
+ * connections and the kernel has delivered the FIN to the client side;
+ * false after 5 s x the time scale. */
 static bool rawb_wait_closed(rawb *rb, int n)
 {
     int64_t deadline = mono_ms() + 5000 * scale();
-    while (atomic_load(&rb->closed) < n) {
+    while (atomic_load(&rb->closed) < n || !client_in_close_wait(rb->port)) {
         if (mono_ms() >= deadline) return false;
         usleep(1000);
     }
@@ -648,8 +665,9 @@ static void pool_stale_probe(void **state)
     assert_true(run_until(&a.ended, 5000));
     assert_string_equal(a.body.p, "k1");
     assert_int_equal(upstream_pool_idle(p), 1);
-    /* the backend closes it after its 50 ms hold: wait for that (the
-     * loop does not run, so the pool has not seen the FIN) */
+    /* the backend closes it after its 50 ms hold: wait for that and for
+     * the FIN to reach the pooled socket (the loop does not run, so the
+     * pool has not seen it) */
     assert_true(rawb_wait_closed(&rb, 1));
     res b;
     res_init(&b);
