@@ -66,7 +66,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch bench-proxy bench-streams test-real
+        bench-status bench-cycles bench-switch bench-proxy bench-streams bench-agree test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
 help:
@@ -83,6 +83,7 @@ help:
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
+	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make test-real  gpumod-bench against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
@@ -162,6 +163,12 @@ bench-proxy: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
 # CPU, lags and client_bound verdict (docs/bench.md "Client capacity").
 bench-streams: $(FAKELLM) $(HELPERS)
 	@BUILD=$(BUILD) N=$${N:-1000} scripts/bench-streams
+
+# gpumod-bench's TTFT, TPOT and throughput against fakellm's request log at
+# concurrency 1 and 64: load-dependent, so judged here, not in make test
+# (docs/bench.md; tests/e2e/t80-bench-agree.sh checks causality and counts).
+bench-agree: $(FAKELLM) $(HELPERS)
+	@BUILD=$(BUILD) TRIES=$${TRIES:-3} scripts/bench-agree
 
 # Opt-in: gpumod-bench against a real llama-server with a model from
 # tests/fixtures/models/ (LLAMA_SERVER=/path/to/llama-server; without it the

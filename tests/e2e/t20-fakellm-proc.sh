@@ -149,6 +149,10 @@ for p in "$P" "$P2" "$P3"; do
     curl -s -o /dev/null "http://127.0.0.1:$p/health"
     curl -s -o /dev/null "http://127.0.0.1:$p/props"
 done
+# fakellm logs a request once its answer is out: wait for the lines
+t_wait 5 grep -q "GET /props 200" "$T/ld.log" || t_fail "no /props line in ld.log"
+t_wait 5 grep -q "GET /props 200" "$T/la.log" || t_fail "no /props line in la.log"
+t_wait 5 grep -q "GET /health 200" "$T/la.log" || t_fail "no /health line in la.log"
 t_match "$T/ld.log" 'log_request: id=[0-9]+ GET /props 200 recv_mono_ms=[0-9.]+ recv_real_ms=[0-9.]+ first_send_mono_ms=[0-9.]+ first_send_real_ms=[0-9.]+ done_mono_ms=[0-9.]+$'
 t_lacks "$T/ld.log" "GET /health"
 t_has "$T/la.log" "GET /health 200"

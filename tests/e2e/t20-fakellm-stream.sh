@@ -66,11 +66,12 @@ P=$(free_port)
 fakellm_spawn slot FAKELLM_TPS=10 -- -m "$MODEL" --port "$P" -np 1 --metrics
 wait_healthy "$P" || t_fail "never healthy"
 U=http://127.0.0.1:$P
-body='{"messages":[],"max_tokens":10,"ignore_eos":true}'
-curl -s -o "$T/r1" -w '%{time_total}' --max-time $((20 * S)) "$U/v1/chat/completions" -d "$body" >"$T/t1" &
+# streams, so that fakellm's log has each one's first and last token write
+body='{"messages":[],"max_tokens":10,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}'
+curl -sN -o "$T/r1" --max-time $((20 * S)) -H 'X-Request-Id: t20-r1' "$U/v1/chat/completions" -d "$body" &
 c1=$!
 t_wait 5 metric_is "$U" llamacpp:requests_processing 1 || t_fail "first never processing"
-curl -s -o "$T/r2" -w '%{time_total}' --max-time $((20 * S)) "$U/v1/chat/completions" -d "$body" >"$T/t2" &
+curl -sN -o "$T/r2" --max-time $((20 * S)) -H 'X-Request-Id: t20-r2' "$U/v1/chat/completions" -d "$body" &
 c2=$!
 t_wait 5 metric_is "$U" llamacpp:requests_deferred 1 || t_fail "second never deferred"
 t_eq "$(metric "$U" llamacpp:requests_processing)" 1 "processing while one waits"
@@ -78,9 +79,18 @@ http GET "$U/slots"
 t_jq out '.[0].is_processing' true
 t_jq out '.[0].next_token[0].n_remain > 0' true
 wait "$c1" "$c2"
-ms_ge "$(cat "$T/t2")" 1.5 || t_fail "the deferred request finished after $(cat "$T/t2") s: it did not wait"
-t_jq "$T/r1" .usage.completion_tokens 10
-t_jq "$T/r2" .usage.completion_tokens 10
+# by fakellm's clock: the deferred stream's first token went out no sooner
+# than the first stream's last one (fakellm logs a request once its answer
+# is out: wait for both lines)
+t_wait 5 grep -q "log_request: .* rid=t20-r2\$" "$T/slot.log" || t_fail "no log line for the second"
+t_wait 5 grep -q "log_request: .* rid=t20-r1\$" "$T/slot.log" || t_fail "no log line for the first"
+r1_last=$(sed -n 's/.*log_request: .* last_send_mono_ms=\([0-9.]*\) rid=t20-r1$/\1/p' "$T/slot.log")
+r2_first=$(sed -n 's/.*log_request: .* first_send_mono_ms=\([0-9.]*\) .*rid=t20-r2$/\1/p' "$T/slot.log")
+t_diag "first stream's last token at $r1_last ms, the deferred one's first at $r2_first ms"
+[ -n "$r1_last" ] && [ -n "$r2_first" ] && ms_ge "$r2_first" "$r1_last" ||
+    t_fail "the deferred request's first token ($r2_first) before the first's last ($r1_last): it did not wait"
+t_has "$T/r1" '"completion_tokens":10'
+t_has "$T/r2" '"completion_tokens":10'
 t_eq "$(metric "$U" llamacpp:requests_deferred)" 0 "deferred after"
 t_eq "$(metric "$U" llamacpp:requests_processing)" 0 "processing after"
 t_end

@@ -21,7 +21,10 @@ cat >"$T/nvml.json" <<'JSON'
  "processes": [], "release_delay_ms": 600000}
 JSON
 
-settings 'supervisor: {stop_timeout: 2s, health_interval: 100ms, health_failures: 2}' \
+# health_interval 1s: a probe's deadline is the interval, so a probe slowed
+# by a busy machine never makes 'brief' unhealthy; limp, limp2 and held
+# fail their probes with answers (status 500)
+settings 'supervisor: {stop_timeout: 2s, health_interval: 1s, health_failures: 2}' \
     'memory: {verify_freed_timeout: 3s, nvml_timeout: 10s}'
 P1=$(free_port) P2=$(free_port) P3=$(free_port) P4=$(free_port) P5=$(free_port) P6=$(free_port)
 # healthy for 3 answers, then 500; ignores SIGTERM (so it stays unhealthy
@@ -48,7 +51,7 @@ unset NOTIFY_SOCKET
 t_begin "a stop while the kill of an unhealthy service verifies GPU memory completes"
 t_run 0 gpumod service start held
 pg=$(field held .pgid)
-t_wait 10 is_state held unhealthy || t_fail "never unhealthy (state $(state_of held))"
+t_wait 20 is_state held unhealthy || t_fail "never unhealthy (state $(state_of held))"
 t_wait 10 group_gone "$pg" || t_fail "group $pg not gone"
 t_eq "$(state_of held)" unhealthy "state while the memory is verified"
 t_run 0 timeout $((30 * S)) gpumod service stop held
@@ -59,7 +62,7 @@ t_end
 
 t_begin "a start that joined an unhealthy service: a stop cancelling the restart answers it (409)"
 t_run 0 gpumod service start limp
-t_wait 10 is_state limp unhealthy || t_fail "never unhealthy (state $(state_of limp))"
+t_wait 20 is_state limp unhealthy || t_fail "never unhealthy (state $(state_of limp))"
 t_spawn joiner gpumod service start limp
 jp=$_t_last_pid
 t_wait 10 restart_scheduled limp || t_fail "no restart scheduled (state $(state_of limp))"
@@ -112,7 +115,7 @@ t_end
 
 t_begin "shutdown cancelling a restart answers a joined start 503 and the daemon exits"
 t_run 0 gpumod service start limp2
-t_wait 10 is_state limp2 unhealthy || t_fail "never unhealthy (state $(state_of limp2))"
+t_wait 20 is_state limp2 unhealthy || t_fail "never unhealthy (state $(state_of limp2))"
 t_spawn joiner2 gpumod service start limp2
 jp=$_t_last_pid
 t_wait 10 restart_scheduled limp2 || t_fail "no restart scheduled (state $(state_of limp2))"

@@ -35,7 +35,7 @@ set_mem_available() {
 P1=$(free_port); P2=$(free_port)
 settings 'memory:' \
     '  watchdog: {interval: 50ms, mem_available_floor_mb: 2048, over_need_factor: 1.0, over_need_margin_mb: 256}' \
-    'supervisor: {health_interval: 100ms, stop_timeout: 2s}'
+    'supervisor: {health_interval: 1s, stop_timeout: 2s}'
 # grows on the fake GPU from ready on, 200 MiB every 50 ms
 preset grow "$P1" 'env:' "  GPUMOD_FAKE_NVML_STATE: $T/nvml.json" '  FAKELLM_GPU_MB: "8"' \
     '  FAKELLM_GPU_GROW_MB: "200"' '  FAKELLM_GPU_GROW_MAX_MB: "100000"' '  FAKELLM_GROW_INTERVAL_MS: "50"'

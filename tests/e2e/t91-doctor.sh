@@ -20,11 +20,30 @@ host() {
     export GPUMOD_PROC_ROOT=$D/$1/proc GPUMOD_SYS_ROOT=$D/$1/sys GPUMOD_ETC_ROOT=$D/$1/etc GPUMOD_UNIT_DIR=$D/$1/units
 }
 
+# nvml_slow: the fake NVML answers at once, but on a busy machine the query
+# can take over doctor's 100 ms (DOC_NVML_WARN_MS); then, and only then,
+# the nvml check warns that it was slow.  Sets NV_OK/NV_WARN (the nvml
+# check's share of the counts) from what the check said; every other check
+# is asserted exactly.
+nvml_verdict() { # text output file
+    if grep -qxF "[warn] nvml" "$1"; then
+        local ms
+        ms=$(sed -nE 's/^ +NVML answered for 1 GPU\(s\) in ([0-9]+) ms \(over 100 ms\)$/\1/p' "$1")
+        [ -n "$ms" ] && [ "$ms" -gt 100 ] || t_fail "the nvml check warns, but not that it was slow"
+        t_diag "the fake NVML took $ms ms (a busy machine): nvml warns that it was slow"
+        NV_OK=0 NV_WARN=1
+    else
+        t_has "$1" "[ok  ] nvml"
+        NV_OK=1 NV_WARN=0
+    fi
+}
+
 t_begin "healthy host: every check ok or skipped, exit 0"
 host healthy
 nvml_state
 t_run 0 gpumod doctor
-t_has out "gpumod doctor: 13 checks: 11 ok, 0 warn, 0 fail, 2 info, 0 skipped"
+nvml_verdict "$T/out"
+t_has out "gpumod doctor: 13 checks: $((10 + NV_OK)) ok, $NV_WARN warn, 0 fail, 2 info, 0 skipped"
 t_has out "[ok  ] zfs-arc"
 t_has out "ARC max 2.0 GiB (8% of RAM 23.5 GiB; limit 1/8 = 2.9 GiB), now 1.0 GiB"
 t_has out "persisted as 2147483648 in $D/healthy/etc/modprobe.d/zfs.conf:2"
@@ -42,7 +61,7 @@ t_has out "1 gpumod unit(s) run exactly their preset's argv"
 t_has out "2 unit(s) read, 1 with Restart="
 t_match out "NVML answered for 1 GPU\(s\) in [0-9]+ ms"
 t_has out "[info] compact-memory"
-t_lacks out "[warn]"
+t_eq "$(grep -F "[warn]" "$T/out" | grep -vxF "[warn] nvml")" "" "checks that warn, nvml aside"
 # the gate's figure is doctor's: Normal 6*512 + 636*1024 = 654336 pages x 4096 (2556 MiB) in
 # 2 MiB blocks, and 112*64 + 49*128 + 15*256 pages more in blocks >= 256 KiB (2624 MiB)
 t_run 0 gpumod gpu --json
@@ -57,7 +76,11 @@ t_run 0 gpumod doctor --json
 t_jq out .ok true
 t_jq out '.checks | length' 13
 t_jq out '[.checks[].id] | join(" ")' "zfs-arc min-free-kbytes swap fragmentation psi unit-files restart-loops restart-always-ports start-timeout stale-units nvml systemd-oomd compact-memory"
-t_jq out '[.checks[] | select(.status == "ok")] | length' 11
+t_jq out '[.checks[] | select(.id != "nvml" and .status == "ok")] | length' 10
+# nvml: ok, or (a busy machine) the warn that says the query was slow
+t_jq out '.checks[] | select(.id == "nvml") | .status == "ok" or
+    (.status == "warn" and (.summary | test("^NVML answered for 1 GPU\\(s\\) in [0-9]+ ms \\(over 100 ms\\)$")))' true
+t_jq out '.counts.warn == ([.checks[] | select(.id == "nvml" and .status == "warn")] | length)' true
 t_jq out '.checks[] | select(.id == "zfs-arc") | .status' ok
 t_jq out '.checks[] | select(.id == "swap") | .fix' null
 t_jq out '.checks[] | select(.id == "compact-memory") | .status' info

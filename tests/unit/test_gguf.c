@@ -875,7 +875,10 @@ static void sparse_100gb(void **state)
     assert_true(img.len < 4096);
     assert_int_equal(g.header_bytes_read, 4096); /* one read of the smallest window */
     const char *scale = getenv("GPUMOD_TEST_TIME_SCALE");
-    double limit = 50.0 * (scale && atoi(scale) > 0 ? atoi(scale) : 1);
+    /* one 4 KiB read (asserted above) is what proves it never scans the
+     * data; reading 100 GB of holes takes far longer than this bound,
+     * which only proves it did not hang */
+    double limit = 5000.0 * (scale && atoi(scale) > 0 ? atoi(scale) : 1);
     if (ms > limit)
         fail_msg("gguf_open took %.1f ms on a sparse 100 GB file (limit %.0f ms)", ms, limit);
     gguf_release(&g);

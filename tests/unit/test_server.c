@@ -601,18 +601,20 @@ static void slow_client(void **state)
     int fd = raw_connect(f.sock);
     int64_t t0 = now_ms();
     raw_send(fd, "GET /hello HTTP/1.1\r\nHo");
-    assert_true(raw_read(fd, &b, NULL, 0, 20 * t));
+    assert_true(raw_read(fd, &b, NULL, 0, t + 5000 * scale()));
     int64_t took = now_ms() - t0;
     assert_int_equal(strncmp(b.p, "HTTP/1.1 408 ", 13), 0);
     assert_non_null(strstr(b.p, "\"code\":\"timeout\""));
-    assert_true(took >= t - 5 && took < 10 * t);
+    /* at the timeout: not before it; the upper bound only proves the
+     * server did not leave the half request hanging */
+    assert_true(took >= t - 5 && took < t + 5000 * scale());
     close(fd);
 
     /* the body times out too */
     fd = raw_connect(f.sock);
     buf_clear(&b);
     raw_send(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
-    assert_true(raw_read(fd, &b, NULL, 0, 20 * t));
+    assert_true(raw_read(fd, &b, NULL, 0, t + 5000 * scale()));
     assert_int_equal(strncmp(b.p, "HTTP/1.1 408 ", 13), 0);
     assert_non_null(strstr(b.p, "body"));
     close(fd);
@@ -621,7 +623,7 @@ static void slow_client(void **state)
     fd = raw_connect(f.sock);
     buf_clear(&b);
     raw_send(fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_true(raw_read(fd, &b, NULL, 0, 20 * t));
+    assert_true(raw_read(fd, &b, NULL, 0, t + 5000 * scale()));
     assert_int_equal(count(b.p, "HTTP/1.1"), 1);
     assert_null(strstr(b.p, "408"));
     close(fd);
@@ -1185,7 +1187,7 @@ static void client_timeout(void **state)
                      HTTPC_E_TIMEOUT);
     int64_t took = now_ms() - t0;
     assert_true(took >= t - 1);
-    assert_true(took < t + 200 * scale());
+    assert_true(took < t + 5000 * scale()); /* did not hang (the socket never answers) */
     assert_non_null(strstr(err, "timed out after 300 ms waiting for the reply from"));
     assert_int_equal(http_client_exit_code(HTTPC_E_TIMEOUT), 4);
     close(lfd);

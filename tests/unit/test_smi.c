@@ -350,7 +350,7 @@ static void query_hangs(void **state)
         assert_int_equal(smi_query(&s, progs[i], 300, NULL, err, sizeof err), -1);
         int64_t took = mono_ms() - t0;
         assert_true(took >= 290);
-        assert_true(took < 300 + 1000 * scale());
+        assert_true(took < 300 + 5000 * scale()); /* did not hang: the fake sleeps 30 s */
         char *want = xasprintf("'%s' timed out after 300 ms", progs[i]);
         assert_string_equal(err, want);
         free(want);

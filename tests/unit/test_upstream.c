@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,20 @@ static bool run_until(const bool *flag, int64_t ms)
     uv_close((uv_handle_t *)&guard, NULL);
     uv_run(&loop, UV_RUN_NOWAIT);
     return !flag || *flag;
+}
+
+/* Run the loop until the pool holds `want` idle connections or ms
+ * (scaled) have passed; false on timeout. */
+static bool run_until_idle(upstream_pool *p, size_t want, int64_t ms)
+{
+    uv_timer_t guard;
+    uv_timer_init(&loop, &guard);
+    uv_timer_start(&guard, tick, 5, 5);
+    int64_t deadline = mono_ms() + ms * scale();
+    while ((size_t)upstream_pool_idle(p) != want && mono_ms() < deadline) uv_run(&loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&guard, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    return (size_t)upstream_pool_idle(p) == want;
 }
 
 static void run_for(int64_t ms)
@@ -306,6 +321,7 @@ typedef struct rawb {
     int hold_ms;     /* after replying, wait this long for the peer to close */
     int peer_closed; /* connections whose peer closed during the hold */
     int accepted;
+    atomic_int closed; /* connections the thread has closed (read while it runs) */
     buf got;         /* every request byte received */
     pthread_t th;
 } rawb;
@@ -351,8 +367,39 @@ static void *rawb_main(void *arg)
             }
         }
         close(fd);
+        atomic_fetch_add(&rb->closed, 1);
     }
     return NULL;
+}
+
+/* A client socket to 127.0.0.1:port got the peer's FIN (CLOSE_WAIT, 08,
+ * in /proc/net/tcp) */
+static bool client_in_close_wait(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f) return true; /* cannot tell: the backend's close is all there is */
+    char line[512];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned rport, st;
+        if (sscanf(line, " %*d: %*x:%*x %*x:%x %x", &rport, &st) == 2 && (int)rport == port && st == 0x08)
+            found = true;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Wait (the loop does not run) until the raw backend has closed n
+ * connections and the kernel has delivered the FIN to the client side;
+ * false after 5 s x the time scale. */
+static bool rawb_wait_closed(rawb *rb, int n)
+{
+    int64_t deadline = mono_ms() + 5000 * scale();
+    while (atomic_load(&rb->closed) < n || !client_in_close_wait(rb->port)) {
+        if (mono_ms() >= deadline) return false;
+        usleep(1000);
+    }
+    return true;
 }
 
 static int listen_tcp(int backlog, int *port)
@@ -582,8 +629,8 @@ static void pool_backend_closes_idle(void **state)
     get(p, "GET", "/hello", &a);
     assert_true(run_until(&a.ended, 5000));
     assert_int_equal(upstream_pool_idle(p), 1);
-    run_for(300); /* the backend closed it; the pool saw the EOF */
-    assert_int_equal(upstream_pool_idle(p), 0);
+    /* the backend closes it after 50 ms; the pool sees the EOF */
+    assert_true(run_until_idle(p, 0, 5000));
     res b;
     res_init(&b);
     get(p, "GET", "/hello", &b);
@@ -618,7 +665,10 @@ static void pool_stale_probe(void **state)
     assert_true(run_until(&a.ended, 5000));
     assert_string_equal(a.body.p, "k1");
     assert_int_equal(upstream_pool_idle(p), 1);
-    usleep(200 * 1000); /* the FIN arrives; the loop does not run */
+    /* the backend closes it after its 50 ms hold: wait for that and for
+     * the FIN to reach the pooled socket (the loop does not run, so the
+     * pool has not seen it) */
+    assert_true(rawb_wait_closed(&rb, 1));
     res b;
     res_init(&b);
     get(p, "GET", "/two", &b);
