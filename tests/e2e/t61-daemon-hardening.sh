@@ -17,12 +17,14 @@ P1=$(free_port); P2=$(free_port)
 cat >"$T/chatty" <<EOF
 #!/bin/sh
 echo "starting with --api-key sekrit-in-the-log and HF_TOKEN=hunter2-in-the-log"
-if [ -e "$T/flood" ]; then ( sleep 0.2; yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c 8000000 ) & fi
+# the flood waits for the test's go (the follower connected), at most 60 s
+if [ -e "$T/flood" ]; then ( i=0; while [ ! -e "$T/go" ] && [ \$i -lt 1200 ]; do sleep 0.05; i=\$((i + 1)); done
+    yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx | head -c 8000000 ) & fi
 exec "$BUILD/fakellm" "\$@"
 EOF
 chmod +x "$T/chatty"
 conf() {
-    printf 'drivers:\n  llamacpp: {binary: %s}\nrouter: {enabled: false}\nsupervisor: {health_interval: 100ms, stop_timeout: 60s}\n' \
+    printf 'drivers:\n  llamacpp: {binary: %s}\nrouter: {enabled: false}\nsupervisor: {health_interval: 1s, stop_timeout: 60s}\n' \
         "$T/chatty" >"$C/gpumod.yaml"
     printf '%s\n' "$@" >>"$C/gpumod.yaml"
 }
@@ -93,11 +95,18 @@ t_end
 
 t_begin "a follow stream whose reader stalls ends with where to resume; the daemon is fine"
 t_run 0 gpumod service stop chat
+rm -f "$T/go"
 touch "$T/flood"
 t_run 0 gpumod service start chat
-# a reader at 100 KiB/s: the 8 MB flood outruns it by far
+# a reader at 100 KiB/s: the 8 MB flood outruns it by far.  The flood
+# starts once the follower has its first line (a flood that the daemon had
+# swallowed before the follow began would leave nothing to follow).
 curl -s -N --limit-rate 100k --max-time $((60 * S)) --unix-socket "$SOCK" \
-    "http://gpumod/services/chat/logs?follow=1&n=1" >"$T/slow.out" 2>/dev/null
+    "http://gpumod/services/chat/logs?follow=1&n=1" >"$T/slow.out" 2>/dev/null &
+cpid=$!
+t_wait 10 test -s "$T/slow.out" || t_fail "the follow stream sent nothing"
+touch "$T/go"
+reap "$cpid" 70 || t_fail "the slow follower did not end"
 t_has "$T/slow.out" "follow again with after="
 t_match "$T/slow.out" "this stream ends at offset [0-9]+"
 t_has "$T/daemon.log" "fell more than 1048576 bytes behind"
@@ -129,13 +138,27 @@ if ! command -v python3 >/dev/null; then
 else
     t_run 0 gpumod service start stubborn
     # the head is sent in two parts; SIGTERM lands between them
-    python3 - "$SOCK" "$DPID" "$T/late.out" <<'PY' &
+    # a first request on the connection proves the daemon has accepted it
+    # (an unaccepted one would just be closed at shutdown); then half a
+    # head, SIGTERM, and the rest once the daemon's log says it shuts down
+    python3 - "$SOCK" "$DPID" "$T/late.out" "$T/daemon.log" <<'PY' &
 import os, signal, socket, sys, time
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s.settimeout(30)
+s.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+first = b""
+while b"\r\n\r\n" not in first:
+    first += s.recv(65536)
+head, _, body = first.partition(b"\r\n\r\n")
+n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+while len(body) < n:
+    body += s.recv(65536)
 s.sendall(b"GET /services/stubborn/logs?follow=1 HTTP/1.1\r\nHost: x\r\n")
 time.sleep(0.3)
 os.kill(int(sys.argv[2]), signal.SIGTERM)
-time.sleep(0.5)
+end = time.monotonic() + 30
+while time.monotonic() < end and b"shutting down" not in open(sys.argv[4], "rb").read():
+    time.sleep(0.02)
 s.sendall(b"\r\n")
 s.settimeout(30)
 out = b""

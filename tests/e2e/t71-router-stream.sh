@@ -56,7 +56,13 @@ t_end
 
 t_begin "a client that hangs up: the backend sees the abort"
 before=$(curl -s "http://127.0.0.1:$PW/metrics" | awk '/^fakellm:aborted_requests_total/ {print $2}')
-timeout 0.5 curl -s -N -o /dev/null "$RURL/v1/chat/completions" -d "$(chat wide true 2000)"
+# the client hangs up once the stream has begun (not after a fixed time,
+# which a busy machine can spend before the first byte)
+curl -s -N -o "$T/hang.sse" --max-time $((30 * S)) "$RURL/v1/chat/completions" -d "$(chat wide true 2000)" &
+hpid=$!
+t_wait 10 grep -q '"content"' "$T/hang.sse" || t_fail "the stream never began"
+kill "$hpid" 2>/dev/null
+wait "$hpid" 2>/dev/null
 aborted() { [ "$(curl -s "http://127.0.0.1:$PW/metrics" | awk '/^fakellm:aborted_requests_total/ {print $2}')" -gt "$before" ]; }
 t_wait 5 aborted || t_fail "fakellm's aborted_requests_total stayed at $before"
 t_wait 5 grep -q 'model=wide -> wide status=200 .* aborted=yes' "$T/daemon.log" || t_fail "no access line with aborted=yes"
