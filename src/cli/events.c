@@ -7,7 +7,8 @@
  * event stream (GET /events?follow=1) from the last id printed, so
  * nothing falls between the two; a stream the daemon cut because this
  * reader was slow is followed again from the id its last line names.
- * SIGINT and SIGTERM end it with exit 0. */
+ * SIGINT and SIGTERM end it with exit 0; the daemon's end of the stream
+ * (shutdown) with exit 3. */
 #include "cli/ctl.h"
 #include "util/clock.h"
 
@@ -88,7 +89,7 @@ static void follow_line(follow_out *o, const char *p, size_t n)
         o->ended = true;
         o->last = (int64_t)jnum(j, "since", (double)o->last);
         o->resume = !strcmp(end, "slow_reader");
-        if (!o->resume) fprintf(stderr, "gpumod: events: %s\n", jstr(j, "message") ? jstr(j, "message") : end);
+        if (!o->resume) fprintf(stderr, "gpumod: %s\n", jstr(j, "message") ? jstr(j, "message") : end);
     } else {
         buf b = BUF_INIT;
         if (o->c->json) {
@@ -142,6 +143,8 @@ static int follow(cli *c, int64_t since, const char *svc, const char *kind)
         else if (!rc && !o.ended && !stop_follow) {
             fprintf(stderr, "gpumod: events: the daemon ended the stream\n");
             rc = EXIT_DAEMON;
+        } else if (!rc && o.ended && !o.resume) {
+            rc = EXIT_DAEMON; /* shutting down (or its store failed): said on stderr */
         }
         http_reply_release(&r);
     } while (!rc && o.resume && !stop_follow);

@@ -155,11 +155,16 @@ for sig in INT TERM; do
 done
 t_end
 
-t_begin "shutdown ends a stream with its last line"
+t_begin "shutdown ends a stream with its last line, and gpumod events -f with exit 3"
 follow f4 "since=0&kind=reload"
+t_spawn clidown "$GPUMOD_BIN" events -f --kind reload -n 1
 t_wait 10 grep -q '"kind":"reload"' "$T/f4.log" || t_fail "the follower never started"
+t_wait 10 grep -q "reload" "$T/clidown.log" || t_fail "the CLI follower never started"
 daemon_stop
 t_wait 5 grep -q '"end":"shutting_down"' "$T/f4.log" || t_fail "no shutting_down line: $(tail -c 300 "$T/f4.log")"
+reap "$(cat "$T/clidown.pid")" 5 || t_fail "events -f still running 5 s after the daemon stopped"
+t_eq "$rc" 3 "events -f's exit status when the daemon stops"
+t_has "$T/clidown.log" "gpumod: events: the daemon is shutting down; follow again with since="
 t_end
 
 stop_all_clean
