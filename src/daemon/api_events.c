@@ -31,6 +31,7 @@ typedef struct api_evstream {
     unsigned kinds;  /* store_event_query.kinds */
     int64_t last_id; /* the last event passed: the stream goes on after it */
     bool caught_up;  /* the backlog is out: live from here */
+    size_t cap;      /* EVSTREAM_MAX_QUEUED or the tests' lower one */
     struct api_evstream *next;
 } api_evstream;
 
@@ -66,7 +67,7 @@ static void evstream_end(api_evstream *s, const char *why, const char *message)
 }
 
 /* Send one page after s->last_id.  1: more may follow, 0: caught up,
- * -1: the store failed (the stream has ended). */
+ * -1: the store failed or the peer is gone (s may be freed: leave it). */
 static int evstream_page(api_evstream *s)
 {
     store_event_query q = {.since_id = s->last_id, .service = s->service, .kinds = s->kinds,
@@ -85,17 +86,18 @@ static int evstream_page(api_evstream *s)
         buf_addc(&b, '\n');
         s->last_id = ev[i].id;
     }
-    srv_write(s->c, b.p, b.len);
+    /* a write to a dead connection may already have ended s (on_abort) */
+    int w = srv_write(s->c, b.p, b.len);
     buf_release(&b);
     store_events_free(ev, n);
-    return n == EVSTREAM_PAGE;
+    return w < 0 ? -1 : n == EVSTREAM_PAGE;
 }
 
 /* Catch up page by page while the peer keeps up; live, cut a reader that
  * lets more than the cap queue. */
 static void evstream_pump(api_evstream *s)
 {
-    size_t queued = srv_conn_queued(s->c), cap = max_queued();
+    size_t queued = srv_conn_queued(s->c), cap = s->cap;
     if (s->caught_up && queued > cap) {
         char msg[200];
         snprintf(msg, sizeof msg,
@@ -137,6 +139,7 @@ void api_events_follow(gpumodd *d, srv_conn *c, int64_t since_id, const char *se
     s->service = service ? xstrdup(service) : NULL;
     s->kinds = kinds;
     s->last_id = since_id;
+    s->cap = max_queued();
     s->next = d->evstreams;
     d->evstreams = s;
     store_on_event(d->st, evstream_notify, d);
