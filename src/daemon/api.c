@@ -751,9 +751,10 @@ static int events_kinds(req *r, unsigned *mask)
         int i = store_event_kind_index(k);
         if (i < 0) {
             buf known = BUF_INIT;
-            for (size_t j = 0; store_event_kinds[j]; j++) buf_printf(&known, "%s%s", j ? ", " : "", store_event_kinds[j]);
-            reply_error(r->c, 400, "bad_request", NULL, "events: kind '%s' is not one of %s", strlen(k) <= 32 ? k : "...",
-                        known.p);
+            for (size_t j = 0; store_event_kinds[j]; j++)
+                buf_printf(&known, "%s%s", j ? ", " : "", store_event_kinds[j]);
+            reply_error(r->c, 400, "bad_request", NULL, "events: kind '%s' is not one of %s",
+                        strlen(k) <= 32 ? k : "...", known.p);
             buf_release(&known);
             free(list);
             return -1;
