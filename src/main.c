@@ -117,10 +117,13 @@ static const cmd commands[] = {
      "  service restart ID             stop, then start as above\n"
      "  service logs ID [-f] [-n N]    the last N lines (100) of its output; -f follows\n",
      cmd_service},
-    {"events", "[--since T] [--service ID] [-n N] [--json]", "what the daemon recorded: transitions, spawns, exits",
-     "  events [--since T] [--service ID] [-n N] [--json]\n"
+    {"events", "[-f] [--since T] [--service ID] [--kind K[,K]] [-n N] [--json]",
+     "what the daemon recorded: transitions, spawns, exits",
+     "  events [-f] [--since T] [--service ID] [--kind K[,K]] [-n N] [--json]\n"
      "      The last N events (100), or those after T: an event id, an RFC 3339\n"
-     "      time, or a duration back from now (30s, 10m, 2h, 1d).\n",
+     "      time, or a duration back from now (30s, 10m, 2h, 1d).  --kind keeps\n"
+     "      those kinds (state, spawn, exit, ...).  -f then prints each event as\n"
+     "      it is recorded, until interrupted.\n",
      cmd_events},
     {"reload", "[--json]", "make the daemon read its configuration again",
      "  reload [--json]\n"

@@ -36,6 +36,22 @@ char *ctl_socket_path(const cli *c)
     return xstrdup(resolved_sock);
 }
 
+static int call_failed(const char *sock, const char *method, const char *target, int rc, const char *err)
+{
+    if (rc == HTTPC_E_CONNECT && strstr(err, strerror(EACCES)))
+        fprintf(stderr,
+                "gpumod: permission denied on socket %s: this user may not use the daemon's socket or a "
+                "directory above it (socket_group, docs/configuration.md)\n",
+                sock);
+    else if (rc == HTTPC_E_CONNECT && strstr(err, "daemon unreachable"))
+        fprintf(stderr, "gpumod: no daemon is running (socket %s); start one with 'gpumod serve'\n", sock);
+    else if (rc == HTTPC_E_GONE)
+        fprintf(stderr, "gpumod: %s %s: %s (the daemon stopped or restarted)\n", method, target, err);
+    else
+        fprintf(stderr, "gpumod: %s %s: %s\n", method, target, err);
+    return http_client_exit_code(rc);
+}
+
 int ctl_call(const cli *c, const char *method, const char *target, const char *body, int64_t timeout_ms,
              bool quiet, http_reply *out)
 {
@@ -44,26 +60,21 @@ int ctl_call(const cli *c, const char *method, const char *target, const char *b
     memset(out, 0, sizeof *out);
     int rc = http_request(sock, method, target, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
                           timeout_ms, out, err, sizeof err);
-    if (rc == HTTPC_OK) {
-        free(sock);
-        return 0;
-    }
-    if (!quiet) {
-        if (rc == HTTPC_E_CONNECT && strstr(err, strerror(EACCES)))
-            fprintf(stderr,
-                    "gpumod: permission denied on socket %s: this user may not use the daemon's socket or a "
-                    "directory above it (socket_group, docs/configuration.md)\n",
-                    sock);
-        else if (rc == HTTPC_E_CONNECT && strstr(err, "daemon unreachable"))
-            fprintf(stderr, "gpumod: no daemon is running (socket %s); start one with 'gpumod serve'\n", sock);
-        else if (rc == HTTPC_E_GONE)
-            fprintf(stderr, "gpumod: %s %s: %s (the daemon stopped or restarted)\n", method, target, err);
-        else
-            fprintf(stderr, "gpumod: %s %s: %s\n", method, target, err);
-    }
+    if (rc != HTTPC_OK) rc = quiet ? http_client_exit_code(rc) : call_failed(sock, method, target, rc, err);
     free(sock);
-    http_reply_release(out);
-    return http_client_exit_code(rc);
+    return rc;
+}
+
+int ctl_stream(const cli *c, const char *target, http_body_cb on_body, void *ud, volatile sig_atomic_t *stop,
+               http_reply *out)
+{
+    char *sock = ctl_socket_path(c);
+    char err[512];
+    memset(out, 0, sizeof *out);
+    int rc = http_request_stream(sock, target, CTL_QUICK_MS, on_body, ud, stop, out, err, sizeof err);
+    if (rc != HTTPC_OK) rc = call_failed(sock, "GET", target, rc, err);
+    free(sock);
+    return rc;
 }
 
 cJSON *ctl_json(const http_reply *r, const char *what)

@@ -13,6 +13,7 @@
 #include "daemon/api.h"
 #include "util/jstrict.h"
 #include "daemon/api_modes.h"
+#include "daemon/api_events.h"
 #include "cli/hostview.h"
 #include "daemon/log.h"
 #include "daemon/logring.h"
@@ -662,6 +663,7 @@ void api_abort(srv_conn *c, void *ud)
             follow_end(d, f);
             return;
         }
+    if (api_events_abort(d, c)) return;
     /* a start/stop in flight answers from its callback (the server then
      * only frees the connection) */
 }
@@ -674,6 +676,7 @@ void api_close_follows(gpumodd *d)
         f->partial.len = 0;
         follow_end(d, f);
     }
+    api_events_close(d);
 }
 
 static void get_logs(req *r)
@@ -736,10 +739,104 @@ static void get_logs(req *r)
 
 /* ---- events ------------------------------------------------------------ */
 
+/* kind=state,exit: a comma list of store_event_kinds as a mask; -1 after
+ * a 400 naming the first that is not one. */
+static int events_kinds(req *r, unsigned *mask)
+{
+    const char *v = qget(r, "kind");
+    *mask = 0;
+    if (!v) return 0;
+    char *list = xstrdup(v), *save = NULL;
+    for (char *k = strtok_r(list, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+        int i = store_event_kind_index(k);
+        if (i < 0) {
+            buf known = BUF_INIT;
+            for (size_t j = 0; store_event_kinds[j]; j++)
+                buf_printf(&known, "%s%s", j ? ", " : "", store_event_kinds[j]);
+            reply_error(r->c, 400, "bad_request", NULL, "events: kind '%s' is not one of %s",
+                        strlen(k) <= 32 ? k : "...", known.p);
+            buf_release(&known);
+            free(list);
+            return -1;
+        }
+        *mask |= 1u << i;
+    }
+    free(list);
+    if (!*mask) {
+        reply_error(r->c, 400, "bad_request", NULL, "events: kind must name at least one kind");
+        return -1;
+    }
+    return 0;
+}
+
+/* since: an event id or an RFC 3339 time into q (follow: an id only);
+ * -1 after a 400. */
+static int events_since(req *r, bool follow, store_event_query *q)
+{
+    const char *since = qget(r, "since");
+    if (!since || !*since) {
+        q->tail = true; /* the latest ones */
+        return 0;
+    }
+    int64_t id = digits_int(since);
+    int64_t ts;
+    bool all_digits = strspn(since, "0123456789") == strlen(since);
+    if (id >= 0) {
+        q->since_id = id;
+        return 0;
+    }
+    if (all_digits)
+        reply_error(r->c, 400, "bad_request", NULL, "events: since '%s' is too large for an event id", since);
+    else if (follow)
+        reply_error(r->c, 400, "bad_request", NULL, "events: with follow=1, since must be an event id, not '%s'",
+                    strlen(since) <= 40 ? since : "...");
+    else if (clock_parse_rfc3339(since, &ts) == 0) {
+        q->since_ts_ms = ts;
+        return 0;
+    } else
+        reply_error(r->c, 400, "bad_request", NULL,
+                    "events: since '%s' is neither an event id nor an RFC 3339 time", since);
+    return -1;
+}
+
+/* The newest event's id (0: none): where a follow without since begins. */
+static int64_t events_newest(gpumodd *d)
+{
+    store_event_query q = {.limit = 1, .tail = true};
+    store_event *ev = NULL;
+    size_t n = 0;
+    char err[256];
+    int64_t id = 0;
+    if (store_events_query(d->st, &q, &ev, &n, err, sizeof err) == 0) {
+        if (n) id = ev[0].id;
+        store_events_free(ev, n);
+    } else {
+        log_warn("events: %s", err);
+    }
+    return id;
+}
+
+static void events_follow(req *r, const store_event_query *q)
+{
+    gpumodd *d = r->d;
+    if (qget(r, "limit")) {
+        reply_error(r->c, 400, "bad_request", NULL, "events: limit does not apply with follow=1");
+        return;
+    }
+    if (d->shutting_down || !d->st) {
+        /* api_close_follows has run: a stream opened now would hold the
+         * server open and the daemon's exit with it */
+        reply_error(r->c, 503, "shutting_down", NULL, "events: the daemon is shutting down; no new follow");
+        return;
+    }
+    api_events_follow(d, r->c, q->tail ? events_newest(d) : q->since_id, q->service, q->kinds);
+}
+
 static void get_events(req *r)
 {
     store_event_query q = {0};
-    const char *since = qget(r, "since");
+    bool follow = false;
+    if (qbool(r, "events", "follow", &follow) < 0) return;
     int64_t limit = qint(r, "limit");
     if (limit == -2 || limit == 0 || limit > 10000) {
         reply_error(r->c, 400, "bad_request", NULL, "events: limit must be an integer from 1 to 10000, not '%s'",
@@ -747,28 +844,13 @@ static void get_events(req *r)
         return;
     }
     q.limit = limit > 0 ? (size_t)limit : 100;
-    if (since && *since) {
-        int64_t id = digits_int(since);
-        int64_t ts;
-        bool all_digits = strspn(since, "0123456789") == strlen(since);
-        if (id >= 0)
-            q.since_id = id;
-        else if (all_digits) {
-            reply_error(r->c, 400, "bad_request", NULL, "events: since '%s' is too large for an event id",
-                        since);
-            return;
-        } else if (clock_parse_rfc3339(since, &ts) == 0)
-            q.since_ts_ms = ts;
-        else {
-            reply_error(r->c, 400, "bad_request", NULL,
-                        "events: since '%s' is neither an event id nor an RFC 3339 time", since);
-            return;
-        }
-    } else {
-        q.tail = true; /* the latest ones */
-    }
+    if (events_since(r, follow, &q) < 0 || events_kinds(r, &q.kinds) < 0) return;
     const char *svc = qget(r, "service");
     q.service = svc && *svc ? svc : NULL;
+    if (follow) {
+        events_follow(r, &q);
+        return;
+    }
     buf b = BUF_INIT;
     buf_adds(&b, "{\"events\":");
     events_array(r->d, &q, &b);

@@ -19,6 +19,7 @@
 #include "util/buf.h"
 
 struct api_follow;
+struct api_evstream;
 struct swx; /* src/daemon/switch.h */
 struct router; /* src/router/router.h */
 
@@ -36,6 +37,7 @@ typedef struct gpumodd {
     int64_t started_unix_ms, started_mono_ms;
     bool shutting_down;
     struct api_follow *follows; /* open `logs?follow=1` streams */
+    struct api_evstream *evstreams; /* open `events?follow=1` streams (api_events.c) */
     bool snap_pending;          /* a background snapshot for status is being taken */
     struct swx *sw;             /* the mode-switch executor; NULL until reconcile is done */
     struct router *router;      /* the router (listening or not); NULL until reconcile is done */
@@ -73,7 +75,7 @@ void api_event_json(buf *b, const store_event *e);
  * one is older than max_age_ms (status never waits for NVML). */
 void api_refresh_snapshot(gpumodd *d, int64_t max_age_ms);
 
-/* End every follow stream (shutdown). */
+/* End every follow stream, of logs and of events (shutdown). */
 void api_close_follows(gpumodd *d);
 
 #endif

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/hostview.h"
 #include "daemon/api.h"
+#include "daemon/api_events.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/pidlock.h"
@@ -231,6 +232,12 @@ static void abort_cb(srv_conn *c, void *ud)
     api_abort(c, &m->g);
 }
 
+static void drain_cb(srv_conn *c, void *ud)
+{
+    dmn *m = ud;
+    api_events_drain(&m->g, c);
+}
+
 /* ---- shutdown ---------------------------------------------------------- */
 
 static void close_handle_cb(uv_handle_t *h)
@@ -399,6 +406,7 @@ static int start_listening(dmn *m)
     srv_opts so = {.on_request = request_cb,
                    .allow = allow_peer,
                    .on_abort = abort_cb,
+                   .on_drain = drain_cb, /* an event stream catching up */
                    .on_head = api_head, /* route body limits (api.h) */
                    .on_body = body_cb,
                    .limits = {.max_body = API_SERVER_MAX_BODY},

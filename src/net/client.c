@@ -49,7 +49,9 @@ static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Wait for ev on fd until the deadline: 1 ready, 0 timed out, -1 error. */
-static int wait_fd(int fd, short ev, int64_t deadline)
+/* 1 ready, 0 the deadline passed, -1 an error, -2 a signal came and
+ * *stop is set (a follow the user ended). */
+static int wait_fd(int fd, short ev, int64_t deadline, volatile sig_atomic_t *stop)
 {
     for (;;) {
         int64_t left = deadline - clock_mono_ms();
@@ -59,6 +61,7 @@ static int wait_fd(int fd, short ev, int64_t deadline)
         if (r > 0) return 1;
         if (r == 0) return 0;
         if (errno != EINTR) return -1;
+        if (stop && *stop) return -2;
     }
 }
 
@@ -130,7 +133,7 @@ static int do_connect(const char *where, int64_t deadline, int64_t timeout_ms, i
         int r = connect(fd, (struct sockaddr *)&ss, sl);
         int e = r == 0 ? 0 : errno;
         if (e == EINPROGRESS) { /* TCP: wait for the handshake */
-            int w = wait_fd(fd, POLLOUT, deadline);
+            int w = wait_fd(fd, POLLOUT, deadline, NULL);
             socklen_t el = sizeof e;
             if (w == 0) {
                 close(fd);
@@ -174,7 +177,7 @@ static int send_all(int fd, const char *p, size_t n, int64_t deadline, int64_t t
         }
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = wait_fd(fd, POLLOUT, deadline);
+            int r = wait_fd(fd, POLLOUT, deadline, NULL);
             if (r == 0)
                 return fail(HTTPC_E_TIMEOUT, err, errlen,
                             "timed out after %lld ms sending the request to '%s'",
@@ -211,9 +214,17 @@ static void take_head(http_reply *out, const http_msg *m, const char *data)
     out->minor = m->minor;
 }
 
+/* What http_request_stream adds to a read (NULL: read the body whole). */
+typedef struct stream_to {
+    http_body_cb on_body;
+    void *ud;
+    volatile sig_atomic_t *stop;
+} stream_to;
+
 static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms,
-                      const char *where, http_reply *out, char *err, size_t errlen)
+                      const char *where, const stream_to *sink, http_reply *out, char *err, size_t errlen)
 {
+    bool streaming = false;
     http_parser p;
     http_parser_init(&p, HTTP_KIND_RESPONSE, &reply_limits);
     if (is_head) http_parser_skip_body(&p);
@@ -232,8 +243,14 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
         if (ev == HTTP_EV_HEAD) {
             final = p.msg.status >= 200;
             if (final) take_head(out, &p.msg, data);
+            if (final && sink && p.msg.status / 100 == 2) {
+                streaming = true;
+                deadline = INT64_MAX; /* a follow has no end of its own: the user ends it (stop) */
+            }
             /* 1xx (100 Continue) is informational: the real reply follows */
             else if (is_head) http_parser_skip_body(&p);
+        } else if (ev == HTTP_EV_BODY && streaming) {
+            if (!sink->on_body(bv.p, bv.len, sink->ud)) break;
         } else if (ev == HTTP_EV_BODY) {
             buf_add(&out->body, bv.p, bv.len);
         } else if (ev == HTTP_EV_DONE) {
@@ -262,8 +279,10 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
             } else if (n == 0) {
                 eof = true;
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                int w = wait_fd(fd, POLLIN, deadline);
-                if (w == 0)
+                int w = wait_fd(fd, POLLIN, deadline, sink ? sink->stop : NULL);
+                if (w == -2)
+                    break;
+                else if (w == 0)
                     rc = fail(HTTPC_E_TIMEOUT, err, errlen,
                               "timed out after %lld ms waiting for the reply from '%s'",
                               (long long)timeout_ms, where);
@@ -280,9 +299,9 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
     return rc;
 }
 
-int http_request(const char *where, const char *method, const char *target,
-                 const char *content_type, const char *body, size_t len, int64_t timeout_ms,
-                 http_reply *out, char *err, size_t errlen)
+static int exchange(const char *where, const char *method, const char *target, const char *content_type,
+                    const char *body, size_t len, int64_t timeout_ms, const stream_to *sink, http_reply *out,
+                    char *err, size_t errlen)
 {
     int64_t deadline = clock_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     memset(out, 0, sizeof *out);
@@ -317,11 +336,25 @@ int http_request(const char *where, const char *method, const char *target,
     rc = send_all(fd, req.p, req.len, deadline, timeout_ms, where, err, errlen);
     buf_release(&req);
     if (!rc)
-        rc = read_reply(fd, strcmp(method, "HEAD") == 0, deadline, timeout_ms, where, out, err,
+        rc = read_reply(fd, strcmp(method, "HEAD") == 0, deadline, timeout_ms, where, sink, out, err,
                         errlen);
     close(fd);
     if (rc) http_reply_release(out);
     return rc;
+}
+
+int http_request(const char *where, const char *method, const char *target,
+                 const char *content_type, const char *body, size_t len, int64_t timeout_ms,
+                 http_reply *out, char *err, size_t errlen)
+{
+    return exchange(where, method, target, content_type, body, len, timeout_ms, NULL, out, err, errlen);
+}
+
+int http_request_stream(const char *where, const char *target, int64_t timeout_ms, http_body_cb on_body,
+                        void *ud, volatile sig_atomic_t *stop, http_reply *out, char *err, size_t errlen)
+{
+    stream_to sink = {.on_body = on_body, .ud = ud, .stop = stop};
+    return exchange(where, "GET", target, NULL, NULL, 0, timeout_ms, &sink, out, err, errlen);
 }
 
 void http_reply_release(http_reply *r)

@@ -5,6 +5,7 @@
 #ifndef GPUMOD_CLIENT_H
 #define GPUMOD_CLIENT_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,16 @@ typedef struct http_reply {
 int http_request(const char *where, const char *method, const char *target,
                  const char *content_type, const char *body, size_t len, int64_t timeout_ms,
                  http_reply *out, char *err, size_t errlen);
+
+/* GET target as a stream (a follow): the deadline covers the connection
+ * and the reply's head only.  On a 2xx reply the body goes to on_body
+ * span by span as it is decoded (out->body stays empty) until it ends,
+ * on_body returns false, or a signal interrupts a wait with *stop set
+ * (stop may be NULL); each of those returns HTTPC_OK.  Any other status
+ * is read whole into out->body, as http_request does. */
+typedef bool (*http_body_cb)(const char *p, size_t len, void *ud);
+int http_request_stream(const char *where, const char *target, int64_t timeout_ms, http_body_cb on_body,
+                        void *ud, volatile sig_atomic_t *stop, http_reply *out, char *err, size_t errlen);
 
 void http_reply_release(http_reply *r);
 /* The first field named name (case-insensitive), or NULL. */

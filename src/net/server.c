@@ -307,7 +307,6 @@ static void conn_writev(srv_conn *c, uv_buf_t *bufs, unsigned n, buf *keep)
         w->b = *keep;
         buf_init(keep);
     } else {
-        if (keep) buf_release(keep);
         buf_init(&w->b);
         buf_grow(&w->b, total - done);
         size_t skip = done;
@@ -319,6 +318,7 @@ static void conn_writev(srv_conn *c, uv_buf_t *bufs, unsigned n, buf *keep)
             buf_add(&w->b, bufs[i].base + skip, bufs[i].len - skip);
             skip = 0;
         }
+        if (keep) buf_release(keep); /* only now: bufs may point into it */
     }
     w->req.data = c;
     uv_buf_t ub = uv_buf_init(w->b.p, (unsigned)w->b.len);

@@ -31,6 +31,8 @@
 
 struct store {
     sqlite3 *db;
+    store_event_cb on_event; /* the daemon's event streams (api_events.c) */
+    void *on_event_ud;
 };
 
 static const char *const migrations[] = {
@@ -205,8 +207,23 @@ int store_event_add(store *s, const store_event *e, int64_t *id, char *err, size
         snprintf(err, errlen, "state database: cannot record a '%s' event: %s", e->kind, sqlite3_errmsg(s->db));
         return -1;
     }
-    if (id) *id = sqlite3_last_insert_rowid(s->db);
+    int64_t new_id = sqlite3_last_insert_rowid(s->db);
+    if (id) *id = new_id;
+    if (s->on_event) s->on_event(new_id, s->on_event_ud);
     return 0;
+}
+
+void store_on_event(store *s, store_event_cb cb, void *ud)
+{
+    s->on_event = cb;
+    s->on_event_ud = ud;
+}
+
+int store_event_kind_index(const char *k)
+{
+    for (int i = 0; k && store_event_kinds[i]; i++)
+        if (!strcmp(k, store_event_kinds[i])) return i;
+    return -1;
 }
 
 static char *col_dup(sqlite3_stmt *st, int i)
@@ -230,11 +247,18 @@ int store_events_query(store *s, const store_event_query *q, store_event **out, 
     sqlite3_stmt *st = NULL;
     /* the tail is the last `limit` rows in descending order, put back in
      * ascending order by the outer query */
-    char sql[512];
+    char sql[1024], kinds[256] = "";
+    if (q->kinds) {
+        size_t kl = 0;
+        kl += (size_t)snprintf(kinds, sizeof kinds, " AND kind IN (");
+        for (int k = 0; store_event_kinds[k]; k++)
+            if (q->kinds & (1u << k)) kl += (size_t)snprintf(kinds + kl, sizeof kinds - kl, "?,");
+        kinds[kl - 1] = ')';
+    }
     snprintf(sql, sizeof sql,
              "%sSELECT id, ts_ms, service, kind, from_state, to_state, reason, data FROM events "
-             "WHERE id > ? AND ts_ms >= ?%s ORDER BY id%s LIMIT ?%s",
-             q->tail ? "SELECT * FROM (" : "", q->service ? " AND service = ?" : "", q->tail ? " DESC" : "",
+             "WHERE id > ? AND ts_ms >= ?%s%s ORDER BY id%s LIMIT ?%s",
+             q->tail ? "SELECT * FROM (" : "", q->service ? " AND service = ?" : "", kinds, q->tail ? " DESC" : "",
              q->tail ? ") ORDER BY id" : "");
     if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
@@ -244,6 +268,8 @@ int store_events_query(store *s, const store_event_query *q, store_event **out, 
     sqlite3_bind_int64(st, i++, q->since_id);
     sqlite3_bind_int64(st, i++, q->since_ts_ms);
     if (q->service) sqlite3_bind_text(st, i++, q->service, -1, SQLITE_STATIC);
+    for (int k = 0; q->kinds && store_event_kinds[k]; k++)
+        if (q->kinds & (1u << k)) sqlite3_bind_text(st, i++, store_event_kinds[k], -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, i, (sqlite3_int64)(q->limit ? q->limit : 1000));
     size_t cap = 0;
     int rc;

@@ -68,6 +68,8 @@ typedef struct store_event {
     const char *service, *kind, *from, *to, *reason, *data;
 } store_event;
 extern const char *const store_event_kinds[];
+/* The index of kind k in store_event_kinds, or -1. */
+int store_event_kind_index(const char *k);
 
 int store_event_add(store *s, const store_event *e, int64_t *id, char *err, size_t errlen);
 /* Events after since_id (0: from the first), of one service or all (NULL),
@@ -83,12 +85,19 @@ typedef struct store_event_query {
     int64_t since_id;
     int64_t since_ts_ms;
     const char *service;
+    unsigned kinds; /* bit i: store_event_kinds[i]; 0: every kind */
     size_t limit;
     bool tail;
 } store_event_query;
 int store_events_query(store *s, const store_event_query *q, store_event **out, size_t *n, char *err,
                        size_t errlen);
 void store_events_free(store_event *v, size_t n);
+/* Called after every event store_event_add has recorded, with its id, on
+ * the caller's thread (the event streams of GET /events?follow=1 read it
+ * back from here, so a stream sees every event exactly once and in order).
+ * One callback; NULL removes it. */
+typedef void (*store_event_cb)(int64_t id, void *ud);
+void store_on_event(store *s, store_event_cb cb, void *ud);
 
 /* The switch journal (docs/modes.md "Journal"): one row per switch and
  * one per phase, written as each begins and ends, so a switch a daemon

@@ -159,6 +159,67 @@ static void events_round_trip_and_filter(void **state)
     store_close(s);
 }
 
+static void note_id(int64_t id, void *ud)
+{
+    int64_t *seen = ud;
+    seen[seen[0] + 1] = id;
+    seen[0]++;
+}
+
+/* The kind filter (one kind, several) and the hook that the event
+ * streams read on from: called once per recorded event, with its id,
+ * never for a refused one. */
+static void events_kinds_and_hook(void **state)
+{
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/evk", dir);
+    store *s;
+    char err[256];
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    int64_t seen[8] = {0}, id;
+    store_on_event(s, note_id, seen);
+    const char *kinds[] = {"state", "spawn", "exit", "state", "reload"};
+    for (size_t i = 0; i < 5; i++) {
+        store_event e = {.ts_ms = 10 + (int64_t)i, .service = "x", .kind = kinds[i]};
+        assert_int_equal(store_event_add(s, &e, &id, err, sizeof err), 0);
+        assert_int_equal(seen[0], (int64_t)i + 1);
+        assert_int_equal(seen[i + 1], id);
+    }
+    store_event bad = {.ts_ms = 1, .kind = "explosion"};
+    assert_int_equal(store_event_add(s, &bad, NULL, err, sizeof err), -1);
+    assert_int_equal(seen[0], 5);
+    assert_int_equal(store_event_kind_index("state"), 0);
+    assert_int_equal(store_event_kind_index("nope"), -1);
+
+    store_event_query q = {.kinds = 1u << store_event_kind_index("state")};
+    store_event *v;
+    size_t n;
+    assert_int_equal(store_events_query(s, &q, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0].id, seen[1]);
+    assert_int_equal(v[1].id, seen[4]);
+    store_events_free(v, n);
+
+    q.kinds = 1u << store_event_kind_index("spawn") | 1u << store_event_kind_index("reload");
+    q.since_id = seen[2];
+    assert_int_equal(store_events_query(s, &q, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].kind, "reload");
+    store_events_free(v, n);
+
+    q = (store_event_query){.kinds = 1u << store_event_kind_index("exit"), .limit = 1, .tail = true};
+    assert_int_equal(store_events_query(s, &q, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].kind, "exit");
+    store_events_free(v, n);
+
+    store_on_event(s, NULL, NULL);
+    store_event e = {.ts_ms = 99, .kind = "state"};
+    assert_int_equal(store_event_add(s, &e, NULL, err, sizeof err), 0);
+    assert_int_equal(seen[0], 5);
+    store_close(s);
+}
+
 static void v1_database_is_migrated(void **state)
 {
     /* a database written by the previous schema gains the events table */
@@ -559,6 +620,7 @@ int main(void)
         cmocka_unit_test(newer_schema_is_refused),
         cmocka_unit_test(unwritable_dir),
         cmocka_unit_test(events_round_trip_and_filter),
+        cmocka_unit_test(events_kinds_and_hook),
         cmocka_unit_test(v1_database_is_migrated),
         cmocka_unit_test(v2_database_is_migrated_keeping_events_and_footprints),
         cmocka_unit_test(v3_journal_is_migrated_and_accepts_refused),
