@@ -1,6 +1,6 @@
 /* bagg.h (core) - the aggregate metrics of one measured iteration of one
  * load point, over a window W of the requests (definitions: docs/bench.md,
- * from ../shared/research/bench.md section (b)).  Pure.
+ * "Metric definitions").  Pure.
  *
  * W = [w_start, w_end] (ns): the caller passes the first send after warmup
  * and the last completion.  req_tput = requests completed (ok) within W /

@@ -1,6 +1,6 @@
 /* breq.h (core) - one benchmark request: its timestamps, what its stream
- * said, and the per-request metrics of docs/bench.md (definitions from
- * ../shared/research/bench.md section (b)).  Pure: the client stamps
+ * said, and the per-request metrics of docs/bench.md (section "Metric
+ * definitions").  Pure: the client stamps
  * CLOCK_MONOTONIC nanoseconds and hands over each SSE data payload.
  *
  * Timestamps (ns, 0 = not seen): t_sched (when the load generator meant
