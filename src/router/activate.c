@@ -382,16 +382,22 @@ static char *no_fit_message(const char *id, const char *start_msg, const cJSON *
     return buf_detach(&b);
 }
 
+/* The op a callback is for, or NULL once the activator has closed (the op
+ * is freed then: nobody waits for it any more). */
+static act_op *op_live(void *ud)
+{
+    act_op *op = ud;
+    if (op->a) return op;
+    op_free(op);
+    return NULL;
+}
+
 /* switch_rank's answer for a start the gate refused: switch to the best
  * mode whose plan fits, else answer 503 naming each candidate. */
 static void on_rank(const switch_result *r, void *ud)
 {
-    act_op *op = ud;
-    activator *a = op->a;
-    if (!a) {
-        op_free(op);
-        return;
-    }
+    act_op *op = op_live(ud);
+    if (!op) return;
     act_svc *v = op->v;
     if (r->status != 200) {
         finish_all(v, 503, "unavailable", r->message ? r->message : "the modes could not be judged", ACT_RETRY_AFTER_S);
@@ -429,12 +435,9 @@ static void begin_switch(act_op *op, const char *mode_id)
 
 static void on_sup(const sup_result *r, void *ud)
 {
-    act_op *op = ud;
+    act_op *op = op_live(ud);
+    if (!op) return;
     activator *a = op->a;
-    if (!a) {
-        op_free(op);
-        return;
-    }
     act_svc *v = op->v;
     const char *id = v->id;
     if (r->status == 200) {
@@ -467,12 +470,9 @@ static void on_sup(const sup_result *r, void *ud)
 
 static void on_switch(const switch_result *r, void *ud)
 {
-    act_op *op = ud;
+    act_op *op = op_live(ud);
+    if (!op) return;
     activator *a = op->a;
-    if (!a) {
-        op_free(op);
-        return;
-    }
     act_svc *v = op->v;
     /* the switch's duration is counted by the daemon's switch-end hook (every switch, not only ours) */
     if (r->status == 200) {
