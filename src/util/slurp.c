@@ -73,16 +73,11 @@ int slurp_open_append(const char *path, int flags, mode_t mode, char *err, size_
 
 int slurp_text(const char *path, size_t max, buf *b, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    char why[256];
+    int fd = slurp_open(path, why, sizeof why);
     if (fd < 0) {
-        int e = errno;
-        errf(err, errlen, "'%s': %s", path, strerror(e));
-        return fail(-1, e);
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        errf(err, errlen, "'%s' is not a regular file", path);
-        return fail(fd, EINVAL);
+        errf(err, errlen, "'%s': %s", path, why);
+        return -1; /* errno from slurp_open */
     }
     char chunk[4096];
     for (;;) {

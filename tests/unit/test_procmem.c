@@ -890,14 +890,14 @@ static void files_hostile(void **state)
     snprintf(path, sizeof path, "%s/buddyinfo", tmpdir);
     assert_int_equal(mkdir(path, 0755), 0);
     assert_int_equal(procmem_read_buddyinfo(&m, tmpdir, err, sizeof err), -1);
-    snprintf(want, sizeof want, "'%s/buddyinfo' is not a regular file", tmpdir);
+    snprintf(want, sizeof want, "'%s/buddyinfo': a directory, not a regular file", tmpdir);
     assert_string_equal(err, want);
     snprintf(path, sizeof path, "%s/pressure", tmpdir);
     assert_int_equal(mkdir(path, 0755), 0);
     snprintf(path, sizeof path, "%s/pressure/memory", tmpdir);
     assert_int_equal(mkfifo(path, 0644), 0);
     assert_int_equal(procmem_read_psi(&m, tmpdir, err, sizeof err), -1);
-    snprintf(want, sizeof want, "'%s/pressure/memory' is not a regular file", tmpdir);
+    snprintf(want, sizeof want, "'%s/pressure/memory': a FIFO, not a regular file", tmpdir);
     assert_string_equal(err, want);
 
     /* larger than any /proc file */
