@@ -95,10 +95,14 @@ t_jq out .result.body.outcome committed
 t_jq out .result.body.to B
 t_run 0 api -X POST -d '{"mode": "A", "wait": false}' "http://gpumod/modes/switch"
 t_jq out '.switch_id > 0' true
+id=$(jq -r .switch_id "$T/out")
 t_run 0 api "http://gpumod/switches/999999"
 t_jq out .error.code not_found
 t_run 0 api "http://gpumod/switches/x1"
 t_jq out .error.code bad_request
+# A's services can all be ready before the switch has committed: wait for
+# the switch itself to end, then for the mode (the next case switches again)
+t_wait 20 ended || t_fail "switch $id never ended: $(api "http://gpumod/switches/$id")"
 t_wait 20 mode_is A || t_fail "never in A"
 t_end
 
