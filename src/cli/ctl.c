@@ -65,14 +65,13 @@ int ctl_call(const cli *c, const char *method, const char *target, const char *b
     return rc;
 }
 
-int ctl_stream(const cli *c, const char *target, http_body_cb on_body, void *ud, volatile sig_atomic_t *stop,
-               http_reply *out)
+int ctl_stream(const cli *c, const char *target, const http_stream_opts *o, bool quiet, http_reply *out)
 {
     char *sock = ctl_socket_path(c);
     char err[512];
     memset(out, 0, sizeof *out);
-    int rc = http_request_stream(sock, target, CTL_QUICK_MS, on_body, ud, stop, out, err, sizeof err);
-    if (rc != HTTPC_OK) rc = call_failed(sock, "GET", target, rc, err);
+    int rc = http_request_stream(sock, target, CTL_QUICK_MS, o, out, err, sizeof err);
+    if (rc != HTTPC_OK) rc = quiet ? http_client_exit_code(rc) : call_failed(sock, "GET", target, rc, err);
     free(sock);
     return rc;
 }

@@ -29,10 +29,10 @@ int ctl_call(const cli *c, const char *method, const char *target, const char *b
              bool quiet, http_reply *out);
 
 /* GET target as a stream (http_request_stream): 0 with *out's status
- * once the stream has ended, on_body has stopped it or *stop was set by
- * a signal; else the exit code after one line on stderr, as ctl_call. */
-int ctl_stream(const cli *c, const char *target, http_body_cb on_body, void *ud, volatile sig_atomic_t *stop,
-               http_reply *out);
+ * once the stream has ended, a callback has stopped it or *stop was set
+ * by a signal; else the exit code after one line on stderr (unless
+ * quiet), as ctl_call. */
+int ctl_stream(const cli *c, const char *target, const http_stream_opts *o, bool quiet, http_reply *out);
 
 /* The exit code for an answered request (docs/interfaces.md): 2xx 0;
  * 400/404/405 2; 409 1; 422 1 (config_invalid, need_unknown: 2); 503 3;

@@ -137,7 +137,8 @@ static int follow(cli *c, int64_t since, const char *svc, const char *kind)
         o.resume = o.ended = false;
         buf_clear(&o.line);
         http_reply r;
-        rc = ctl_stream(c, t.p, follow_body, &o, &stop_follow, &r);
+        http_stream_opts so = {.on_body = follow_body, .ud = &o, .stop = &stop_follow};
+        rc = ctl_stream(c, t.p, &so, false, &r);
         buf_release(&t);
         if (!rc && r.status != 200) rc = ctl_fail(&r, "events");
         else if (!rc && !o.ended && !stop_follow) {

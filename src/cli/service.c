@@ -1,13 +1,15 @@
 /* service.c - `gpumod service list | show ID | start ID | stop ID |
  * restart ID | logs ID`, each a request to the daemon (docs/api.md).
  *
- * `service start` does not hold one connection open for the whole load:
- * it asks for a start ticket (POST start?wait=0) and polls the service
- * until the ticket's outcome is known, which lets it draw the load
- * progress on a terminal and survives a load longer than any socket
- * deadline.  `logs -f` polls with byte offsets the same way. */
+ * `service start` does not hold one request open for the whole load: it
+ * asks for a start ticket (POST start?wait=0) and waits on the event
+ * stream until the ticket's outcome is known (svcwait.c), which lets it
+ * draw the load progress on a terminal, answer within a few ms of the
+ * outcome, and survive a load longer than any socket deadline.  `logs -f`
+ * polls with byte offsets. */
 #include "cli/ctl.h"
 #include "cli/hostview.h"
+#include "cli/svcwait.h"
 #include "util/clock.h"
 
 #include <poll.h>
@@ -16,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define POLL_MS 50
 #define LOG_POLL_MS 200
 
 static void path_for(buf *t, const char *id, const char *suffix)
@@ -171,25 +172,6 @@ static int do_show(cli *c, const char *id)
     return EXIT_OK;
 }
 
-static void progress_draw(const cJSON *s, const char *id)
-{
-    const char *state = jstr(s, "state");
-    buf b = BUF_INIT;
-    buf_adds(&b, "\r\033[K");
-    if (!jnull(s, "queued")) {
-        buf_printf(&b, "%s: queued #%.0f for the load slot", id, jnum(s, "queued", 0));
-    } else {
-        int pct = jnull(s, "progress_pct") ? 0 : (int)jnum(s, "progress_pct", 0);
-        int fill = pct * 30 / 100;
-        buf_addc(&b, '[');
-        for (int i = 0; i < 30; i++) buf_addc(&b, i < fill ? '#' : '.');
-        buf_printf(&b, "] %3d%% %s %s", pct, id, state ? state : "?");
-    }
-    fputs(b.p, stdout);
-    fflush(stdout);
-    buf_release(&b);
-}
-
 /* The exit code for a start's error code, as ctl_exit_code maps the
  * HTTP answer of a waiting start (docs/interfaces.md). */
 static int start_code_exit(const char *code)
@@ -268,77 +250,14 @@ static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s)
     /* without --timeout: as long as the daemon says the start can take
      * (its startup_timeout and those ahead of it in the queue), plus a
      * margin; never forever */
-    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(j, "daemon");
-    double dpid = jnum(dj, "pid", -1);
-    char *dstarted = jstr(dj, "started") ? xstrdup(jstr(dj, "started")) : NULL;
     int64_t wait_ms = (int64_t)jnum(j, "wait_ms", 0);
     if (wait_ms <= 0) wait_ms = 600000;
-    int64_t limit_ms = timeout_s > 0 ? timeout_s * 1000 : wait_ms + 30000;
-    int64_t deadline = clock_mono_ms() + limit_ms;
+    svc_wait_in in = {.id = id, .seq = seq, .daemon = cJSON_GetObjectItemCaseSensitive(j, "daemon"),
+                      .limit_ms = timeout_s > 0 ? timeout_s * 1000 : wait_ms + 30000, .tty = tty};
     cJSON *s = cJSON_Duplicate(svc, true);
+    rc = svc_wait_start(c, &in, &s);
     cJSON_Delete(j);
-    rc = EXIT_OK;
-    for (;;) {
-        const cJSON *ls = cJSON_GetObjectItemCaseSensitive(s, "last_start");
-        const char *outcome = jstr(ls, "outcome"), *state = jstr(s, "state");
-        uint64_t lseq = ls && !cJSON_IsNull(ls) ? (uint64_t)jnum(ls, "seq", 0) : 0;
-        if (lseq > seq) {
-            /* someone else's start replaced ours: its outcome is ours now */
-            if (c->verbose >= 0) {
-                if (tty) fputs("\r\033[K", stdout);
-                fprintf(stderr, "gpumod: service start: a newer start of '%s' (#%llu by %s) replaced ticket %llu; "
-                        "waiting for it\n", id, (unsigned long long)lseq, jstr(ls, "origin") ? jstr(ls, "origin") : "?",
-                        (unsigned long long)seq);
-            }
-            seq = lseq;
-        }
-        if (lseq == seq && outcome && strcmp(outcome, "pending")) break;
-        if (lseq < seq && state && (!strcmp(state, "down") || !strcmp(state, "failed"))) {
-            if (tty) fputs("\r\033[K", stdout);
-            fprintf(stderr, "gpumod: service start: '%s' is %s and start ticket %llu is gone (stopped or "
-                    "cancelled meanwhile); see 'gpumod events --service %s'\n", id, state,
-                    (unsigned long long)seq, id);
-            rc = EXIT_REFUSED;
-            break;
-        }
-        if (tty) progress_draw(s, id);
-        if (clock_mono_ms() >= deadline) {
-            if (tty) fputs("\r\033[K", stdout);
-            fprintf(stderr,
-                    "gpumod: service start: '%s' is not ready after %.0f s (still %s; the start goes on: 'gpumod "
-                    "service show %s')\n",
-                    id, limit_ms / 1000.0, state ? state : "?", id);
-            rc = EXIT_TIMEOUT;
-            break;
-        }
-        poll(NULL, 0, POLL_MS);
-        cJSON_Delete(s);
-        cJSON *w = get_service_x(c, id, true, &rc);
-        if (!w) {
-            if (tty) fputs("\r\033[K", stdout);
-            free(dstarted);
-            return rc;
-        }
-        const cJSON *wd = cJSON_GetObjectItemCaseSensitive(w, "daemon");
-        const char *wst = jstr(wd, "started");
-        bool restarted = jnum(wd, "pid", -1) != dpid || !dstarted || !wst || strcmp(wst, dstarted);
-        s = cJSON_DetachItemFromObjectCaseSensitive(w, "service");
-        cJSON_Delete(w);
-        if (restarted || !s) {
-            if (tty) fputs("\r\033[K", stdout);
-            fprintf(stderr, "gpumod: service start: the daemon restarted while '%s' was starting (pid %.0f, "
-                    "now %.0f); start ticket %llu is gone: 'gpumod service show %s' tells the state\n", id, dpid,
-                    jnum(wd, "pid", -1), (unsigned long long)seq, id);
-            cJSON_Delete(s);
-            free(dstarted);
-            return EXIT_DAEMON;
-        }
-    }
-    free(dstarted);
-    if (rc) {
-        cJSON_Delete(s);
-        return rc;
-    }
+    if (rc) return rc;
     rc = report_outcome(c, s, id, t0, tty);
     cJSON_Delete(s);
     return rc;

@@ -113,3 +113,14 @@ void restart_decide(const restart_policy_v *p, restart_history *h, int64_t now_m
     out->delay_ms = d;
     h->at_ms[h->n++] = now_ms + d;
 }
+
+int64_t probe_wait_ms(int64_t backoff_ms, int64_t elapsed_ms, int64_t expect_ms, int64_t line_ago_ms)
+{
+    if (line_ago_ms >= 0 && line_ago_ms < PROBE_AFTER_LINE_FOR_MS) return PROBE_AFTER_LINE_MS;
+    if (expect_ms <= 0) return backoff_ms;
+    int64_t from = expect_ms * 9 / 10, to = expect_ms + expect_ms / 4 + 100;
+    int64_t cap = expect_ms / PROBE_NEAR_DIV > PROBE_NEAR_MS ? expect_ms / PROBE_NEAR_DIV : PROBE_NEAR_MS;
+    if (elapsed_ms >= to) return backoff_ms;
+    if (elapsed_ms >= from) return backoff_ms < cap ? backoff_ms : cap;
+    return elapsed_ms + backoff_ms > from ? from - elapsed_ms : backoff_ms;
+}

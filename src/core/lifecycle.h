@@ -92,4 +92,28 @@ typedef struct restart_decision {
  * RESTART_HISTORY_MAX restarts in the window) counts as exhausted. */
 void restart_decide(const restart_policy_v *p, restart_history *h, int64_t now_ms, restart_decision *out);
 
+/* ---- readiness probes ---- */
+
+/* The wait before the next probe of a loading engine.  backoff_ms: the
+ * back-off's own next wait (5, 10, 20 ... 500 ms), which keeps the probes
+ * of a long load few; elapsed_ms: how long the load has run; expect_ms:
+ * the service's last measured load (0: none yet); line_ago_ms: how long
+ * ago the engine's log said it is ready (-1: it has not).
+ *
+ * Near the end the wait is short, so that a start is seen ready within a
+ * few ms of the engine being ready: PROBE_AFTER_LINE_MS for
+ * PROBE_AFTER_LINE_FOR_MS after the log line (it can come a moment before
+ * the engine's /health turns 200; an engine whose /health never does goes
+ * back to the back-off), and, for an engine whose log says nothing the
+ * driver knows, while the load is expected to end: from 0.9 to 1.25 times
+ * expect_ms (+ 100 ms) the wait is at most max(PROBE_NEAR_MS, expect_ms /
+ * PROBE_NEAR_DIV), about 70 probes in that window whatever the load's
+ * length, and a wait that would overshoot the window's beginning is cut
+ * to reach it. */
+#define PROBE_AFTER_LINE_MS 2
+#define PROBE_AFTER_LINE_FOR_MS 500
+#define PROBE_NEAR_MS 5
+#define PROBE_NEAR_DIV 200
+int64_t probe_wait_ms(int64_t backoff_ms, int64_t elapsed_ms, int64_t expect_ms, int64_t line_ago_ms);
+
 #endif

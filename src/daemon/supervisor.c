@@ -124,6 +124,8 @@ struct svc {
     health_probe *probe;
     uint64_t probe_gen; /* gen when the probe started; the probe's ud is the svc */
     int64_t probe_delay;
+    int64_t ready_said;   /* mono ms when the engine's log said it is ready (this load); 0: not yet */
+    int64_t expect_load_ms; /* the last measured load of this service; 0: none yet */
     int64_t fails;
     int64_t last_ok_ms;
     char probe_err[160];
@@ -523,9 +525,12 @@ static void on_output(const char *data, size_t len, void *ud)
     if (v->state != SVC_STARTING) return;
     unsigned bits = logscan_feed(&v->ls, data, len);
     if (bits & LOGSCAN_PROGRESS) v->progress = v->ls.progress_pct;
-    if ((bits & LOGSCAN_READY) && !v->probe && v->timers) {
-        /* the engine says it is ready: probe now instead of at the next step */
-        uv_timer_start(&v->t_probe, probe_step, 0, 0);
+    if ((bits & LOGSCAN_READY) && v->timers) {
+        /* the engine says it is ready: probe now instead of at the next
+         * step (a probe already on its way is repeated at once should it
+         * find the engine still loading: load_probed) */
+        if (!v->ready_said) v->ready_said = clock_mono_ms();
+        if (!v->probe) uv_timer_start(&v->t_probe, probe_step, 0, 0);
     }
 }
 
@@ -943,6 +948,7 @@ static void health_tick(svc *v);
 static void became_ready(svc *v)
 {
     v->load_ms = clock_mono_ms() - v->spawn_mono;
+    v->expect_load_ms = v->load_ms;
     uv_timer_stop(&v->t_start);
     if (v->h) v->pid = v->s->run->pid(v->h); /* the engine, for the exit event and the JSON */
     v->fails = 0;
@@ -954,6 +960,15 @@ static void became_ready(svc *v)
     if (v->state != SVC_READY) return;
     health_tick(v);
     take(v, measured);
+}
+
+/* The wait before the next probe of a loading engine (probe_wait_ms,
+ * core/lifecycle.h: short near the load's end). */
+static int64_t probe_wait(const svc *v)
+{
+    int64_t now = clock_mono_ms();
+    return probe_wait_ms(v->probe_delay, now - v->spawn_mono, v->expect_load_ms,
+                         v->ready_said ? now - v->ready_said : -1);
 }
 
 /* A probe's ud is its svc (nothing to free when it is cancelled); gen
@@ -975,7 +990,7 @@ static void load_probed(int status, const char *err, void *ud)
     else
         snprintf(v->probe_err, sizeof v->probe_err, "%s", err ? err : "no answer");
     v->probe_delay = v->probe_delay * 2 > PROBE_CAP_MS ? PROBE_CAP_MS : v->probe_delay * 2;
-    uv_timer_start(&v->t_probe, probe_step, (uint64_t)v->probe_delay, 0);
+    uv_timer_start(&v->t_probe, probe_step, (uint64_t)probe_wait(v), 0);
 }
 
 static void ready_probed(int status, const char *err, void *ud);
@@ -1152,6 +1167,7 @@ static void loading_again(svc *v)
     v->probe_err[0] = 0;
     v->progress = -1;
     logscan_init(&v->ls, v->driver);
+    v->ready_said = 0;
     ensure_timers(v);
     uv_timer_start(&v->t_start, start_timed_out, (uint64_t)v->startup_timeout_ms, 0);
     v->probe_delay = PROBE_FIRST_MS;
@@ -1301,6 +1317,7 @@ static void spawn_it(svc *v, const preset *p)
     v->ran = true;
     v->run_from = v->log ? logring_end(v->log) : 0;
     logscan_init(&v->ls, p->driver);
+    v->ready_said = 0;
     v->progress = -1;
     v->exited = false;
     v->probe_err[0] = 0;
@@ -2581,6 +2598,7 @@ static void adopt_units(sup *s, bool again)
             v->run_hash[0] = 0;
         open_log(v, st);
         logscan_init(&v->ls, p->driver);
+        v->ready_said = 0;
         v->h = h;
         v->exited = false;
         v->pgid = v->pid = 0;

@@ -215,11 +215,15 @@ static void take_head(http_reply *out, const http_msg *m, const char *data)
 }
 
 /* What http_request_stream adds to a read (NULL: read the body whole). */
-typedef struct stream_to {
-    http_body_cb on_body;
-    void *ud;
-    volatile sig_atomic_t *stop;
-} stream_to;
+typedef http_stream_opts stream_to;
+
+/* The deadline of the next wait: a stream with ticks wakes each tick_ms. */
+static int64_t wait_deadline(const stream_to *sink, bool streaming, int64_t deadline)
+{
+    if (!streaming || !sink->on_tick || sink->tick_ms <= 0) return deadline;
+    int64_t t = clock_mono_ms() + sink->tick_ms;
+    return t < deadline ? t : deadline;
+}
 
 static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms,
                       const char *where, const stream_to *sink, http_reply *out, char *err, size_t errlen)
@@ -246,6 +250,7 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
             if (final && sink && p.msg.status / 100 == 2) {
                 streaming = true;
                 deadline = INT64_MAX; /* a follow has no end of its own: the user ends it (stop) */
+                if (sink->on_tick && sink->tick_ms > 0 && !sink->on_tick(sink->ud)) break;
             }
             /* 1xx (100 Continue) is informational: the real reply follows */
             else if (is_head) http_parser_skip_body(&p);
@@ -279,10 +284,12 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
             } else if (n == 0) {
                 eof = true;
             } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                int w = wait_fd(fd, POLLIN, deadline, sink ? sink->stop : NULL);
+                int w = wait_fd(fd, POLLIN, wait_deadline(sink, streaming, deadline), sink ? sink->stop : NULL);
                 if (w == -2)
                     break;
-                else if (w == 0)
+                else if (w == 0 && streaming && sink->on_tick && sink->tick_ms > 0) {
+                    if (!sink->on_tick(sink->ud)) break;
+                } else if (w == 0)
                     rc = fail(HTTPC_E_TIMEOUT, err, errlen,
                               "timed out after %lld ms waiting for the reply from '%s'",
                               (long long)timeout_ms, where);
@@ -350,11 +357,10 @@ int http_request(const char *where, const char *method, const char *target,
     return exchange(where, method, target, content_type, body, len, timeout_ms, NULL, out, err, errlen);
 }
 
-int http_request_stream(const char *where, const char *target, int64_t timeout_ms, http_body_cb on_body,
-                        void *ud, volatile sig_atomic_t *stop, http_reply *out, char *err, size_t errlen)
+int http_request_stream(const char *where, const char *target, int64_t timeout_ms, const http_stream_opts *o,
+                        http_reply *out, char *err, size_t errlen)
 {
-    stream_to sink = {.on_body = on_body, .ud = ud, .stop = stop};
-    return exchange(where, "GET", target, NULL, NULL, 0, timeout_ms, &sink, out, err, errlen);
+    return exchange(where, "GET", target, NULL, NULL, 0, timeout_ms, o, out, err, errlen);
 }
 
 void http_reply_release(http_reply *r)

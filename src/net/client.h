@@ -54,12 +54,24 @@ int http_request(const char *where, const char *method, const char *target,
 /* GET target as a stream (a follow): the deadline covers the connection
  * and the reply's head only.  On a 2xx reply the body goes to on_body
  * span by span as it is decoded (out->body stays empty) until it ends,
- * on_body returns false, or a signal interrupts a wait with *stop set
- * (stop may be NULL); each of those returns HTTPC_OK.  Any other status
- * is read whole into out->body, as http_request does. */
+ * a callback returns false, or a signal interrupts a wait with *stop set
+ * (stop may be NULL); each of those returns HTTPC_OK.  With on_tick and
+ * tick_ms > 0, on_tick runs once when the 2xx head has come (the stream
+ * is open: what happens from here reaches on_body) and again after each
+ * tick_ms without data, so that a waiter can check a deadline or a state
+ * of its own.  Any other status is read whole into out->body, as
+ * http_request does. */
 typedef bool (*http_body_cb)(const char *p, size_t len, void *ud);
-int http_request_stream(const char *where, const char *target, int64_t timeout_ms, http_body_cb on_body,
-                        void *ud, volatile sig_atomic_t *stop, http_reply *out, char *err, size_t errlen);
+typedef bool (*http_tick_cb)(void *ud);
+typedef struct http_stream_opts {
+    http_body_cb on_body;
+    http_tick_cb on_tick; /* may be NULL */
+    int64_t tick_ms;
+    void *ud;                     /* both callbacks' */
+    volatile sig_atomic_t *stop;  /* may be NULL */
+} http_stream_opts;
+int http_request_stream(const char *where, const char *target, int64_t timeout_ms, const http_stream_opts *o,
+                        http_reply *out, char *err, size_t errlen);
 
 void http_reply_release(http_reply *r);
 /* The first field named name (case-insensitive), or NULL. */

@@ -214,6 +214,31 @@ static void full_history_is_exhausted(void **state)
     assert_int_equal(n, RESTART_HISTORY_MAX);
 }
 
+/* probe_wait_ms: the back-off far from the load's end, 2 ms for half a
+ * second after the engine's ready line, capped near the expected end */
+static void probe_wait_near_the_end(void **st)
+{
+    (void)st;
+    /* no measured load, no line: the back-off as it is */
+    assert_int_equal(probe_wait_ms(5, 0, 0, -1), 5);
+    assert_int_equal(probe_wait_ms(500, 60000, 0, -1), 500);
+    /* the line said ready: 2 ms, whatever the back-off, for 500 ms */
+    assert_int_equal(probe_wait_ms(40, 100, 0, 0), PROBE_AFTER_LINE_MS);
+    assert_int_equal(probe_wait_ms(500, 100, 30000, 499), PROBE_AFTER_LINE_MS);
+    assert_int_equal(probe_wait_ms(500, 100, 0, 500), 500);
+    /* expected 1000 ms: the window is 900 .. 1350 ms, the cap 5 ms */
+    assert_int_equal(probe_wait_ms(40, 100, 1000, -1), 40);   /* far: the back-off */
+    assert_int_equal(probe_wait_ms(500, 600, 1000, -1), 300); /* cut to reach 900 */
+    assert_int_equal(probe_wait_ms(500, 900, 1000, -1), 5);
+    assert_int_equal(probe_wait_ms(2, 1000, 1000, -1), 2);    /* below the cap stays */
+    assert_int_equal(probe_wait_ms(500, 1349, 1000, -1), 5);
+    assert_int_equal(probe_wait_ms(500, 1350, 1000, -1), 500); /* past the window */
+    /* expected 60 s: the cap is 60000 / 200 = 300 ms; the window 54 .. 75.1 s */
+    assert_int_equal(probe_wait_ms(500, 54000, 60000, -1), 300);
+    assert_int_equal(probe_wait_ms(500, 53800, 60000, -1), 200);
+    assert_int_equal(probe_wait_ms(500, 75100, 60000, -1), 500);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -232,6 +257,7 @@ int main(void)
         cmocka_unit_test(huge_backoff_does_not_overflow),
         cmocka_unit_test(large_max_restarts_gives_up),
         cmocka_unit_test(full_history_is_exhausted),
+        cmocka_unit_test(probe_wait_near_the_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

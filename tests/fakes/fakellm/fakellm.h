@@ -65,6 +65,8 @@ struct fk_config {
 /* From FAKELLM_* (main.c); README.md documents each one. */
 struct fk_env {
     long load_ms;
+    bool log_times;   /* FAKELLM_LOG_TIMES: each line begins real_ms=... */
+    bool no_ready_line; /* FAKELLM_READY_LINE=0: llama's 'model loaded' and 'listening' lines left out */
     long ram_mb;
     double tps;       /* <= 0: every token at once */
     long ttft_ms;

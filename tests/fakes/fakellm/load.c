@@ -285,8 +285,12 @@ static void load_done(void)
     fk.state = FK_READY;
     fk_log('I', "srv:load_model", "initializing, n_slots = %d, n_ctx_slot = %d, kv_unified = '%s'",
            c->n_parallel, c->n_ctx_slot, c->parallel_set ? "false" : "true");
-    fk_log('I', "srv:llama_server", "model loaded");
-    fk_log('I', "srv:llama_server", "listening on http://%s:%d", c->host, c->port);
+    if (fk.env.no_ready_line) {
+        fk_log('I', "srv:llama_server", "load done (FAKELLM_READY_LINE=0: the lines a supervisor knows left out)");
+    } else {
+        fk_log('I', "srv:llama_server", "model loaded");
+        fk_log('I', "srv:llama_server", "listening on http://%s:%d", c->host, c->port);
+    }
     grow_start();
 }
 

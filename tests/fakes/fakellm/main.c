@@ -359,6 +359,9 @@ static void read_env(void)
 {
     struct fk_env *e = &fk.env;
     e->load_ms = env_long("FAKELLM_LOAD_MS", 0);
+    e->log_times = env_flag("FAKELLM_LOG_TIMES");
+    const char *rl = getenv("FAKELLM_READY_LINE");
+    e->no_ready_line = rl && (strcmp(rl, "0") == 0 || strcasecmp(rl, "false") == 0 || strcasecmp(rl, "no") == 0);
     e->ram_mb = env_long("FAKELLM_RAM_MB", 0);
     const char *tps = getenv("FAKELLM_TPS");
     e->tps = tps && *tps ? strtod(tps, NULL) : 1000;
@@ -429,6 +432,8 @@ double fk_real_ms(void)
 void fk_log(char level, const char *func, const char *fmt, ...)
 {
     buf b = BUF_INIT;
+    if (fk.env.log_times)
+        buf_printf(&b, "real_ms=%.3f ", fk_real_ms());
     if (fk.cfg.mode == FK_VLLM) {
         const char *lv = level == 'E' ? "ERROR" : level == 'W' ? "WARNING" : "INFO";
         if (func && strncmp(func, "srv:", 4) == 0)
@@ -541,6 +546,8 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 1;
     }
     read_env();
+    if (fk.env.log_times)
+        fk_log('I', "main", "process started");
     if (c->mode == FK_VLLM) {
         if (!c->host)
             c->host = xstrdup("0.0.0.0");

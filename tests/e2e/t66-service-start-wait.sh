@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# `gpumod service start` waits for its start's outcome on the event
+# stream (src/cli/svcwait.c), not by polling: the daemon's debug log shows
+# one GET /events?follow=1&service=ID and a handful of reads of the
+# service for a load of 1.5 s (a 50 ms poller made 30 or more); a start
+# that fails says why and exits 1; --timeout ends the wait with exit 4
+# while the start goes on; a daemon killed during the wait ends it with
+# exit 3 (the stream's end is noticed at once, not at the next poll), and
+# so does one restarted meanwhile; a newer start that replaced the ticket
+# is named and waited for.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/sup-lib.sh"
+
+settings "supervisor: {health_interval: 1s, stop_timeout: 5s}"
+preset slow "$(free_port)" 'env: {FAKELLM_LOAD_MS: "1500"}' 'memory: {gpu_mb: 0, host_mb: 16}'
+preset bad "$(free_port)" 'env: {FAKELLM_LOAD_MS: "400", FAKELLM_EXIT_DURING_LOAD: "3"}' \
+    'memory: {gpu_mb: 0, host_mb: 16}'
+preset long "$(free_port)" 'env: {FAKELLM_LOAD_MS: "60000"}' 'memory: {gpu_mb: 0, host_mb: 16}'
+
+# the daemon with -v: its log names each request (api.c, log_debug)
+t_spawn daemon "$GPUMOD_BIN" -v serve --foreground
+DPID=$_t_last_pid
+t_wait 10 sock_up || t_fail "the daemon never answered"
+
+t_begin "service start: ready through the event stream, a handful of reads of the service"
+: >"$T/daemon.log.mark"
+before=$(wc -l <"$T/daemon.log")
+t_run 0 gpumod service start slow
+t_match out '^ready: slow \(pid [0-9]+, port [0-9]+, state ready\) in [0-9.]+ s$'
+tail -n +"$((before + 1))" "$T/daemon.log" >"$T/req.log"
+t_has "$T/req.log" 'GET /events?follow=1&service=slow'
+reads=$(grep -c 'GET /services/slow?daemon=1' "$T/req.log")
+# a tick each second of silence and one read per event (spawn, state,
+# footprint): about 5 for a 1.5 s load; 15 leaves room for a slow machine
+[ "$reads" -ge 1 ] && [ "$reads" -le 15 ] || t_fail "$reads reads of the service during a 1.5 s load (expected 1 to 15)"
+t_end
+
+t_begin "service start of an engine that dies while loading: exit 1, the outcome and its reason"
+t_run 1 gpumod service start bad
+t_match err "service start: 'bad' failed"
+t_eq "$(state_of bad)" failed "state of bad"
+t_end
+
+t_begin "service start --timeout 1: exit 4 after about a second, the start goes on in the daemon"
+t_run 4 gpumod service start long --timeout 1
+t_has err "'long' is not ready after 1 s (still starting"
+t_eq "$(state_of long)" starting "state of long after the CLI gave up"
+t_run 0 gpumod service stop long
+t_end
+
+t_begin "a newer start replaced the ticket while the CLI waited: it says so and waits for that one"
+t_spawn waiter2 "$GPUMOD_BIN" service start long --timeout 4
+W2=$_t_last_pid
+starting() { [ "$(state_of long)" = starting ]; }
+t_wait 10 starting || t_fail "long never began to start"
+kill -STOP "$W2" # the waiter sees nothing of what follows until it runs again
+t_run 0 gpumod service stop long
+t_run 0 gpumod service start long --no-wait
+kill -CONT "$W2"
+reap "$W2" 20 || t_fail "the waiter did not end"
+t_eq "$rc" 4 "the waiter's exit code (its --timeout: the newer start loads for a minute)"
+t_match "$T/waiter2.log" "a newer start of 'long' \\(#[0-9]+ by cli\\) replaced ticket [0-9]+; waiting for it"
+t_run 0 gpumod service stop long
+t_end
+
+t_begin "the daemon killed during the wait: the CLI exits 3 at once, saying the daemon is gone"
+t_spawn waiter "$GPUMOD_BIN" service start long
+WPID=$_t_last_pid
+starting() { [ "$(state_of long)" = starting ]; }
+t_wait 10 starting || t_fail "long never began to start"
+sleep 0.3 # the waiter is on the stream by now (if not, its next read finds no daemon: the same exit)
+kill -KILL "$DPID"
+reap "$WPID" 10 || t_fail "the CLI still waits 10 s after the daemon was killed"
+t_eq "$rc" 3 "the waiting CLI's exit code"
+t_has "$T/waiter.log" "service start: the daemon went away while 'long' was starting (start ticket"
+t_end
+
+t_begin "the daemon restarted while the CLI waited: exit 3, the ticket is gone"
+t_spawn daemon2 "$GPUMOD_BIN" -v serve --foreground
+DPID=$_t_last_pid
+t_wait 10 sock_up || t_fail "the second daemon never answered"
+t_spawn waiter3 "$GPUMOD_BIN" service start long
+W3=$_t_last_pid
+t_wait 10 starting || t_fail "long never began to start"
+kill -STOP "$W3"
+kill -KILL "$DPID"
+t_spawn daemon3 "$GPUMOD_BIN" serve --foreground
+DPID=$_t_last_pid
+t_wait 10 sock_up || t_fail "the third daemon never answered"
+kill -CONT "$W3"
+reap "$W3" 10 || t_fail "the waiter did not end"
+t_eq "$rc" 3 "the waiter's exit code"
+t_has "$T/waiter3.log" "service start: the daemon restarted while 'long' was starting"
+kill -TERM "$DPID"
+reap "$DPID" 10 || t_fail "the last daemon did not stop"
+t_end
+
+t_done
