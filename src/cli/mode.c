@@ -4,13 +4,15 @@
  * A switch is asked with wait=0: the daemon answers 202 at once with the
  * switch's id and wait_ms, its own worst-case bound (the switch's timeout
  * plus the longest rollback under its configured timeouts), and the CLI
- * polls GET /switches/ID until the entry carries the result, which it
+ * waits on the event stream (the switch's phases: evwait.h), reading GET
+ * /switches/ID after each, until the entry carries the result, which it
  * prints exactly as a blocking answer.  So the CLI's deadline is the
  * daemon's bound, whatever configuration the CLI itself reads.  A dry
  * run is one quick request.  `list` and `show` fall back to the
  * configuration when no daemon runs (without the current mode);
  * `current` and `switch` need the daemon. */
 #include "cli/ctl.h"
+#include "cli/evwait.h"
 #include "cli/hostview.h"
 
 #include <math.h>
@@ -22,6 +24,8 @@
 #include "util/clock.h"
 
 #define MARGIN_MS 10000 /* the client waits this much past the daemon's own bound */
+#define SWITCH_TICK_MS 1000 /* the longest wait without reading the switch (evwait.h) */
+#define SWITCH_ENDED_OK (-1)
 
 /* ---- list, show ---------------------------------------------------------- */
 
@@ -273,89 +277,101 @@ static void print_phases(buf *b, const cJSON *sw)
     }
 }
 
-static void sleep_ms(int64_t ms)
+/* A switch being waited for: its id, the client's deadline, and how the
+ * wait ended (rc; r holds the result when rc is 0). */
+typedef struct switch_wait {
+    cli *c;
+    long long id;
+    int64_t wait_ms, deadline;
+    http_reply *r;
+    int rc;
+} switch_wait;
+
+/* One read of GET /switches/ID: true when the wait is over. */
+static bool switch_check(void *ud)
 {
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0) {
+    switch_wait *w = ud;
+    char target[64];
+    snprintf(target, sizeof target, "/switches/%lld", w->id);
+    http_reply g;
+    int rc = ctl_call(w->c, "GET", target, NULL, CTL_QUICK_MS, true, &g);
+    if (rc) {
+        fprintf(stderr,
+                "gpumod: mode switch: the daemon went away during switch %lld; once a daemon runs again, "
+                "`gpumod mode current` and GET /switches/%lld say how it ended\n",
+                w->id, w->id);
+        w->rc = rc == EXIT_TIMEOUT ? EXIT_TIMEOUT : EXIT_DAEMON;
+        return true;
     }
+    if (g.status != 200) {
+        w->rc = ctl_fail(&g, "mode switch");
+        http_reply_release(&g);
+        return true;
+    }
+    cJSON *j = ctl_json(&g, "mode switch");
+    if (!j) {
+        http_reply_release(&g);
+        w->rc = EXIT_REFUSED;
+        return true;
+    }
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(j, "result");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(res, "body");
+    bool done = true;
+    if (cJSON_IsObject(res) && b) {
+        char *text = cJSON_PrintUnformatted(b);
+        *w->r = g; /* keeps head and fields; the body becomes the result's */
+        buf_clear(&w->r->body);
+        buf_adds(&w->r->body, text);
+        w->r->status = (int)jnum(res, "status", 500);
+        free(text);
+        w->rc = 0;
+        cJSON_Delete(j);
+        return true;
+    }
+    if (!jnull(j, "ended")) {
+        /* ended, and this daemon has no answer for it (a daemon restarted since) */
+        const char *out = jstr(j, "outcome"), *e = jstr(j, "error");
+        fprintf(stderr, "gpumod: mode switch: switch %lld ended %s%s%s\n", w->id, out ? out : "?", e ? ": " : "",
+                e ? e : "");
+        w->rc = out && !strcmp(out, "committed") ? SWITCH_ENDED_OK : EXIT_REFUSED;
+    } else if (clock_mono_ms() > w->deadline) {
+        fprintf(stderr,
+                "gpumod: mode switch: switch %lld is still running after %lld ms (the daemon's bound); it goes "
+                "on in the daemon: `gpumod mode current` shows it\n",
+                w->id, (long long)(w->wait_ms + MARGIN_MS));
+        w->rc = EXIT_TIMEOUT;
+    } else {
+        done = false;
+    }
+    cJSON_Delete(j);
+    http_reply_release(&g);
+    return done;
 }
 
-/* r holds the 202 {switch_id, wait_ms}: poll GET /switches/ID until its
- * result is there, then r holds that result as if the switch had been
- * answered in one request.  0, or an exit code after a message. */
-static int poll_switch(cli *c, http_reply *r)
+/* r holds the 202 {switch_id, wait_ms}: wait on the event stream (the
+ * switch's phases) until GET /switches/ID carries the result, then r
+ * holds that result as if the switch had been answered in one request.
+ * 0, or an exit code after a message; SWITCH_ENDED_OK when the switch
+ * committed but the daemon has no result to show (said on stderr). */
+static int wait_switch(cli *c, http_reply *r)
 {
     cJSON *t = ctl_json(r, "mode switch");
     if (!t) {
         http_reply_release(r);
         return EXIT_REFUSED;
     }
-    long long id = (long long)jnum(t, "switch_id", 0);
-    int64_t wait_ms = (int64_t)jnum(t, "wait_ms", 0);
+    switch_wait w = {.c = c, .id = (long long)jnum(t, "switch_id", 0), .wait_ms = (int64_t)jnum(t, "wait_ms", 0),
+                     .r = r, .rc = EXIT_REFUSED};
     cJSON_Delete(t);
     http_reply_release(r);
-    if (id <= 0) {
+    if (w.id <= 0) {
         fprintf(stderr, "gpumod: mode switch: the daemon accepted the switch without a switch id\n");
         return EXIT_REFUSED;
     }
-    if (wait_ms <= 0) wait_ms = 3600000;
-    int64_t deadline = clock_mono_ms() + wait_ms + MARGIN_MS;
-    char target[64];
-    snprintf(target, sizeof target, "/switches/%lld", id);
-    static const int64_t steps[] = {2, 3, 5, 10, 20, 50, 100, 200};
-    for (size_t i = 0;; i++) {
-        sleep_ms(i < sizeof steps / sizeof steps[0] ? steps[i] : 250);
-        http_reply g;
-        int rc = ctl_call(c, "GET", target, NULL, CTL_QUICK_MS, true, &g);
-        if (rc) {
-            fprintf(stderr,
-                    "gpumod: mode switch: the daemon went away during switch %lld; once a daemon runs again, "
-                    "`gpumod mode current` and GET /switches/%lld say how it ended\n",
-                    id, id);
-            return rc == EXIT_TIMEOUT ? EXIT_TIMEOUT : EXIT_DAEMON;
-        }
-        if (g.status != 200) {
-            rc = ctl_fail(&g, "mode switch");
-            http_reply_release(&g);
-            return rc;
-        }
-        cJSON *j = ctl_json(&g, "mode switch");
-        if (!j) {
-            http_reply_release(&g);
-            return EXIT_REFUSED;
-        }
-        const cJSON *res = cJSON_GetObjectItemCaseSensitive(j, "result");
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(res, "body");
-        if (cJSON_IsObject(res) && b) {
-            char *text = cJSON_PrintUnformatted(b);
-            *r = g; /* keeps head and fields; the body becomes the result's */
-            buf_clear(&r->body);
-            buf_adds(&r->body, text);
-            r->status = (int)jnum(res, "status", 500);
-            free(text);
-            cJSON_Delete(j);
-            return 0;
-        }
-        if (!jnull(j, "ended")) {
-            /* ended, and this daemon has no answer for it (a daemon restarted since) */
-            const char *out = jstr(j, "outcome"), *e = jstr(j, "error");
-            fprintf(stderr, "gpumod: mode switch: switch %lld ended %s%s%s\n", id, out ? out : "?", e ? ": " : "",
-                    e ? e : "");
-            bool ok = out && !strcmp(out, "committed");
-            cJSON_Delete(j);
-            http_reply_release(&g);
-            return ok ? 0 : EXIT_REFUSED;
-        }
-        cJSON_Delete(j);
-        http_reply_release(&g);
-        if (clock_mono_ms() > deadline) {
-            fprintf(stderr,
-                    "gpumod: mode switch: switch %lld is still running after %lld ms (the daemon's bound); it goes "
-                    "on in the daemon: `gpumod mode current` shows it\n",
-                    id, (long long)(wait_ms + MARGIN_MS));
-            return EXIT_TIMEOUT;
-        }
-    }
+    if (w.wait_ms <= 0) w.wait_ms = 3600000;
+    w.deadline = clock_mono_ms() + w.wait_ms + MARGIN_MS;
+    ev_wait(c, "kind=switch.phase", SWITCH_TICK_MS, switch_check, &w);
+    return w.rc;
 }
 
 static int do_switch(cli *c, const cmd *k, int argc, char **argv)
@@ -391,7 +407,8 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
     buf_release(&body);
     if (rc) return rc;
     if (r.status == 202) {
-        rc = poll_switch(c, &r);
+        rc = wait_switch(c, &r);
+        if (rc == SWITCH_ENDED_OK) return EXIT_OK;
         if (rc) return rc;
     }
     if (c->json) {

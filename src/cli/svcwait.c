@@ -1,31 +1,23 @@
 /* svcwait.c - waiting for a start's outcome on the event stream
- * (svcwait.h).
+ * (svcwait.h, evwait.h).
  *
- * The stream is opened without since=: it carries what happens after the
- * daemon answered the GET.  What happened before is in the service's
- * state, read again when the stream's head has come (the first tick), so
- * an outcome that came between the start's answer and the stream is not
- * missed.  After that each line of the stream (an event of this service)
- * makes one GET of the service: the outcome is in its last_start, which
- * the daemon sets in the same loop turn as the event that ends the start
- * (the footprint event of a ready start, the state event of a failed
- * one), so the GET that follows the event sees it.  A stream the daemon
- * ends (its stop, a slow reader) is opened again after one more read of
- * the service; a stream that fails is followed by that read too, which
- * finds the daemon gone or restarted and says so; a daemon without the
- * stream (an older one) is polled every 50 ms instead. */
+ * Each check reads the service (GET /services/ID?daemon=1) and decides on
+ * its last_start: the daemon sets a start's outcome in the same loop turn
+ * as the event that ends it (the footprint event of a ready start, the
+ * state event of a failed one), so the read after that event sees it.  A
+ * read that fails means the daemon went away; a daemon whose pid or start
+ * time changed restarted, and the ticket is gone with it. */
 #include "cli/svcwait.h"
 #include "cli/ctl.h"
+#include "cli/evwait.h"
 #include "util/clock.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TICK_TTY_MS 200
 #define TICK_MS 1000
-#define POLL_MS 50
 
 typedef struct waiter {
     cli *c;
@@ -35,7 +27,6 @@ typedef struct waiter {
     char *dstarted;
     int64_t deadline;
     cJSON *s;     /* the service as last read */
-    buf line;     /* a partial line of the stream */
     bool done;
     int rc;
 } waiter;
@@ -163,67 +154,30 @@ static void decide(waiter *w)
     }
 }
 
-static bool on_tick(void *ud)
+static bool check(void *ud)
 {
     waiter *w = ud;
     if (refresh(w)) decide(w);
-    return !w->done;
-}
-
-/* Each whole line is an event of the service (or the stream's "end"
- * line, after which the daemon closes it): read the service again. */
-static bool on_body(const char *p, size_t len, void *ud)
-{
-    waiter *w = ud;
-    buf_add(&w->line, p, len);
-    char *nl = memrchr(w->line.p, '\n', w->line.len);
-    if (!nl) {
-        if (w->line.len > (size_t)1 << 20) buf_clear(&w->line); /* no event is this long: not ours to keep */
-        return true;
-    }
-    size_t used = (size_t)(nl - w->line.p) + 1;
-    memmove(w->line.p, w->line.p + used, w->line.len - used);
-    w->line.len -= used;
-    w->line.p[w->line.len] = '\0';
-    return on_tick(w);
-}
-
-/* One stream until it ends or the wait is decided; false when the
- * daemon has no stream to offer (the caller polls instead). */
-static bool follow_once(waiter *w)
-{
-    buf t = BUF_INIT;
-    buf_adds(&t, "/events?follow=1&service=");
-    url_id(&t, w->in->id);
-    int64_t left = w->deadline - clock_mono_ms() + 1;
-    int64_t tick = w->in->tty ? TICK_TTY_MS : TICK_MS;
-    http_stream_opts so = {.on_body = on_body, .on_tick = on_tick, .tick_ms = left < tick ? left : tick, .ud = w};
-    http_reply r;
-    buf_clear(&w->line);
-    /* quiet: a stream that fails (the daemon gone in the middle of it) is
-     * followed by a read of the service, which says what happened */
-    int rc = ctl_stream(w->c, t.p, &so, true, &r);
-    buf_release(&t);
-    bool streamed = !rc && r.status == 200;
-    http_reply_release(&r);
-    return streamed;
+    return w->done;
 }
 
 int svc_wait_start(cli *c, const svc_wait_in *in, cJSON **svc)
 {
-    waiter w = {.c = c, .in = in, .seq = in->seq, .s = *svc, .line = BUF_INIT};
+    waiter w = {.c = c, .in = in, .seq = in->seq, .s = *svc};
     *svc = NULL;
     w.dpid = jnum(in->daemon, "pid", -1);
     w.dstarted = jstr(in->daemon, "started") ? xstrdup(jstr(in->daemon, "started")) : NULL;
     w.deadline = clock_mono_ms() + in->limit_ms;
     decide(&w);
-    while (!w.done) {
-        if (!follow_once(&w) && !w.done) poll(NULL, 0, POLL_MS);
-        /* the stream ended (or there is none): read once more and go on */
-        if (!w.done) on_tick(&w);
+    if (!w.done) {
+        buf q = BUF_INIT;
+        buf_adds(&q, "service=");
+        url_id(&q, in->id);
+        int64_t tick = in->tty ? TICK_TTY_MS : TICK_MS;
+        ev_wait(c, q.p, in->limit_ms < tick ? in->limit_ms + 1 : tick, check, &w);
+        buf_release(&q);
     }
     free(w.dstarted);
-    buf_release(&w.line);
     if (w.rc) {
         cJSON_Delete(w.s);
         return w.rc;

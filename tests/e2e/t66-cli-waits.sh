@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# `gpumod service start` waits for its start's outcome on the event
-# stream (src/cli/svcwait.c), not by polling: the daemon's debug log shows
-# one GET /events?follow=1&service=ID and a handful of reads of the
-# service for a load of 1.5 s (a 50 ms poller made 30 or more); a start
-# that fails says why and exits 1; --timeout ends the wait with exit 4
-# while the start goes on; a daemon killed during the wait ends it with
-# exit 3 (the stream's end is noticed at once, not at the next poll), and
-# so does one restarted meanwhile; a newer start that replaced the ticket
-# is named and waited for.
+# `gpumod service start` and `gpumod mode switch` wait on the event
+# stream (src/cli/evwait.c), not by polling: for a start of a 1.5 s load
+# the daemon's debug log shows one GET /events?follow=1&service=ID and a
+# handful of reads of the service (a 50 ms poller made 30 or more), for
+# a switch one stream of kind=switch.phase and a handful of reads of
+# GET /switches/ID.  A start that fails says why and exits 1; --timeout
+# ends the wait with exit 4 while the start goes on; a newer start that
+# replaced the ticket is named and waited for; a daemon killed during the
+# wait ends it with exit 3 at once (the stream's end, not the next poll),
+# and so does one restarted meanwhile.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sup-lib.sh"
 
@@ -16,6 +17,10 @@ preset slow "$(free_port)" 'env: {FAKELLM_LOAD_MS: "1500"}' 'memory: {gpu_mb: 0,
 preset bad "$(free_port)" 'env: {FAKELLM_LOAD_MS: "400", FAKELLM_EXIT_DURING_LOAD: "3"}' \
     'memory: {gpu_mb: 0, host_mb: 16}'
 preset long "$(free_port)" 'env: {FAKELLM_LOAD_MS: "60000"}' 'memory: {gpu_mb: 0, host_mb: 16}'
+
+mkdir -p "$C/modes"
+printf 'id: M\nservices: [slow]\n' >"$C/modes/M.yaml"
+printf 'id: E\nservices: []\n' >"$C/modes/E.yaml"
 
 # the daemon with -v: its log names each request (api.c, log_debug)
 t_spawn daemon "$GPUMOD_BIN" -v serve --foreground
@@ -33,6 +38,19 @@ reads=$(grep -c 'GET /services/slow?daemon=1' "$T/req.log")
 # a tick each second of silence and one read per event (spawn, state,
 # footprint): about 5 for a 1.5 s load; 15 leaves room for a slow machine
 [ "$reads" -ge 1 ] && [ "$reads" -le 15 ] || t_fail "$reads reads of the service during a 1.5 s load (expected 1 to 15)"
+t_end
+
+t_begin "mode switch: the result through the event stream of the switch's phases, a handful of reads of it"
+t_run 0 gpumod service stop slow
+before=$(wc -l <"$T/daemon.log")
+t_run 0 gpumod mode switch M
+t_has out "M"
+tail -n +"$((before + 1))" "$T/daemon.log" >"$T/req.log"
+t_has "$T/req.log" 'GET /events?follow=1&kind=switch.phase'
+reads=$(grep -cE 'GET /switches/[0-9]+' "$T/req.log")
+# one read per phase event (a handful) and one per second of silence
+[ "$reads" -ge 1 ] && [ "$reads" -le 20 ] || t_fail "$reads reads of the switch during a 1.5 s load (expected 1 to 20)"
+t_run 0 gpumod mode switch E
 t_end
 
 t_begin "service start of an engine that dies while loading: exit 1, the outcome and its reason"

@@ -1,0 +1,75 @@
+/* evwait.c - a wait on the daemon's event stream (evwait.h).
+ *
+ * The stream is opened without since=: it carries what happens after the
+ * daemon answered the GET; what happened before is in the state the
+ * check reads when the head has come, so nothing falls between the two.
+ * Each whole line of the stream (an event, or the "end" line before the
+ * daemon closes it) is followed by one check: the daemon writes an event
+ * and settles what it reports (a start's outcome, a switch's result) in
+ * the same loop turn, so the read that follows the event sees it. */
+#include "cli/evwait.h"
+#include "cli/ctl.h"
+#include "util/clock.h"
+
+#include <poll.h>
+#include <string.h>
+
+#define POLL_MS 50
+#define LINE_MAX_BYTES ((size_t)1 << 20)
+
+typedef struct evwait {
+    evwait_check check;
+    void *ud;
+    bool done;
+    buf line; /* a partial line of the stream */
+} evwait;
+
+static bool on_tick(void *ud)
+{
+    evwait *w = ud;
+    if (!w->done) w->done = w->check(w->ud);
+    return !w->done;
+}
+
+static bool on_body(const char *p, size_t len, void *ud)
+{
+    evwait *w = ud;
+    buf_add(&w->line, p, len);
+    char *nl = memrchr(w->line.p, '\n', w->line.len);
+    if (!nl) {
+        if (w->line.len > LINE_MAX_BYTES) buf_clear(&w->line); /* no event is this long: nothing to keep */
+        return true;
+    }
+    size_t used = (size_t)(nl - w->line.p) + 1;
+    memmove(w->line.p, w->line.p + used, w->line.len - used);
+    w->line.len -= used;
+    w->line.p[w->line.len] = '\0';
+    return on_tick(w);
+}
+
+void ev_wait(cli *c, const char *query, int64_t tick_ms, evwait_check check, void *ud)
+{
+    evwait w = {.check = check, .ud = ud, .line = BUF_INIT};
+    buf t = BUF_INIT;
+    buf_adds(&t, "/events?follow=1");
+    if (query && *query) {
+        buf_addc(&t, '&');
+        buf_adds(&t, query);
+    }
+    http_stream_opts so = {.on_body = on_body, .on_tick = on_tick, .tick_ms = tick_ms > 0 ? tick_ms : 1000,
+                           .ud = &w};
+    for (;;) {
+        buf_clear(&w.line);
+        http_reply r;
+        /* quiet: a stream that fails (the daemon gone in the middle of
+         * it) is followed by a check, which finds out and says so */
+        int rc = ctl_stream(c, t.p, &so, true, &r);
+        bool streamed = !rc && r.status == 200;
+        http_reply_release(&r);
+        if (w.done) break;
+        if (!streamed) poll(NULL, 0, POLL_MS);
+        if (!on_tick(&w)) break;
+    }
+    buf_release(&t);
+    buf_release(&w.line);
+}

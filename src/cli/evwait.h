@@ -1,0 +1,24 @@
+/* evwait.h - waiting for something the daemon does on its event stream
+ * (GET /events?follow=1), not by polling: the caller's check runs when
+ * the stream has opened (what happened before is in the state it reads),
+ * after each event the stream brings, after each tick without one, and
+ * when the stream ends (a restarted daemon, a slow reader); the wait ends
+ * when the check says done.  A daemon without the stream (an older one)
+ * is checked every 50 ms instead. */
+#ifndef GPUMOD_EVWAIT_H
+#define GPUMOD_EVWAIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli/cli.h"
+
+/* Read what the caller waits for and decide: true when done (the caller
+ * keeps its own result). */
+typedef bool (*evwait_check)(void *ud);
+
+/* query: the stream's filters ("service=chat", "kind=switch.phase"; may
+ * be ""); tick_ms: the longest wait without a check. */
+void ev_wait(cli *c, const char *query, int64_t tick_ms, evwait_check check, void *ud);
+
+#endif
