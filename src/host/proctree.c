@@ -135,14 +135,17 @@ uint64_t proctree_rss(const char *proc_root, pid_t pid)
     return kb > 0 ? (uint64_t)kb * 1024 : 0;
 }
 
-uint64_t proctree_group_rss(const char *proc_root, pid_t pgid, size_t *n)
+uint64_t proctree_group_rss(const char *proc_root, pid_t pgid, pid_t *pids, size_t max, size_t *n)
 {
-    pid_t pids[1024];
-    int k = proctree_group(proc_root, pgid, pids, sizeof pids / sizeof *pids, NULL, 0);
+    pid_t all[1024];
+    int k = proctree_group(proc_root, pgid, all, sizeof all / sizeof *all, NULL, 0);
     if (k < 0) k = 0;
-    if ((size_t)k > sizeof pids / sizeof *pids) k = (int)(sizeof pids / sizeof *pids);
+    if ((size_t)k > sizeof all / sizeof *all) k = (int)(sizeof all / sizeof *all);
     uint64_t sum = 0;
-    for (int i = 0; i < k; i++) sum += proctree_rss(proc_root, pids[i]);
+    for (int i = 0; i < k; i++) {
+        sum += proctree_rss(proc_root, all[i]);
+        if ((size_t)i < max) pids[i] = all[i];
+    }
     if (n) *n = (size_t)k;
     return sum;
 }

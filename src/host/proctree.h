@@ -18,8 +18,10 @@ int proctree_group(const char *proc_root, pid_t pgid, pid_t *pids, size_t max, c
 /* Resident bytes (VmRSS) of pid; 0 when it is gone or has none. */
 uint64_t proctree_rss(const char *proc_root, pid_t pid);
 
-/* Sum of VmRSS over the group; *n set to the number of members. */
-uint64_t proctree_group_rss(const char *proc_root, pid_t pgid, size_t *n);
+/* Sum of VmRSS over the group, from one walk of /proc; *n set to the
+ * number of members, the first max of them in pids (pids may be NULL
+ * with max 0; at most 1024 are counted). */
+uint64_t proctree_group_rss(const char *proc_root, pid_t pgid, pid_t *pids, size_t max, size_t *n);
 
 /* Resident bytes a process owns: RssAnon + RssShmem (/proc/PID/status).
  * File-backed pages (RssFile: mmapped weights, libraries) are left out:

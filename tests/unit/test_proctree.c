@@ -66,9 +66,14 @@ static void group_members_rss_and_starttime(void **state)
 
     assert_true(proctree_rss(NULL, g) > 0);
     size_t nm = 0;
-    uint64_t sum = proctree_group_rss(NULL, g, &nm);
-    assert_int_equal(nm, 2);
+    pid_t got[1] = {0};
+    uint64_t sum = proctree_group_rss(NULL, g, got, 1, &nm);
+    assert_int_equal(nm, 2); /* the whole group counted, the first pid kept */
+    assert_true(got[0] == pids[0] || got[0] == pids[1]);
     assert_true(sum >= proctree_rss(NULL, g));
+    nm = 0;
+    assert_true(proctree_group_rss(NULL, g, NULL, 0, &nm) > 0); /* no pids asked for: the sum and count still */
+    assert_int_equal(nm, 2);
 
     uint64_t st = proctree_starttime(NULL, g);
     assert_true(st > 0);
