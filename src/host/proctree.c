@@ -114,11 +114,15 @@ int proctree_group(const char *proc_root, pid_t pgid, pid_t *pids, size_t max, c
         char *end;
         long pid = strtol(de->d_name, &end, 10);
         if (*end || pid <= 0) continue;
+        /* one read of the stat for both fields: this walk reads every
+         * pid's, on the daemon's loop */
+        char b[1024];
         unsigned long long g, st;
-        if (stat_field(root, (pid_t)pid, 5, &g) != 0 || (pid_t)g != pgid) continue;
+        if (read_stat(root, (pid_t)pid, b, sizeof b) != 0 || field_in(b, 5, &g) != 0 || (pid_t)g != pgid)
+            continue;
         /* a zombie holds no memory and cannot be signalled away: it waits
          * for its parent's wait(); not a member that keeps a stop waiting */
-        if (stat_field(root, (pid_t)pid, 3, &st) == 0 && (st == 'Z' || st == 'X')) continue;
+        if (field_in(b, 3, &st) == 0 && (st == 'Z' || st == 'X')) continue;
         if ((size_t)n < max) pids[n] = (pid_t)pid;
         n++;
     }
