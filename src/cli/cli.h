@@ -1,19 +1,12 @@
 /* cli.h - what every command gets: the global options, parsed once by
- * main(), and the exit codes of STYLE.md. */
+ * main(), and the exit codes of STYLE.md (util/exitcode.h). */
 #ifndef GPUMOD_CLI_H
 #define GPUMOD_CLI_H
 
 #include <stdbool.h>
 
 #include "config/config.h"
-
-enum {
-    EXIT_OK = 0,
-    EXIT_REFUSED = 1,  /* refused or failed: a gate said no, a switch rolled back */
-    EXIT_USAGE = 2,    /* usage or configuration error */
-    EXIT_DAEMON = 3,   /* daemon unreachable */
-    EXIT_TIMEOUT = 4,  /* timed out */
-};
+#include "util/exitcode.h"
 
 typedef struct cli {
     config_paths paths;

@@ -17,15 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void diag_text(buf *out, const diag *d)
-{
-    if (d->pos.file && d->pos.line)
-        buf_printf(out, "%s:%d:%d: ", d->pos.file, d->pos.line, d->pos.col);
-    else if (d->pos.file)
-        buf_printf(out, "%s: ", d->pos.file);
-    buf_printf(out, "%s: %s\n", d->level == DIAG_ERROR ? "error" : "warning", d->msg);
-}
-
 static void diags_json(buf *out, const diags *ds, diag_level lv)
 {
     buf_addc(out, '[');
@@ -50,11 +41,7 @@ static void diags_json(buf *out, const diags *ds, diag_level lv)
 void cli_print_diags(const config *cfg, const char *only_file)
 {
     buf b = BUF_INIT;
-    for (size_t i = 0; i < cfg->diags.n; i++) {
-        const diag *d = &cfg->diags.v[i];
-        if (only_file && (!d->pos.file || strcmp(d->pos.file, only_file))) continue;
-        diag_text(&b, d);
-    }
+    diags_text(&b, &cfg->diags, only_file);
     fputs(b.p, stderr);
     buf_release(&b);
 }

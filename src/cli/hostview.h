@@ -1,6 +1,7 @@
 /* hostview.h - what the memory commands (gpu, preflight, simulate, model
- * inspect) share: settings -> gate policy and snapshot options, the
- * verdict JSON of docs/interfaces.md, and human-readable sizes and bars. */
+ * inspect) share: human-readable sizes, bars, needs and estimates, the
+ * estimator's flags, and (through core/policy.h) the settings -> gate
+ * glue and the verdict JSON. */
 #ifndef GPUMOD_HOSTVIEW_H
 #define GPUMOD_HOSTVIEW_H
 
@@ -9,15 +10,13 @@
 
 #include "config/config.h"
 #include "core/gate.h"
+#include "core/policy.h"
 #include "host/host.h"
 #include "model/need.h"
 #include "util/buf.h"
 
-void policy_from_settings(const settings *s, gate_policy *p);
-void snapshot_opts_from_settings(const settings *s, snapshot_opts *o);
-/* The verdict object of docs/interfaces.md ("Gate verdict"). */
-void verdict_json(buf *b, const char *via, const char *service, const verdict *v, const need_detail *nd,
-                  const snapshot *s);
+/* policy_from_settings, snapshot_opts_from_settings, verdict_json:
+ * core/policy.h (the daemon uses them too). */
 /* "20.1 GiB", "512 MiB", "12 KiB" */
 void fmt_bytes(buf *b, uint64_t bytes);
 /* [#####.....] of width w for used/total */

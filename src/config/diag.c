@@ -1,6 +1,6 @@
 /* diag.c - collected configuration diagnostics and the small ordered
  * string map used for env and unit_vars.  Diagnostics are gathered, never
- * printed here: `config check` decides how to show them. */
+ * printed here: diags_text renders them, the caller decides where. */
 #include "config/config.h"
 #include "util/buf.h"
 
@@ -108,4 +108,17 @@ void kvlist_release(kvlist *l)
     }
     free(l->v);
     memset(l, 0, sizeof *l);
+}
+
+void diags_text(buf *out, const diags *ds, const char *only_file)
+{
+    for (size_t i = 0; i < ds->n; i++) {
+        const diag *d = &ds->v[i];
+        if (only_file && (!d->pos.file || strcmp(d->pos.file, only_file))) continue;
+        if (d->pos.file && d->pos.line)
+            buf_printf(out, "%s:%d:%d: ", d->pos.file, d->pos.line, d->pos.col);
+        else if (d->pos.file)
+            buf_printf(out, "%s: ", d->pos.file);
+        buf_printf(out, "%s: %s\n", d->level == DIAG_ERROR ? "error" : "warning", d->msg);
+    }
 }

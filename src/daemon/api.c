@@ -11,10 +11,10 @@
  * that has no natural end: it ends when the client goes (api_abort) or
  * the daemon shuts down (api_close_follows). */
 #include "daemon/api.h"
+#include "core/policy.h"
 #include "util/jstrict.h"
 #include "daemon/api_modes.h"
 #include "daemon/api_events.h"
-#include "cli/hostview.h"
 #include "daemon/log.h"
 #include "daemon/logring.h"
 #include "router/router.h"

@@ -12,8 +12,7 @@
  * only then exit 0.  Under the spawn runner no child outlives the daemon,
  * and gpumod-exec makes that true even for kill -9 (docs/exec.md). */
 #include "daemon/daemon.h"
-#include "cli/cli.h"
-#include "cli/hostview.h"
+#include "core/policy.h"
 #include "daemon/api.h"
 #include "daemon/api_events.h"
 #include "daemon/log.h"
@@ -23,6 +22,7 @@
 #include "router/router.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/exitcode.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -527,7 +527,10 @@ int daemon_run(const daemon_opts *o)
     g->cfg = xcalloc(1, sizeof *g->cfg);
     config_opts copts = {.check_files = false};
     if (config_load(g->cfg, &g->paths, &copts)) {
-        cli_print_diags(g->cfg, NULL);
+        buf db = BUF_INIT;
+        diags_text(&db, &g->cfg->diags, NULL);
+        fputs(db.p, stderr);
+        buf_release(&db);
         fprintf(stderr, "gpumod: serve: the configuration in %s has %zu error%s; fix them and start again\n",
                 g->cfg->config_dir, g->cfg->diags.errors, g->cfg->diags.errors == 1 ? "" : "s");
         rc = EXIT_USAGE;

@@ -28,6 +28,7 @@
  * driver (the `docker run` client in the group forwards them); the
  * `docker stop`/`docker rm` commands of driver_stop_argv are not run yet. */
 #include "daemon/supervisor.h"
+#include "core/policy.h"
 #include "util/slurp.h"
 
 #include <arpa/inet.h>
@@ -44,7 +45,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/hostview.h"
 #include "config/check.h"
 #include "daemon/health.h"
 #include "daemon/log.h"

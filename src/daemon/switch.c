@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/hostview.h"
 #include "core/plan.h"
+#include "core/policy.h"
 #include "daemon/log.h"
 #include "daemon/startup.h"
 #include "model/need.h"
