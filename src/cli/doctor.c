@@ -1,15 +1,15 @@
 /* doctor.c - `gpumod doctor [--json]`: read-only checks of the host and
  * its units, each with a verdict and the fix (docs/doctor.md).
  *
- * The judgement is src/core/doctor.c over what src/host/doctor_probe.c
+ * The judgement is src/doctor/doctor.c over what src/doctor/doctor_probe.c
  * read; this file adds what only the configuration knows (the presets'
  * ports and argv, startup_timeout, the measured load times in the state
  * database) and prints.  Nothing here writes, runs a program or talks to
  * systemd: a doctor that needs the patient healthy to run is no use. */
 #include "cli/cli.h"
-#include "core/doctor.h"
+#include "doctor/doctor.h"
 #include "drivers/driver.h"
-#include "host/doctor_probe.h"
+#include "doctor/doctor_probe.h"
 #include "store/db.h"
 #include "util/buf.h"
 

@@ -35,9 +35,9 @@ t_end
 
 t_begin "gpumod never writes compact_memory or drop_caches (it only reads /proc)"
 # (doctor's verdicts name these files in the advice they print; its
-# reader, src/host/doctor_probe.c, is held to the rule like the rest)
+# reader, src/doctor/doctor_probe.c, is held to the rule like the rest)
 hits=$(grep -rln 'compact_memory\|drop_caches\|/proc/sys/vm' "$GPUMOD_SRC/src" | grep -v '^$' |
-    grep -v '/src/core/doctor\.[ch]$\|/src/cli/doctor\.c$' || true)
+    grep -v '/src/doctor/doctor\.[ch]$\|/src/cli/doctor\.c$' || true)
 for f in $hits; do
     # mentioned in comments is fine; an open() of them is not
     grep -n 'compact_memory\|drop_caches\|/proc/sys/vm' "$f" | grep -v '^\s*[0-9]*:\s*\(/\*\|\*\|//\)' |

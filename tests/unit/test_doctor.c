@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/doctor.h"
+#include "doctor/doctor.h"
 #include "host/host.h"
 #include "util/buf.h"
 

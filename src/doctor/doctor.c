@@ -8,7 +8,7 @@
  * systemd's rules for them (sections, continuation lines, the last
  * assignment wins, an empty ExecStart= resets), because a check that
  * misreads a unit would give advice about a unit that does not exist. */
-#include "core/doctor.h"
+#include "doctor/doctor.h"
 #include "core/contig.h"
 #include "util/buf.h"
 

@@ -6,7 +6,7 @@
  * never fatal.  Unit files that are symlinks are skipped: in
  * /etc/systemd/system they are aliases or masks (-> /dev/null) of units
  * read elsewhere, and following them would report one unit twice. */
-#include "host/doctor_probe.h"
+#include "doctor/doctor_probe.h"
 #include "host/host.h"
 #include "host/nvml.h"
 #include "util/buf.h"

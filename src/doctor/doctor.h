@@ -1,7 +1,7 @@
 /* doctor.h - `gpumod doctor`'s judgement: parsed host facts and unit
  * files in, one verdict per check out ({id, status, summary, fix}).
  *
- * Pure: no files, clocks or processes.  src/host/doctor_probe.c reads the
+ * Pure: no files, clocks or processes.  src/doctor/doctor_probe.c reads the
  * inputs (under GPUMOD_PROC_ROOT / GPUMOD_SYS_ROOT / GPUMOD_ETC_ROOT and
  * the unit directories), src/cli/doctor.c prints the verdicts.  Every
  * threshold is named here and explained in docs/doctor.md. */

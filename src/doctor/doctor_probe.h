@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/doctor.h"
+#include "doctor/doctor.h"
 
 typedef struct doctor_probe_opts {
     const char *nvml_lib;    /* NULL: $GPUMOD_NVML_LIB, else libnvidia-ml.so.1 */
