@@ -115,12 +115,12 @@ fuzz-http-corpus:
 # The request body scanner (the router's "model" finder): fuzz_modelscan.c
 # scans each input in one piece, a byte at a time and in random pieces and
 # checks that the three agree, against cJSON where it accepts the body.
-FUZZ_MS_SRC    := tests/fuzz/fuzz_modelscan.c src/core/modelscan.c
+FUZZ_MS_SRC    := tests/fuzz/fuzz_modelscan.c src/router/modelscan.c
 FUZZ_MS_CORPUS := tests/fuzz/corpus/modelscan
 FUZZ_MS_ARGS   ?= -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
                   -dict=tests/fuzz/modelscan.dict
 
-$(FUZZ_BUILD)/fuzz_modelscan: $(FUZZ_MS_SRC) $(FUZZ_BUILD)/buf.o src/core/modelscan.h
+$(FUZZ_BUILD)/fuzz_modelscan: $(FUZZ_MS_SRC) $(FUZZ_BUILD)/buf.o src/router/modelscan.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags libcjson) $(WARN) -Wno-unknown-warning-option \
 	    -o $@ $(FUZZ_MS_SRC) $(FUZZ_BUILD)/buf.o $(shell pkg-config --libs libcjson)
 
@@ -138,13 +138,13 @@ $(BUILD)/tests/test_fuzz_replay_modelscan: tests/fuzz/replay_modelscan.c tests/f
 
 # The bench client's stream parsing: fuzz_sse.c parses each response body
 # whole, a byte at a time and in random pieces, checks that the three agree
-# and feeds the events to the request classifier (src/core/sse.c, breq.c).
-FUZZ_SSE_SRC    := tests/fuzz/fuzz_sse.c src/core/sse.c src/core/breq.c
+# and feeds the events to the request classifier (src/bench/sse.c, breq.c).
+FUZZ_SSE_SRC    := tests/fuzz/fuzz_sse.c src/bench/sse.c src/bench/breq.c
 FUZZ_SSE_CORPUS := tests/fuzz/corpus/sse
 FUZZ_SSE_ARGS   ?= -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
                    -dict=tests/fuzz/sse.dict
 
-$(FUZZ_BUILD)/fuzz_sse: $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o src/core/sse.h src/core/breq.h
+$(FUZZ_BUILD)/fuzz_sse: $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o src/bench/sse.h src/bench/breq.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags libcjson) $(WARN) -Wno-unknown-warning-option \
 	    -o $@ $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o $(shell pkg-config --libs libcjson) -lm
 
@@ -156,6 +156,6 @@ fuzz-sse:
 
 unit: $(BUILD)/tests/test_fuzz_replay_sse
 
-$(BUILD)/tests/test_fuzz_replay_sse: tests/fuzz/replay_sse.c tests/fuzz/fuzz_sse.c $(BUILD)/libgpumod.a
+$(BUILD)/tests/test_fuzz_replay_sse: tests/fuzz/replay_sse.c tests/fuzz/fuzz_sse.c $(BENCH_LIB) $(BUILD)/libgpumod.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BENCH_LIB) $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS)

@@ -13,9 +13,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/bagg.h"
-#include "core/breq.h"
-#include "core/bstats.h"
+#include "bench/bagg.h"
+#include "bench/breq.h"
+#include "bench/bstats.h"
 #include "util/buf.h"
 
 /* ---- load.c + client.c: the load generator ---------------------------- */

@@ -29,7 +29,7 @@
 #include <time.h>
 
 #include "cli/ctl.h"
-#include "core/bstats.h"
+#include "bench/bstats.h"
 #include "util/clock.h"
 
 #define USAGE                                                                                                  \

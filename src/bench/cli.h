@@ -11,8 +11,8 @@
 #include <cjson/cJSON.h>
 
 #include "bench/bench.h"
-#include "core/bagg.h"
-#include "core/bserver.h"
+#include "bench/bagg.h"
+#include "bench/bserver.h"
 
 /* ---- the options of a run (main.c parses them; docs/bench.md) ---------- */
 

@@ -29,7 +29,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "core/sse.h"
+#include "bench/sse.h"
 #include "util/buf.h"
 #include "util/errf.h"
 

@@ -10,7 +10,7 @@
 
 #include <uv.h>
 
-#include "core/breq.h"
+#include "bench/breq.h"
 
 typedef struct bclient bclient;
 

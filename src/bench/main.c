@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/bcompare.h"
+#include "bench/bcompare.h"
 #include "util/buf.h"
 #include "util/clock.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/bstats.h"
+#include "bench/bstats.h"
 #include "util/buf.h"
 #include "util/clock.h"
 

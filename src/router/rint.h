@@ -11,8 +11,8 @@
 #include <uv.h>
 
 #include "core/lifecycle.h"
-#include "core/modelscan.h"
-#include "core/route.h"
+#include "router/modelscan.h"
+#include "router/route.h"
 #include "router/activate.h"
 #include "router/rmetrics.h"
 #include "router/router.h"

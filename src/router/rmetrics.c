@@ -1,6 +1,6 @@
 /* rmetrics.c - the router's metrics: counters, gauges and fixed-bucket
  * histograms kept in plain structs, rendered on GET /metrics through
- * src/core/promtext.c.
+ * src/router/promtext.c.
  *
  * The relay calls rm_request once per request, so an update is a lookup
  * in a small open-addressed table keyed by (model, service, status) and a
@@ -21,7 +21,7 @@
  * them. */
 #include "router/rmetrics.h"
 
-#include "core/promtext.h"
+#include "router/promtext.h"
 
 #include <stdio.h>
 #include <stdlib.h>

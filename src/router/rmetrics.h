@@ -1,5 +1,5 @@
 /* rmetrics.h - the router's own metrics, rendered as Prometheus text for
- * GET /metrics (src/core/promtext.c does the exposition format).  Cheap
+ * GET /metrics (src/router/promtext.c does the exposition format).  Cheap
  * to update (a few integer/double adds; no allocation after a model or
  * service is first seen), so the relay can call it per request, never
  * per token.  Families (all prefixed gpumod_):

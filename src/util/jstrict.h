@@ -1,7 +1,7 @@
 /* jstrict.h - the one strict reading of a JSON request body, for every
  * route of the control API (services, preflight, modes, route default,
  * results).  cJSON alone is looser than the router's scanner
- * (core/modelscan.h): it stops at a decoded NUL ({"mode":"none\u0000chat"}
+ * (router/modelscan.h): it stops at a decoded NUL ({"mode":"none\u0000chat"}
  * read as "none", which plans the empty mode and stops everything), takes
  * what follows the value if asked not to mind, and keeps the first of two
  * equal keys.  Here, beyond cJSON's grammar:

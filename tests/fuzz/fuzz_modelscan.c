@@ -1,5 +1,5 @@
 /* fuzz_modelscan.c - libFuzzer target for the request body scanner
- * (src/core/modelscan.c), and the checks that the corpus replay
+ * (src/router/modelscan.c), and the checks that the corpus replay
  * (replay_modelscan.c) #includes, so there is one definition of a correct
  * scan.
  *
@@ -27,7 +27,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/modelscan.h"
+#include "router/modelscan.h"
 
 static char fz_why[1024];
 

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/bagg.h"
+#include "bench/bagg.h"
 #include "testenv.h"
 
 #define EPS 1e-9

@@ -16,7 +16,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/bcompare.h"
+#include "bench/bcompare.h"
 #include "testenv.h"
 
 static cJSON *load(const char *name)

@@ -17,8 +17,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/breq.h"
-#include "core/sse.h"
+#include "bench/breq.h"
+#include "bench/sse.h"
 #include "testenv.h"
 
 #define MS 1000000LL

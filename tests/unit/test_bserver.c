@@ -15,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/bserver.h"
+#include "bench/bserver.h"
 #include "testenv.h"
 
 static void parse_ok(bscrape *s, const char *text)

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/modelscan.h"
+#include "router/modelscan.h"
 
 typedef struct res {
     modelscan_status st;

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/promtext.h"
+#include "router/promtext.h"
 #include "testenv.h"
 
 static const double lat_bounds[] = {0.005, 0.01, 0.1, 1, 2.5, 10};

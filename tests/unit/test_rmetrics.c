@@ -20,7 +20,7 @@
 
 #include "testenv.h" /* before config.h: its parameter named mode */
 
-#include "core/promtext.h"
+#include "router/promtext.h"
 #include "router/rmetrics.h"
 
 /* ---- stubs: what the page reads from the supervisor and the monitor ---- */

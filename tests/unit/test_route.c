@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/route.h"
+#include "router/route.h"
 
 static const char *qwen_aliases[] = {"qwen", "coder"};
 static const char *llama_aliases[] = {"ll"};

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "core/sse.h"
+#include "bench/sse.h"
 #include "testenv.h"
 
 /* What the callbacks saw: "type|data" per event and "#text" per comment,

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../src/core/svg.c"
+#include "../../src/bench/svg.c"
 #include "testenv.h"
 #include "xmlcheck.h"
 

@@ -5,7 +5,7 @@
  * honest about how little such samples say, and it needs no distribution.
  * The RNG is splitmix64 with the caller's state: runs are reproducible
  * from --seed and nothing here keeps global state. */
-#include "core/bstats.h"
+#include "bench/bstats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -23,7 +23,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/bstats.h"
+#include "bench/bstats.h"
 #include "util/buf.h"
 
 typedef struct bcmp_row {

@@ -5,7 +5,7 @@
  * only its part inside.  Latency summaries pool the per-request values of
  * breq_metrics over the ok requests; nothing here re-derives a per-request
  * figure, so the two layers cannot disagree. */
-#include "core/bagg.h"
+#include "bench/bagg.h"
 
 #include <math.h>
 #include <stdio.h>

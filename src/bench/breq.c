@@ -12,7 +12,7 @@
  * choices (the trailing usage chunk) never count: the spec's "usage-only".
  * The server's numbers win over our counting everywhere; the count of
  * events is only the fallback, and says so (out_estimated, k_estimated). */
-#include "core/breq.h"
+#include "bench/breq.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -4,7 +4,7 @@
  * per nesting level, so a piece may end anywhere: inside a \u escape, a
  * number, a literal, a UTF-8 sequence or the BOM.  The design decisions
  * (BOM, duplicates, unescaped key comparison) are in modelscan.h. */
-#include "core/modelscan.h"
+#include "router/modelscan.h"
 
 #include <stdarg.h>
 #include <stdio.h>

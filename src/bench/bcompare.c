@@ -19,14 +19,14 @@
  * error for a tool people use to decide that a change did something.
  * Rows with fewer than two iterations on a side are shown but never
  * tested: one run has no spread to compare against. */
-#include "core/bcompare.h"
+#include "bench/bcompare.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/bagg.h"
+#include "bench/bagg.h"
 
 #define SCHEMA "gpumod.bench/1"
 

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/breq.h"
-#include "core/bstats.h"
+#include "bench/breq.h"
+#include "bench/bstats.h"
 
 typedef struct bslo {
     double ttft_ms, tpot_ms, e2el_ms; /* <= 0 or NaN: not set */

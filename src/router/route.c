@@ -3,7 +3,7 @@
  * it (config load, a router-mode service's list, never a request), so a
  * lookup is one binary search and one walk over the equal names.  The
  * rules are in route.h. */
-#include "core/route.h"
+#include "router/route.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * together, counters named *_total), and fixed-bucket histograms.  A sticky
  * error instead of a return code per call keeps the /metrics handler a
  * straight list of calls.  See promtext.h. */
-#include "core/promtext.h"
+#include "router/promtext.h"
 
 #include <math.h>
 #include <stdarg.h>

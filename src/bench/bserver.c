@@ -11,7 +11,7 @@
  * counter that went down (or a series that vanished) means the server
  * restarted between the scrapes, and then no delta is given at all
  * rather than a wrong one.  Gauges come from the "after" scrape. */
-#include "core/bserver.h"
+#include "bench/bserver.h"
 
 #include <math.h>
 #include <stdio.h>
