@@ -15,7 +15,7 @@
 #include "util/jstrict.h"
 #include "daemon/api_modes.h"
 #include "daemon/api_events.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/logring.h"
 #include "router/router.h"
 #include "model/need.h"

@@ -12,7 +12,7 @@
  * lets more than the cap queue up is cut with a last line naming the id
  * to follow again from (the daemon's memory stays bounded). */
 #include "daemon/api_events.h"
-#include "daemon/log.h"
+#include "util/log.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

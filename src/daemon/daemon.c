@@ -15,7 +15,7 @@
 #include "core/policy.h"
 #include "daemon/api.h"
 #include "daemon/api_events.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/notify.h"
 #include "daemon/pidlock.h"
 #include "daemon/switch.h"

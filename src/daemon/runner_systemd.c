@@ -43,7 +43,7 @@
 #include "core/unit.h"
 #include "util/slurp.h"
 #include "util/clock.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "systemd/install.h"
 #include "systemd/sdbus.h"
 #include "util/buf.h"

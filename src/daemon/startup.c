@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/log.h"
+#include "util/log.h"
 #include "util/clock.h"
 #include "util/errf.h"
 

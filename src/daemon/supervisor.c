@@ -47,7 +47,7 @@
 
 #include "config/check.h"
 #include "daemon/health.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/logring.h"
 #include "daemon/runner.h"
 #include "drivers/driver.h"

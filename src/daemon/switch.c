@@ -28,7 +28,7 @@
 
 #include "core/plan.h"
 #include "core/policy.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "daemon/startup.h"
 #include "model/need.h"
 #include "util/clock.h"

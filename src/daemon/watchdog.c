@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "core/watchdog.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "host/proctree.h"
 #include "util/clock.h"
 

@@ -26,7 +26,7 @@
  * the supervisor or the switch finds nothing to answer and frees the op. */
 #include "router/activate.h"
 
-#include "daemon/log.h"
+#include "util/log.h"
 #include "util/clock.h"
 
 #include <cjson/cJSON.h>

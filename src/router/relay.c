@@ -17,7 +17,7 @@
  * loading comments and error events of a request that waited, an error
  * event when the backend dies inside a stream). */
 #include "router/rint.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "util/clock.h"
 
 #include <cjson/cJSON.h>

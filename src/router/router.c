@@ -14,7 +14,7 @@
  * one-line file in the state directory, written atomically, so it
  * survives restarts without a schema change. */
 #include "router/rint.h"
-#include "daemon/log.h"
+#include "util/log.h"
 #include "util/clock.h"
 #include "util/jstrict.h"
 #include "util/slurp.h"

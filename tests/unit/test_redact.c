@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/log.h"
+#include "util/log.h"
 #include "util/buf.h"
 #include "util/redact.h"
 

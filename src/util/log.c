@@ -8,7 +8,7 @@
  * the whole line goes out in one write so lines of concurrent writers
  * (gpumod-exec shares no stderr with us, but a forked child might) never
  * interleave. */
-#include "daemon/log.h"
+#include "util/log.h"
 #include "util/buf.h"
 #include "util/redact.h"
 
