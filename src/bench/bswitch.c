@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/ctl.h"
+#include "client/ctl.h"
 #include "bench/bstats.h"
 #include "util/clock.h"
 
@@ -56,7 +56,7 @@ typedef struct swrec {
 } swrec;
 
 typedef struct bsw {
-    cli c;
+    config_paths paths; /* the daemon to ask: the control-API client resolves its socket */
     const char *a, *b;
     long n;
     int64_t timeout_s; /* 0: the daemon's switch.timeout */
@@ -155,7 +155,7 @@ static int run_switch(bsw *s, const char *to_mode, swrec *r)
     if (s->timeout_s) buf_printf(&body, ",\"timeout\":%lld", (long long)s->timeout_s);
     buf_addc(&body, '}');
     http_reply h;
-    int rc = ctl_call(&s->c, "POST", "/modes/switch?origin=cli&wait=0", body.p, CTL_QUICK_MS * 4, false, &h);
+    int rc = ctl_call(&s->paths, "POST", "/modes/switch?origin=cli&wait=0", body.p, CTL_QUICK_MS * 4, false, &h);
     buf_release(&body);
     if (rc) return rc == EXIT_TIMEOUT ? EXIT_DAEMON : rc;
     cJSON *j = cJSON_ParseWithLength(h.body.p, h.body.len);
@@ -194,7 +194,7 @@ static int run_switch(bsw *s, const char *to_mode, swrec *r)
     static const int64_t steps[] = {2, 3, 5, 10, 20, 50};
     for (size_t i = 0;; i++) {
         sleep_ms(i < sizeof steps / sizeof steps[0] ? steps[i] : 50);
-        rc = ctl_call(&s->c, "GET", target, NULL, CTL_QUICK_MS, false, &h);
+        rc = ctl_call(&s->paths, "GET", target, NULL, CTL_QUICK_MS, false, &h);
         if (rc) return EXIT_DAEMON;
         j = h.status == 200 ? cJSON_ParseWithLength(h.body.p, h.body.len) : NULL;
         if (!j) {
@@ -291,7 +291,7 @@ static double first_token(const bsw *s, const char *service, char *err, size_t e
 static cJSON *get_json(bsw *s, const char *target, int *rc)
 {
     http_reply h;
-    *rc = ctl_call(&s->c, "GET", target, NULL, CTL_QUICK_MS, false, &h);
+    *rc = ctl_call(&s->paths, "GET", target, NULL, CTL_QUICK_MS, false, &h);
     if (*rc) return NULL;
     cJSON *j = NULL;
     if (h.status != 200)
@@ -337,7 +337,7 @@ static void find_router(bsw *s)
         return;
     }
     config cfg;
-    config_load_settings(&cfg, &s->c.paths); /* an error in it still leaves the defaults */
+    config_load_settings(&cfg, &s->paths); /* an error in it still leaves the defaults */
     const char *l = cfg.set.router.listen ? cfg.set.router.listen : "127.0.0.1:8010";
     const char *colon = strrchr(l, ':');
     char host[256] = "127.0.0.1";
@@ -566,7 +566,7 @@ static void note(bsw *s, const char *fmt, ...)
 
 int bswitch_main(int argc, char **argv)
 {
-    bsw s = {.c = {.prog = "gpumod"}, .n = 5};
+    bsw s = {.n = 5};
     const char *json_path = NULL, *svg_path = NULL;
     int ft_opt = -1; /* -1: on when the router listens */
     long seed = 1, timeout = 0;

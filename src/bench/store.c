@@ -1,7 +1,7 @@
 /* store.c - a bench result sent to the daemon (POST /results), which keeps
  * the newest ones in its state database (docs/api.md "Results").
  *
- * The socket is found exactly as every CLI command finds it (cli/ctl.c:
+ * The socket is found exactly as every CLI command finds it (client/ctl.c:
  * GPUMOD_SOCKET, else the `socket` of gpumod.yaml under GPUMOD_CONFIG_DIR,
  * else the default); `gpumod bench` passes its global options down as
  * those variables.  No daemon is not an error: bench works without one. */
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/ctl.h"
+#include "client/ctl.h"
 #include "net/client.h"
 
 int bstore_post(const cJSON *result, int64_t timeout_ms, int64_t *id, char *err, size_t errlen)
@@ -29,8 +29,8 @@ int bstore_post(const cJSON *result, int64_t timeout_ms, int64_t *id, char *err,
     }
     char *body = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
-    cli c = {.prog = "gpumod"};
-    char *sock = ctl_socket_path(&c);
+    config_paths paths = {0};
+    char *sock = ctl_socket_path(&paths);
     http_reply r;
     char e[512];
     int rc = http_request(sock, "POST", "/results", "application/json", body, strlen(body), timeout_ms, &r, e,

@@ -13,8 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "cli/ctl.h"
+#include "client/ctl.h"
 #include "config/config.h"
 #include "util/buf.h"
 #include "util/errf.h"
@@ -187,13 +186,13 @@ static char *router_base(const config *cfg, const cJSON *table)
  * router itself (GET /route/resolve), so a result is labelled with the
  * service that served it, whatever the collision rules say.  Caller
  * frees; NULL with err (the router's own message). */
-static char *resolve_name(cli *c, const char *name, char *err, size_t errlen)
+static char *resolve_name(const config_paths *daemon, const char *name, char *err, size_t errlen)
 {
     buf path = BUF_INIT;
     buf_adds(&path, "/route/resolve?model=");
     url_query_escape(&path, name);
     http_reply r = {0};
-    int rc = ctl_call(c, "GET", path.p, NULL, CTL_QUICK_MS, true, &r);
+    int rc = ctl_call(daemon, "GET", path.p, NULL, CTL_QUICK_MS, true, &r);
     buf_release(&path);
     cJSON *j = rc ? NULL : cJSON_Parse(r.body.p);
     const char *svc = r.status == 200 ? cJSON_GetStringValue(cJSON_GetObjectItem(j, "service")) : NULL;
@@ -220,10 +219,10 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
         config_release(&cfg);
         return EXIT_USAGE;
     }
-    cli c = {0};
+    config_paths daemon = {0};
     if (cfg.set.socket) ctl_prime_socket(cfg.set.socket);
     http_reply r = {0};
-    int rc = ctl_call(&c, "GET", "/route", NULL, CTL_QUICK_MS, true, &r);
+    int rc = ctl_call(&daemon, "GET", "/route", NULL, CTL_QUICK_MS, true, &r);
     if (rc == EXIT_DAEMON) {
         errf(err, errlen, "bench: %s is a service name but no daemon runs; start it with gpumod serve, or give a URL",
              o->target);
@@ -241,7 +240,7 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
     cJSON *table = cJSON_Parse(r.body.p);
     http_reply_release(&r);
     char rerr[600];
-    char *svc = resolve_name(&c, o->target, rerr, sizeof rerr);
+    char *svc = resolve_name(&daemon, o->target, rerr, sizeof rerr);
     if (!svc) {
         errf(err, errlen, "bench: '%s' is neither a URL nor a name the router routes: %s", o->target, rerr);
         cJSON_Delete(table);
@@ -294,7 +293,7 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
 
     char *path = xasprintf("/services/%s", svc);
     memset(&r, 0, sizeof r);
-    if (ctl_call(&c, "GET", path, NULL, CTL_QUICK_MS, true, &r) == 0 && r.status == 200) {
+    if (ctl_call(&daemon, "GET", path, NULL, CTL_QUICK_MS, true, &r) == 0 && r.status == 200) {
         cJSON *d = cJSON_Parse(r.body.p);
         const char *h = cJSON_GetStringValue(cJSON_GetObjectItem(d, "running_hash"));
         if (!h) h = cJSON_GetStringValue(cJSON_GetObjectItem(d, "config_hash"));

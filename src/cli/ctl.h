@@ -1,59 +1,17 @@
-/* ctl.h - what the commands that talk to the daemon share: the socket
- * path (resolved exactly as the daemon resolves it, reading gpumod.yaml
- * only when neither --socket nor GPUMOD_SOCKET says), one request with a
- * deadline, the exit code of docs/interfaces.md for an HTTP status, and
- * the daemon's error JSON printed for people. */
-#ifndef GPUMOD_CTL_H
-#define GPUMOD_CTL_H
+/* ctl.h - how the CLI shows what the daemon answers: durations, ages,
+ * service rows and event lines; the requests themselves are the
+ * control-API client's (client/ctl.h), which bench and the coming TUI and
+ * MCP server use without the CLI. */
+#ifndef GPUMOD_CLI_CTL_H
+#define GPUMOD_CLI_CTL_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
-#include "net/client.h"
+#include "client/ctl.h"
 #include "util/buf.h"
-
-/* Caller frees.  Resolved once per process. */
-char *ctl_socket_path(const cli *c);
-/* A command that has loaded the configuration anyway gives its socket
- * setting here, so ctl_socket_path does not parse it again. */
-void ctl_prime_socket(const char *configured);
-
-/* method target [body JSON] to the daemon within timeout_ms.  Returns 0
- * with *out filled (any HTTP status), or the CLI exit code (3 no daemon,
- * 4 timed out, 1 otherwise) after printing one line to stderr (unless
- * quiet: the caller falls back, as preflight does). */
-int ctl_call(const cli *c, const char *method, const char *target, const char *body, int64_t timeout_ms,
-             bool quiet, http_reply *out);
-
-/* GET target as a stream (http_request_stream): 0 with *out's status
- * once the stream has ended, a callback has stopped it or *stop was set
- * by a signal; else the exit code after one line on stderr (unless
- * quiet), as ctl_call. */
-int ctl_stream(const cli *c, const char *target, const http_stream_opts *o, bool quiet, http_reply *out);
-
-/* The exit code for an answered request (docs/interfaces.md): 2xx 0;
- * 400/404/405 2; 409 1; 422 1 (config_invalid, need_unknown: 2); 503 3;
- * 504 4; anything else 1. */
-int ctl_exit_code(const http_reply *r);
-
-/* "gpumod: WHAT: message" (and the detail's errors, one per line) from the
- * daemon's error JSON; returns ctl_exit_code. */
-int ctl_fail(const http_reply *r, const char *what);
-
-/* The reply's body parsed, or NULL (after "gpumod: WHAT: bad JSON from
- * the daemon" on stderr).  Caller deletes. */
-cJSON *ctl_json(const http_reply *r, const char *what);
-
-/* Print the body as it came (the daemon's JSON, newline-terminated). */
-void ctl_print_body(const http_reply *r);
-
-/* Accessors that tolerate missing keys. */
-const char *jstr(const cJSON *o, const char *key);          /* NULL when absent or not a string */
-double jnum(const cJSON *o, const char *key, double dflt);  /* dflt when absent or not a number */
-bool jnull(const cJSON *o, const char *key);                /* absent or null */
 
 /* "3m12s", "410ms", "2h05m", "3d04h" */
 void fmt_duration(buf *b, int64_t ms);
@@ -64,8 +22,5 @@ void service_row(buf *b, const cJSON *svc);
 void service_row_header(buf *b);
 /* One event as a line. */
 void event_line(buf *b, const cJSON *ev);
-
-/* The default deadline of a quick request, ms. */
-#define CTL_QUICK_MS 5000
 
 #endif

@@ -138,7 +138,7 @@ static int follow(cli *c, int64_t since, const char *svc, const char *kind)
         buf_clear(&o.line);
         http_reply r;
         http_stream_opts so = {.on_body = follow_body, .ud = &o, .stop = &stop_follow};
-        rc = ctl_stream(c, t.p, &so, false, &r);
+        rc = ctl_stream(&c->paths, t.p, &so, false, &r);
         buf_release(&t);
         if (!rc && r.status != 200) rc = ctl_fail(&r, "events");
         else if (!rc && !o.ended && !stop_follow) {
@@ -263,7 +263,7 @@ int cmd_events(cli *c, int argc, char **argv)
         add_query(&t, "limit", nb);
     }
     http_reply r;
-    int rc = ctl_call(c, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
     buf_release(&t);
     if (rc) return rc;
     int64_t last = -1;

@@ -12,7 +12,7 @@
  * configuration when no daemon runs (without the current mode);
  * `current` and `switch` need the daemon. */
 #include "cli/ctl.h"
-#include "cli/evwait.h"
+#include "client/evwait.h"
 #include "cli/hostview.h"
 
 #include <math.h>
@@ -35,7 +35,7 @@ static cJSON *modes_doc(cli *c, bool *standalone, int *rc)
 {
     http_reply r;
     *standalone = false;
-    *rc = ctl_call(c, "GET", "/modes", NULL, CTL_QUICK_MS, true, &r);
+    *rc = ctl_call(&c->paths, "GET", "/modes", NULL, CTL_QUICK_MS, true, &r);
     if (*rc == 0) {
         cJSON *j = NULL;
         if (r.status != 200)
@@ -167,7 +167,7 @@ static void ids_line(buf *b, const cJSON *arr)
 static int do_current(cli *c)
 {
     http_reply r;
-    int rc = ctl_call(c, "GET", "/modes/current", NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "GET", "/modes/current", NULL, CTL_QUICK_MS, false, &r);
     if (rc) return rc;
     if (r.status != 200) {
         rc = ctl_fail(&r, "mode current");
@@ -294,7 +294,7 @@ static bool switch_check(void *ud)
     char target[64];
     snprintf(target, sizeof target, "/switches/%lld", w->id);
     http_reply g;
-    int rc = ctl_call(w->c, "GET", target, NULL, CTL_QUICK_MS, true, &g);
+    int rc = ctl_call(&w->c->paths, "GET", target, NULL, CTL_QUICK_MS, true, &g);
     if (rc) {
         fprintf(stderr,
                 "gpumod: mode switch: the daemon went away during switch %lld; once a daemon runs again, "
@@ -370,7 +370,7 @@ static int wait_switch(cli *c, http_reply *r)
     }
     if (w.wait_ms <= 0) w.wait_ms = 3600000;
     w.deadline = clock_mono_ms() + w.wait_ms + MARGIN_MS;
-    ev_wait(c, "kind=switch.phase", SWITCH_TICK_MS, switch_check, &w);
+    ev_wait(&c->paths, "kind=switch.phase", SWITCH_TICK_MS, switch_check, &w);
     return w.rc;
 }
 
@@ -402,7 +402,7 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
     if (timeout_s) buf_printf(&body, ",\"timeout\":%lld", (long long)timeout_s);
     buf_addc(&body, '}');
     http_reply r;
-    int rc = ctl_call(c, "POST", dry ? "/modes/switch?origin=cli" : "/modes/switch?origin=cli&wait=0", body.p,
+    int rc = ctl_call(&c->paths, "POST", dry ? "/modes/switch?origin=cli" : "/modes/switch?origin=cli&wait=0", body.p,
                       CTL_QUICK_MS * 4, false, &r);
     buf_release(&body);
     if (rc) return rc;

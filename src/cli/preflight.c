@@ -135,7 +135,7 @@ static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mo
     http_reply r;
     /* the daemon takes a fresh snapshot: NVML is bounded by nvml_timeout;
      * no daemon: the connect fails at once */
-    int rc = ctl_call(c, "POST", "/preflight", body.p, 15000, true, &r);
+    int rc = ctl_call(&c->paths, "POST", "/preflight", body.p, 15000, true, &r);
     buf_release(&body);
     if (rc) return -1;
     const char *mine = cfg->config_abs ? cfg->config_abs : cfg->config_dir;

@@ -12,7 +12,7 @@ int cmd_reload(cli *c, int argc, char **argv)
     const cmd *k = cli_find("reload");
     if (argc > 1) return cli_usage_error(c, k, "reload: unexpected argument '%s'", argv[1]);
     http_reply r;
-    int rc = ctl_call(c, "POST", "/reload", NULL, 30000, false, &r);
+    int rc = ctl_call(&c->paths, "POST", "/reload", NULL, 30000, false, &r);
     if (rc) return rc;
     if (c->json) {
         ctl_print_body(&r);

@@ -34,7 +34,7 @@ static int route_default(cli *c, const cmd *k, int argc, char **argv)
     int rc;
     if (argc > 3) return cli_usage_error(c, k, "route default: unexpected argument '%s'", argv[3]);
     if (argc == 2) {
-        rc = ctl_call(c, "GET", "/route/default", NULL, CTL_QUICK_MS, false, &r);
+        rc = ctl_call(&c->paths, "GET", "/route/default", NULL, CTL_QUICK_MS, false, &r);
     } else {
         buf body = BUF_INIT;
         if (!strcmp(argv[2], "--clear")) {
@@ -45,7 +45,7 @@ static int route_default(cli *c, const cmd *k, int argc, char **argv)
             buf_json_str(&body, argv[2]);
             buf_addc(&body, '}');
         }
-        rc = ctl_call(c, "PUT", "/route/default", body.p, CTL_QUICK_MS, false, &r);
+        rc = ctl_call(&c->paths, "PUT", "/route/default", body.p, CTL_QUICK_MS, false, &r);
         buf_release(&body);
     }
     if (rc) return rc;
@@ -59,7 +59,7 @@ static int route_show(cli *c, const cmd *k, int argc, char **argv)
 {
     if (argc > 2) return cli_usage_error(c, k, "route show: unexpected argument '%s'", argv[2]);
     http_reply r;
-    int rc = ctl_call(c, "GET", "/route", NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "GET", "/route", NULL, CTL_QUICK_MS, false, &r);
     if (rc) return rc;
     if (r.status != 200) {
         rc = ctl_fail(&r, "route show");
@@ -109,7 +109,7 @@ static int route_resolve(cli *c, const cmd *k, int argc, char **argv)
     buf_adds(&path, "/route/resolve?model=");
     url_query_escape(&path, argv[2]);
     http_reply r;
-    int rc = ctl_call(c, "GET", path.p, NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "GET", path.p, NULL, CTL_QUICK_MS, false, &r);
     buf_release(&path);
     if (rc) return rc;
     if (r.status != 200) {

@@ -39,7 +39,7 @@ static cJSON *get_service_x(cli *c, const char *id, bool with_daemon, int *rc)
     buf t = BUF_INIT;
     path_for(&t, id, with_daemon ? "?daemon=1" : NULL);
     http_reply r;
-    *rc = ctl_call(c, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
+    *rc = ctl_call(&c->paths, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
     buf_release(&t);
     if (*rc) return NULL;
     cJSON *j = NULL;
@@ -128,7 +128,7 @@ static void show_text(buf *b, const cJSON *s)
 static int do_list(cli *c)
 {
     http_reply r;
-    int rc = ctl_call(c, "GET", "/services", NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "GET", "/services", NULL, CTL_QUICK_MS, false, &r);
     if (rc) return rc;
     if (r.status != 200) {
         rc = ctl_fail(&r, "service list");
@@ -221,7 +221,7 @@ static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s)
     buf t = BUF_INIT;
     path_for(&t, id, "/start?wait=0&origin=cli");
     http_reply r;
-    int rc = ctl_call(c, "POST", t.p, NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "POST", t.p, NULL, CTL_QUICK_MS, false, &r);
     buf_release(&t);
     if (rc) return rc;
     if (r.status != 200 && r.status != 202) {
@@ -272,7 +272,7 @@ static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout
     buf_printf(&t, "/%s?origin=cli", verb);
     http_reply r;
     int64_t ms = timeout_s > 0 ? timeout_s * 1000 : 24LL * 3600 * 1000;
-    int rc = ctl_call(c, "POST", t.p, NULL, ms, false, &r);
+    int rc = ctl_call(&c->paths, "POST", t.p, NULL, ms, false, &r);
     buf_release(&t);
     if (rc) return rc;
     char what[64];
@@ -312,7 +312,7 @@ static int log_once(cli *c, const char *id, uint64_t after, int64_t n, uint64_t 
     else
         buf_printf(&t, "?after=%llu", (unsigned long long)after);
     http_reply r;
-    int rc = ctl_call(c, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
     buf_release(&t);
     if (rc) return rc;
     if (r.status != 200) {
@@ -340,7 +340,7 @@ static int do_logs(cli *c, const char *id, bool follow, int64_t n)
         path_for(&t, id, "/logs");
         buf_printf(&t, "?n=%lld", (long long)n);
         http_reply r;
-        int rc = ctl_call(c, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
+        int rc = ctl_call(&c->paths, "GET", t.p, NULL, CTL_QUICK_MS, false, &r);
         buf_release(&t);
         if (rc) return rc;
         if (r.status != 200) rc = ctl_fail(&r, "service logs");

@@ -57,7 +57,7 @@ int cmd_status(cli *c, int argc, char **argv)
     const cmd *k = cli_find("status");
     if (argc > 1) return cli_usage_error(c, k, "status: unexpected argument '%s'", argv[1]);
     http_reply r;
-    int rc = ctl_call(c, "GET", "/status", NULL, CTL_QUICK_MS, false, &r);
+    int rc = ctl_call(&c->paths, "GET", "/status", NULL, CTL_QUICK_MS, false, &r);
     if (rc) return rc;
     if (r.status != 200) {
         rc = ctl_fail(&r, "status");

@@ -9,7 +9,7 @@
  * time changed restarted, and the ticket is gone with it. */
 #include "cli/svcwait.h"
 #include "cli/ctl.h"
-#include "cli/evwait.h"
+#include "client/evwait.h"
 #include "util/clock.h"
 
 #include <stdio.h>
@@ -83,7 +83,7 @@ static bool refresh(waiter *w)
     url_id(&t, w->in->id);
     buf_adds(&t, "?daemon=1");
     http_reply r;
-    int rc = ctl_call(w->c, "GET", t.p, NULL, CTL_QUICK_MS, true, &r);
+    int rc = ctl_call(&w->c->paths, "GET", t.p, NULL, CTL_QUICK_MS, true, &r);
     buf_release(&t);
     if (rc) {
         clear_line(w);
@@ -174,7 +174,7 @@ int svc_wait_start(cli *c, const svc_wait_in *in, cJSON **svc)
         buf_adds(&q, "service=");
         url_id(&q, in->id);
         int64_t tick = in->tty ? TICK_TTY_MS : TICK_MS;
-        ev_wait(c, q.p, in->limit_ms < tick ? in->limit_ms + 1 : tick, check, &w);
+        ev_wait(&c->paths, q.p, in->limit_ms < tick ? in->limit_ms + 1 : tick, check, &w);
         buf_release(&q);
     }
     free(w.dstarted);

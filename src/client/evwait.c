@@ -7,8 +7,8 @@
  * daemon closes it) is followed by one check: the daemon writes an event
  * and settles what it reports (a start's outcome, a switch's result) in
  * the same loop turn, so the read that follows the event sees it. */
-#include "cli/evwait.h"
-#include "cli/ctl.h"
+#include "client/evwait.h"
+#include "client/ctl.h"
 #include "util/clock.h"
 
 #include <poll.h>
@@ -47,7 +47,7 @@ static bool on_body(const char *p, size_t len, void *ud)
     return on_tick(w);
 }
 
-void ev_wait(cli *c, const char *query, int64_t tick_ms, evwait_check check, void *ud)
+void ev_wait(const config_paths *daemon, const char *query, int64_t tick_ms, evwait_check check, void *ud)
 {
     evwait w = {.check = check, .ud = ud, .line = BUF_INIT};
     buf t = BUF_INIT;
@@ -63,7 +63,7 @@ void ev_wait(cli *c, const char *query, int64_t tick_ms, evwait_check check, voi
         http_reply r;
         /* quiet: a stream that fails (the daemon gone in the middle of
          * it) is followed by a check, which finds out and says so */
-        int rc = ctl_stream(c, t.p, &so, true, &r);
+        int rc = ctl_stream(daemon, t.p, &so, true, &r);
         bool streamed = !rc && r.status == 200;
         http_reply_release(&r);
         if (w.done) break;
