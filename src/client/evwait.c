@@ -6,7 +6,9 @@
  * Each whole line of the stream (an event, or the "end" line before the
  * daemon closes it) is followed by one check: the daemon writes an event
  * and settles what it reports (a start's outcome, a switch's result) in
- * the same loop turn, so the read that follows the event sees it. */
+ * the same loop turn, so the read that follows the event sees it.  A
+ * stream that ends within 50 ms of opening is taken for a daemon without
+ * streams: the next check comes 50 ms later, as from a poller. */
 #include "client/evwait.h"
 #include "client/ctl.h"
 #include "util/clock.h"
@@ -63,11 +65,14 @@ void ev_wait(const config_paths *daemon, const char *query, int64_t tick_ms, evw
         http_reply r;
         /* quiet: a stream that fails (the daemon gone in the middle of
          * it) is followed by a check, which finds out and says so */
+        int64_t t0 = clock_mono_ms();
         int rc = ctl_stream(daemon, t.p, &so, true, &r);
         bool streamed = !rc && r.status == 200;
         http_reply_release(&r);
         if (w.done) break;
-        if (!streamed) poll(NULL, 0, POLL_MS);
+        /* no stream, or one that ended at once (an older daemon answers
+         * follow=1 with the plain list): poll instead of spinning */
+        if (!streamed || clock_mono_ms() - t0 < POLL_MS) poll(NULL, 0, POLL_MS);
         if (!on_tick(&w)) break;
     }
     buf_release(&t);

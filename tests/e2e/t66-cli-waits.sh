@@ -8,7 +8,8 @@
 # ends the wait with exit 4 while the start goes on; a newer start that
 # replaced the ticket is named and waited for; a daemon killed during the
 # wait ends it with exit 3 at once (the stream's end, not the next poll),
-# and so does one restarted meanwhile.
+# and so does one restarted meanwhile.  A daemon without the stream (an
+# older one, played by tests/fakes/old-daemon.py) is polled every 50 ms.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/sup-lib.sh"
 
@@ -79,6 +80,19 @@ reap "$W2" 20 || t_fail "the waiter did not end"
 t_eq "$rc" 4 "the waiter's exit code (its --timeout: the newer start loads for a minute)"
 t_match "$T/waiter2.log" "a newer start of 'long' \\(#[0-9]+ by cli\\) replaced ticket [0-9]+; waiting for it"
 t_run 0 gpumod service stop long
+t_end
+
+t_begin "a daemon without the event stream (an older one): the CLI reads every 50 ms instead, no spin"
+t_spawn olddaemon python3 "$GPUMOD_SRC/tests/fakes/old-daemon.py" "$T/old.sock" "$T/old.log"
+old_up() { [ -S "$T/old.sock" ]; }
+t_wait 10 old_up || t_fail "the old-daemon fake never listened"
+t_run 0 env GPUMOD_SOCKET="$T/old.sock" "$GPUMOD_BIN" service start x
+t_match out '^ready: x \(pid 42, port 9, state ready\)'
+t_eq "$(grep -c '^GET /services/x?daemon=1' "$T/old.log")" 6 "reads of the service (five pending, then ready)"
+streams=$(grep -c '^GET /events?follow=1&service=x' "$T/old.log")
+# one stream try per read at most (each ends at once and is followed by a 50 ms pause), not a spin
+[ "$streams" -ge 1 ] && [ "$streams" -le 6 ] || t_fail "$streams stream requests for 6 reads (expected 1 to 6)"
+kill -TERM "$(cat "$T/olddaemon.pid")" 2>/dev/null
 t_end
 
 t_begin "the daemon killed during the wait: the CLI exits 3 at once, saying the daemon is gone"
