@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "host/host.h"
+#include "host/types.h"
 
 /* True when buddyinfo and meminfo were read and the lists hold at least
  * half of MemFree.  When not, why (for display; why may be NULL). */

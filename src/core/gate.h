@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/host.h"
+#include "host/types.h"
 
 typedef struct need {
     char source[16];  /* "measured" | "estimate" | "declared" */

@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include "core/gate.h"
-#include "host/host.h"
+#include "host/types.h"
 
 #define PLAN_MAX 64 /* services in a plan */
 

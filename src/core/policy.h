@@ -7,7 +7,7 @@
 
 #include "config/config.h"
 #include "core/gate.h"
-#include "host/host.h"
+#include "host/types.h"
 #include "model/need.h"
 #include "util/buf.h"
 

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/host.h"
+#include "host/types.h"
 #include "util/strv.h"
 
 /* The zones whose free blocks the NVIDIA driver's allocations draw from

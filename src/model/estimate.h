@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/host.h"
+#include "host/types.h"
 #include "model/gguf.h"
 
 typedef struct est_params {

@@ -17,7 +17,7 @@
 
 #include "config/config.h"
 #include "core/gate.h"
-#include "host/host.h"
+#include "host/types.h"
 #include "model/estimate.h"
 #include "store/db.h"
 

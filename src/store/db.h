@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/host.h"
+#include "host/types.h"
 
 typedef struct store store;
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t00-layers: the floor plan holds (scripts/check-layers over src/ with
 # scripts/layers.allow), and the check is not one that cannot fail: on a
-# copy of src/, a planted wrong-way include, a planted long function, a new
+# copy of src/, a planted wrong-way include, an I/O header in core, a
+# planted long function, a new
 # folder with no place in the table and a stale allowlist entry are each
 # named with file and line, exit 1.
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +22,14 @@ n=$(wc -l <"$T/src/core/gate.c")
 t_run 1 python3 "$CHECK" --src "$T/src" --allow "$ALLOW"
 t_has out "src/core/gate.c:$n: 'core' (layer 2) may not include 'daemon' (layer 5)"
 t_has out "1 violation(s)"
+t_end
+
+t_begin "core is pure: of host/ it may include the value types, not a header that declares I/O"
+rm -rf "$T/src"; cp -r "$GPUMOD_SRC/src" "$T/src"
+printf '#include "host/proctree.h"\n' >>"$T/src/core/plan.c"
+n=$(wc -l <"$T/src/core/plan.c")
+t_run 1 python3 "$CHECK" --src "$T/src" --allow "$ALLOW"
+t_has out "src/core/plan.c:$n: 'core' is pure: of 'host/' it may include only types.h, not 'proctree.h'"
 t_end
 
 t_begin "a planted long function is named"
