@@ -2,27 +2,10 @@
 #include "cli/ctl.h"
 #include "cli/hostview.h"
 #include "util/clock.h"
+#include "util/dur.h"
 
 #include <stdio.h>
 #include <string.h>
-
-void fmt_duration(buf *b, int64_t ms)
-{
-    if (ms < 0) ms = 0;
-    if (ms < 1000) {
-        buf_printf(b, "%lldms", (long long)ms);
-        return;
-    }
-    long long s = ms / 1000;
-    if (s < 60)
-        buf_printf(b, "%lld.%llds", s, (long long)(ms % 1000) / 100);
-    else if (s < 3600)
-        buf_printf(b, "%lldm%02llds", s / 60, s % 60);
-    else if (s < 86400)
-        buf_printf(b, "%lldh%02lldm", s / 3600, (s % 3600) / 60);
-    else
-        buf_printf(b, "%lldd%02lldh", s / 86400, (s % 86400) / 3600);
-}
 
 void fmt_age(buf *b, const char *ts)
 {
@@ -31,7 +14,7 @@ void fmt_age(buf *b, const char *ts)
         buf_adds(b, "?");
         return;
     }
-    fmt_duration(b, clock_unix_ms() - t);
+    dur_human(b, clock_unix_ms() - t);
 }
 
 void service_row_header(buf *b)

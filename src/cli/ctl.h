@@ -12,9 +12,8 @@
 #include "cli/cli.h"
 #include "client/ctl.h"
 #include "util/buf.h"
+#include "util/dur.h"
 
-/* "3m12s", "410ms", "2h05m", "3d04h" */
-void fmt_duration(buf *b, int64_t ms);
 /* The age of an RFC 3339 time ("3m12s"), or "?" */
 void fmt_age(buf *b, const char *ts);
 /* One service as a table row or a block of lines (status, service list/show). */

@@ -96,7 +96,7 @@ static void show_text(buf *b, const cJSON *s)
     if (rs) {
         buf_printf(b, "  restarts: %.0f in the window (at most %.0f per ", jnum(rs, "in_window", 0),
                    jnum(rs, "max", 0));
-        fmt_duration(b, (int64_t)jnum(rs, "window_ms", 0));
+        dur_human(b, (int64_t)jnum(rs, "window_ms", 0));
         buf_addc(b, ')');
         if (jstr(rs, "next_at")) buf_printf(b, ", next at %s", jstr(rs, "next_at"));
         buf_addc(b, '\n');

@@ -16,7 +16,7 @@ static void memory_text(buf *b, const cJSON *mem)
     }
     const cJSON *host = cJSON_GetObjectItemCaseSensitive(mem, "host");
     buf_adds(b, "memory (");
-    fmt_duration(b, (int64_t)jnum(mem, "age_ms", 0));
+    dur_human(b, (int64_t)jnum(mem, "age_ms", 0));
     buf_printf(b, " old, nvml %s):\n  host: ", nvml);
     if (jnull(host, "mem_available_bytes")) {
         buf_adds(b, "MemAvailable unknown");
@@ -75,7 +75,7 @@ int cmd_status(cli *c, int argc, char **argv)
     buf b = BUF_INIT;
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "daemon");
     buf_printf(&b, "daemon: pid %.0f, gpumod %s, up ", jnum(d, "pid", 0), jstr(d, "version") ? jstr(d, "version") : "?");
-    fmt_duration(&b, (int64_t)jnum(d, "uptime_ms", 0));
+    dur_human(&b, (int64_t)jnum(d, "uptime_ms", 0));
     buf_printf(&b, ", socket %s\n  config %s, state %s\n", jstr(d, "socket") ? jstr(d, "socket") : "?",
                jstr(d, "config_dir") ? jstr(d, "config_dir") : "?", jstr(d, "state_dir") ? jstr(d, "state_dir") : "?");
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "shutting_down"))) buf_adds(&b, "  shutting down\n");

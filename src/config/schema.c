@@ -4,6 +4,7 @@
  * their YAML text by the very same code, so a default can never be a
  * value the parser would reject, and `config show` prints both alike. */
 #include "config/schema.h"
+#include "util/dur.h"
 #include "util/buf.h"
 
 #include <ctype.h>
@@ -518,20 +519,6 @@ void schema_release(const field *tab, void *obj)
     }
 }
 
-static void fmt_duration(buf *out, int64_t ms)
-{
-    if (ms < 0)
-        buf_adds(out, "null");
-    else if (ms % 3600000 == 0 && ms)
-        buf_printf(out, "%lldh", (long long)(ms / 3600000));
-    else if (ms % 60000 == 0 && ms)
-        buf_printf(out, "%lldm", (long long)(ms / 60000));
-    else if (ms % 1000 == 0)
-        buf_printf(out, "%llds", (long long)(ms / 1000));
-    else
-        buf_printf(out, "%lldms", (long long)ms);
-}
-
 static bool plain_safe(const char *s)
 {
     if (!*s) return false;
@@ -604,7 +591,7 @@ static void show_value_text(buf *out, const field *f, const void *obj, int inden
         buf_adds(out, t == TRI_UNSET ? "auto" : t ? "true" : "false");
         break;
     }
-    case F_DURATION: fmt_duration(out, *CAT(obj, f->off, int64_t)); break;
+    case F_DURATION: dur_exact(out, *CAT(obj, f->off, int64_t)); break;
     case F_ENUM: {
         int v = *CAT(obj, f->off, int);
         buf_adds(out, v < 0 ? "null" : f->names[v]);

@@ -70,35 +70,20 @@ static void reply_error(srv_conn *c, int status, const char *code, const char *d
     buf_release(&b);
 }
 
-static void ts_json(buf *b, int64_t unix_ms)
-{
-    char ts[40];
-    clock_rfc3339(unix_ms, ts, sizeof ts);
-    buf_json_str(b, ts);
-}
-
-static void str_or_null(buf *b, const char *s)
-{
-    if (s)
-        buf_json_str(b, s);
-    else
-        buf_adds(b, "null");
-}
-
 void api_event_json(buf *b, const store_event *e)
 {
     buf_printf(b, "{\"id\":%" PRId64 ",\"ts\":", e->id);
-    ts_json(b, e->ts_ms);
+    buf_json_time(b, e->ts_ms);
     buf_adds(b, ",\"service\":");
-    str_or_null(b, e->service);
+    buf_json_str_or_null(b, e->service);
     buf_adds(b, ",\"kind\":");
-    str_or_null(b, e->kind);
+    buf_json_str_or_null(b, e->kind);
     buf_adds(b, ",\"from\":");
-    str_or_null(b, e->from);
+    buf_json_str_or_null(b, e->from);
     buf_adds(b, ",\"to\":");
-    str_or_null(b, e->to);
+    buf_json_str_or_null(b, e->to);
     buf_adds(b, ",\"reason\":");
-    str_or_null(b, e->reason);
+    buf_json_str_or_null(b, e->reason);
     buf_adds(b, ",\"data\":");
     buf_adds(b, e->data && *e->data ? e->data : "null");
     buf_addc(b, '}');
@@ -337,7 +322,7 @@ static void daemon_json(gpumodd *d, buf *b)
     buf_printf(b, "{\"pid\":%ld,\"version\":", (long)getpid());
     buf_json_str(b, GPUMOD_VERSION);
     buf_adds(b, ",\"started\":");
-    ts_json(b, d->started_unix_ms);
+    buf_json_time(b, d->started_unix_ms);
     buf_printf(b, ",\"uptime_ms\":%lld,\"config_dir\":", (long long)(clock_mono_ms() - d->started_mono_ms));
     buf_json_str(b, d->cfg->config_abs ? d->cfg->config_abs : d->cfg->config_dir);
     buf_adds(b, ",\"state_dir\":");
@@ -405,7 +390,7 @@ static void get_services(req *r)
 static void daemon_id_json(gpumodd *d, buf *b)
 {
     buf_printf(b, "{\"pid\":%ld,\"started\":", (long)getpid());
-    ts_json(b, d->started_unix_ms);
+    buf_json_time(b, d->started_unix_ms);
     buf_addc(b, '}');
 }
 
@@ -1049,9 +1034,9 @@ static void get_modes(req *r)
         buf_adds(&b, i ? ",{\"id\":" : "{\"id\":");
         buf_json_str(&b, m->id);
         buf_adds(&b, ",\"name\":");
-        str_or_null(&b, m->name);
+        buf_json_str_or_null(&b, m->name);
         buf_adds(&b, ",\"description\":");
-        str_or_null(&b, m->description);
+        buf_json_str_or_null(&b, m->description);
         buf_adds(&b, ",\"services\":[");
         for (size_t k = 0; k < m->services.n; k++) {
             if (k) buf_addc(&b, ',');
@@ -1060,7 +1045,7 @@ static void get_modes(req *r)
         buf_printf(&b, "],\"current\":%s}", cur && !strcmp(cur, m->id) ? "true" : "false");
     }
     buf_adds(&b, "],\"current\":");
-    str_or_null(&b, cur);
+    buf_json_str_or_null(&b, cur);
     buf_addc(&b, '}');
     reply(r->c, 200, &b);
     buf_release(&b);
@@ -1263,15 +1248,15 @@ valid:;
 static void result_row_json(buf *b, const store_result *x)
 {
     buf_printf(b, "{\"id\":%" PRId64 ",\"ts\":", x->id);
-    ts_json(b, x->ts_ms);
+    buf_json_time(b, x->ts_ms);
     buf_adds(b, ",\"kind\":");
-    str_or_null(b, x->kind);
+    buf_json_str_or_null(b, x->kind);
     buf_adds(b, ",\"target\":");
-    str_or_null(b, x->target);
+    buf_json_str_or_null(b, x->target);
     buf_adds(b, ",\"service\":");
-    str_or_null(b, x->service);
+    buf_json_str_or_null(b, x->service);
     buf_adds(b, ",\"config_hash\":");
-    str_or_null(b, x->config_hash);
+    buf_json_str_or_null(b, x->config_hash);
     buf_printf(b, ",\"bytes\":%" PRId64 ",\"summary\":", x->bytes);
     buf_adds(b, x->summary && *x->summary ? x->summary : "null");
     buf_addc(b, '}');
@@ -1426,7 +1411,7 @@ static void diags_json(buf *b, const config *cfg, diag_level lv)
         if (g->level != lv) continue;
         buf_adds(b, first ? "{\"file\":" : ",{\"file\":");
         first = false;
-        str_or_null(b, g->pos.file);
+        buf_json_str_or_null(b, g->pos.file);
         buf_printf(b, ",\"line\":%d,\"col\":%d,\"message\":", g->pos.line, g->pos.col);
         buf_json_str(b, g->msg);
         buf_addc(b, '}');

@@ -238,14 +238,6 @@ static void json_ts_or_null(buf *b, int64_t ms)
         buf_adds(b, "null");
 }
 
-static void json_str_or_null(buf *b, const char *s)
-{
-    if (s)
-        buf_json_str(b, s);
-    else
-        buf_adds(b, "null");
-}
-
 static void set_str(char **dst, const char *src)
 {
     free(*dst);
@@ -2014,7 +2006,7 @@ static void service_json(sup *s, svc *v, buf *out)
     buf_json_str(out, v->id);
     buf_adds(out, ",\"driver\":");
     int drv = p ? p->driver : v->driver;
-    json_str_or_null(out, drv >= 0 && drv < DRV__COUNT ? driver_names[drv] : NULL);
+    buf_json_str_or_null(out, drv >= 0 && drv < DRV__COUNT ? driver_names[drv] : NULL);
     int port = p ? (int)p->port : v->port;
     if (port > 0)
         buf_printf(out, ",\"port\":%d", port);
@@ -2038,10 +2030,10 @@ static void service_json(sup *s, svc *v, buf *out)
     char e[256];
     bool hok = p && config_hash(p, st, h, NULL, e, sizeof e) == 0;
     buf_adds(out, ",\"config_hash\":");
-    json_str_or_null(out, hok ? h : NULL);
+    buf_json_str_or_null(out, hok ? h : NULL);
     bool running = live(v) && v->run_hash[0];
     buf_adds(out, ",\"running_hash\":");
-    json_str_or_null(out, running ? v->run_hash : NULL);
+    buf_json_str_or_null(out, running ? v->run_hash : NULL);
     buf_printf(out, ",\"config_changed\":%s", running && hok && strcmp(h, v->run_hash) != 0 ? "true" : "false");
     buf_adds(out, ",\"admitted\":");
     if (v->reserved || (live(v) && v->has_admitted))
@@ -2099,9 +2091,9 @@ static void service_json(sup *s, svc *v, buf *out)
         buf_adds(out, ",\"outcome\":");
         buf_json_str(out, v->outcome ? v->outcome : "pending");
         buf_adds(out, ",\"code\":");
-        json_str_or_null(out, v->res_code);
+        buf_json_str_or_null(out, v->res_code);
         buf_adds(out, ",\"message\":");
-        json_str_or_null(out, v->res_msg);
+        buf_json_str_or_null(out, v->res_msg);
         buf_adds(out, ",\"at\":");
         json_ts(out, v->start_at_ms);
         buf_adds(out, "}");
@@ -2166,7 +2158,7 @@ void sup_services_json(sup *s, buf *out)
 void sup_slot_json(sup *s, buf *out)
 {
     buf_adds(out, "{\"holder\":");
-    json_str_or_null(out, s->holder ? s->holder->id : NULL);
+    buf_json_str_or_null(out, s->holder ? s->holder->id : NULL);
     buf_adds(out, ",\"waiting\":[");
     for (svc *q = s->q_head; q; q = q->next_q) {
         if (q != s->q_head) buf_addc(out, ',');

@@ -172,21 +172,6 @@ static const char *sup_origin_for(const char *origin)
     return "switch";
 }
 
-static void json_str_or_null(buf *b, const char *s)
-{
-    if (s)
-        buf_json_str(b, s);
-    else
-        buf_adds(b, "null");
-}
-
-static void ts_json(buf *b, int64_t unix_ms)
-{
-    char ts[40];
-    clock_rfc3339(unix_ms, ts, sizeof ts);
-    buf_json_str(b, ts);
-}
-
 static void need_json(buf *b, const need *n)
 {
     buf_adds(b, "{\"source\":");
@@ -320,7 +305,7 @@ static void phase_end(run *r, int seq, bool ok, const char *detail_members)
     buf_printf(&data, "{\"switch_id\":%" PRId64 ",\"seq\":%d,\"phase\":", r->id, seq);
     buf_json_str(&data, p->phase);
     buf_adds(&data, ",\"service\":");
-    json_str_or_null(&data, p->service);
+    buf_json_str_or_null(&data, p->service);
     buf_printf(&data, ",\"duration_ms\":%lld,\"ok\":%s,\"detail\":%s}", (long long)dur, ok ? "true" : "false", d.p);
     buf_printf(&reason, "switch %" PRId64 " to '%s': %s%s%s%s %s in %lld ms", r->id, r->mode, p->phase,
                p->service ? " '" : "", p->service ? p->service : "", p->service ? "'" : "", ok ? "done" : "failed",
@@ -374,11 +359,11 @@ static void plan_to_json(buf *b, const run *r)
     buf_adds(b, "{\"mode\":");
     buf_json_str(b, r->mode);
     buf_adds(b, ",\"from\":");
-    json_str_or_null(b, r->from);
+    buf_json_str_or_null(b, r->from);
     buf_printf(b, ",\"ok\":%s,\"refused\":", p->ok ? "true" : "false");
-    json_str_or_null(b, p->refused);
+    buf_json_str_or_null(b, p->refused);
     buf_adds(b, ",\"reason\":");
-    json_str_or_null(b, p->ok ? NULL : p->reason);
+    buf_json_str_or_null(b, p->ok ? NULL : p->reason);
     buf_adds(b, ",\"binding\":");
     const char *binding = NULL;
     for (size_t i = 0; i < p->nsteps; i++)
@@ -386,7 +371,7 @@ static void plan_to_json(buf *b, const run *r)
             binding = p->steps[i].v.binding;
             break;
         }
-    json_str_or_null(b, binding);
+    buf_json_str_or_null(b, binding);
     buf_adds(b, ",\"stops\":[");
     int k = 0;
     for (size_t i = 0; i < p->nsteps; i++)
@@ -417,9 +402,9 @@ static void plan_to_json(buf *b, const run *r)
         buf_json_str(b, s->id);
         if (s->kind == PLAN_START) {
             buf_printf(b, ",\"verdict\":{\"ok\":%s,\"reason\":", s->v.ok ? "true" : "false");
-            json_str_or_null(b, s->v.ok ? NULL : s->v.reason);
+            buf_json_str_or_null(b, s->v.ok ? NULL : s->v.reason);
             buf_adds(b, ",\"binding\":");
-            json_str_or_null(b, s->v.ok ? NULL : s->v.binding);
+            buf_json_str_or_null(b, s->v.ok ? NULL : s->v.binding);
             buf_printf(b, ",\"deferred\":%s", s->deferred ? "true" : "false");
             if (s->deferred) {
                 buf_adds(b, ",\"deferred_binding\":");
@@ -449,7 +434,7 @@ static void plan_to_json(buf *b, const run *r)
 static void switch_to_json(buf *b, const store_switch *w)
 {
     buf_printf(b, "{\"id\":%" PRId64 ",\"from\":", w->id);
-    json_str_or_null(b, w->from_mode);
+    buf_json_str_or_null(b, w->from_mode);
     buf_adds(b, ",\"to\":");
     buf_json_str(b, w->mode);
     buf_adds(b, ",\"origin\":");
@@ -457,10 +442,10 @@ static void switch_to_json(buf *b, const store_switch *w)
     buf_adds(b, ",\"outcome\":");
     buf_json_str(b, w->state);
     buf_adds(b, ",\"started\":");
-    ts_json(b, w->started_ms);
+    buf_json_time(b, w->started_ms);
     buf_adds(b, ",\"ended\":");
     if (w->ended_ms)
-        ts_json(b, w->ended_ms);
+        buf_json_time(b, w->ended_ms);
     else
         buf_adds(b, "null");
     if (w->ended_ms)
@@ -468,16 +453,16 @@ static void switch_to_json(buf *b, const store_switch *w)
     else
         buf_adds(b, ",\"duration_ms\":null");
     buf_adds(b, ",\"error\":");
-    json_str_or_null(b, w->error);
+    buf_json_str_or_null(b, w->error);
     buf_adds(b, ",\"phases\":[");
     for (size_t i = 0; i < w->nphases; i++) {
         const store_phase *p = &w->phases[i];
         buf_printf(b, "%s{\"seq\":%d,\"phase\":", i ? "," : "", p->seq);
         buf_json_str(b, p->phase);
         buf_adds(b, ",\"service\":");
-        json_str_or_null(b, p->service);
+        buf_json_str_or_null(b, p->service);
         buf_adds(b, ",\"started\":");
-        ts_json(b, p->started_ms);
+        buf_json_time(b, p->started_ms);
         if (p->ended_ms)
             buf_printf(b, ",\"duration_ms\":%lld", (long long)(p->ended_ms - p->started_ms));
         else
@@ -825,7 +810,7 @@ static void rank_planned(run *r, const snapshot *snap)
         buf_json_str(&b, c[i].mode);
         buf_printf(&b, ",\"ok\":%s,\"stops\":%zu,\"services\":%zu,\"declared_mb\":%lld,\"why\":",
                    c[i].ok ? "true" : "false", c[i].nstops, c[i].nservices, (long long)c[i].declared_mb);
-        json_str_or_null(&b, c[i].ok ? NULL : c[i].why);
+        buf_json_str_or_null(&b, c[i].ok ? NULL : c[i].why);
         buf_addc(&b, '}');
     }
     buf_adds(&b, "]}");
@@ -903,7 +888,7 @@ static void planned(const snapshot *snap, void *ud)
                               p->refused ? p->refused : "?", binding, p->reason);
         buf det = BUF_INIT;
         buf_adds(&det, "\"service\":");
-        json_str_or_null(&det, p->refused);
+        buf_json_str_or_null(&det, p->refused);
         buf_adds(&det, ",\"binding\":");
         buf_json_str(&det, binding);
         buf_adds(&det, ",\"reason\":");
@@ -1032,7 +1017,7 @@ static void stopped_cb(const sup_result *res, void *ud)
     buf d = BUF_INIT;
     if (!ok) {
         buf_printf(&d, "\"status\":%d,\"message\":", res->status);
-        json_str_or_null(&d, res->message);
+        buf_json_str_or_null(&d, res->message);
         r->stage_failed = true;
         if (!r->fail_service) {
             r->fail_service = xstrdup(c->id);
@@ -1105,9 +1090,9 @@ static void vf_end(run *r, bool ok, const verdict *last)
     buf_printf(&d, "\"waited_ms\":%lld,\"polls\":%d,\"starts\":%zu,\"first\":{\"ok\":%s,\"binding\":",
                (long long)(clock_mono_ms() - r->vf_t0), r->vf_polls,
                (r->st == ST_RB_FREED ? &r->rb_starts : &r->starts)->n, r->vf_first.ok ? "true" : "false");
-    json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.binding);
+    buf_json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.binding);
     buf_adds(&d, ",\"reason\":");
-    json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.reason);
+    buf_json_str_or_null(&d, r->vf_first.ok ? NULL : r->vf_first.reason);
     buf_addc(&d, '}');
     if (!ok && last) {
         buf_adds(&d, ",\"last\":{\"binding\":");
@@ -1264,9 +1249,9 @@ static void started_cb(const sup_result *res, void *ud)
             }
     } else {
         buf_printf(&d, "\"status\":%d,\"code\":", res->status);
-        json_str_or_null(&d, res->code);
+        buf_json_str_or_null(&d, res->code);
         buf_adds(&d, ",\"message\":");
-        json_str_or_null(&d, res->message);
+        buf_json_str_or_null(&d, res->message);
     }
     phase_end(r, c->seq, ok, d.p);
     buf_release(&d);
@@ -1458,15 +1443,15 @@ static void finish_failed(run *r, bool settled_none)
     if (r->fail_tail && *r->fail_tail) buf_printf(&msg, "; log tail:\n%s", r->fail_tail);
     buf d = BUF_INIT;
     buf_adds(&d, "{\"service\":");
-    json_str_or_null(&d, r->fail_service);
+    buf_json_str_or_null(&d, r->fail_service);
     buf_adds(&d, ",\"reason\":");
-    json_str_or_null(&d, r->fail_reason);
+    buf_json_str_or_null(&d, r->fail_reason);
     buf_adds(&d, ",\"log_tail\":");
-    json_str_or_null(&d, r->fail_tail);
+    buf_json_str_or_null(&d, r->fail_tail);
     buf_adds(&d, ",\"outcome\":");
     buf_json_str(&d, settled_none ? "failed" : "rolled_back");
     buf_adds(&d, ",\"now\":");
-    json_str_or_null(&d, now);
+    buf_json_str_or_null(&d, now);
     buf_adds(&d, ",\"running\":");
     running_json(r->x, &d);
     buf_adds(&d, ",\"switch\":");
@@ -1772,16 +1757,16 @@ void switch_current_json(swx *x, buf *out)
     buf_printf(out, "{\"switch_id\":%" PRId64 ",\"mode\":", r->id);
     buf_json_str(out, r->mode);
     buf_adds(out, ",\"from\":");
-    json_str_or_null(out, r->from);
+    buf_json_str_or_null(out, r->from);
     buf_adds(out, ",\"origin\":");
     buf_json_str(out, r->origin);
     buf_adds(out, ",\"started\":");
-    ts_json(out, r->rec.started_ms);
+    buf_json_time(out, r->rec.started_ms);
     const store_phase *p = r->rec.nphases ? &r->rec.phases[r->rec.nphases - 1] : NULL;
     buf_adds(out, ",\"phase\":");
-    json_str_or_null(out, p ? p->phase : NULL);
+    buf_json_str_or_null(out, p ? p->phase : NULL);
     buf_adds(out, ",\"service\":");
-    json_str_or_null(out, p ? p->service : NULL);
+    buf_json_str_or_null(out, p ? p->service : NULL);
     buf_addc(out, '}');
 }
 
@@ -1877,9 +1862,9 @@ static void recover(swx *x, const char *bringing)
         buf_printf(&reason, "switch %" PRId64 " to '%s' was interrupted: %s", w[i].id, w[i].mode, why.p);
         buf_printf(&data, "{\"switch_id\":%" PRId64 ",\"phase\":\"recover\",\"state\":\"interrupted\",\"last_phase\":",
                    w[i].id);
-        json_str_or_null(&data, last ? last->phase : NULL);
+        buf_json_str_or_null(&data, last ? last->phase : NULL);
         buf_adds(&data, ",\"last_service\":");
-        json_str_or_null(&data, last ? last->service : NULL);
+        buf_json_str_or_null(&data, last ? last->service : NULL);
         buf_adds(&data, ",\"bringing\":");
         buf_json_str(&data, bringing);
         buf_addc(&data, '}');

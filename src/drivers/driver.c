@@ -8,6 +8,7 @@
  * a name there travels in argv as `-e NAME`, and a name holding '=' would
  * put its value into argv, where every `ps` can read it. */
 #include "drivers/driver.h"
+#include "util/errf.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -28,12 +29,10 @@ static const char *const help_vllm[] = {"serve", "--help=all", NULL};
 
 int driver_fail(char *err, size_t errlen, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    verrf(err, errlen, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

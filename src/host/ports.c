@@ -25,6 +25,7 @@
  *
  * Only reads: nothing here opens a file for writing. */
 #include "host/ports.h"
+#include "util/errf.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -46,17 +47,6 @@
 #define PORTS_MAX_FDS (1 << 20)  /* fd links read, over all pids */
 #define CMDLINE_READ_MAX 4096
 #define TCP_LISTEN 0x0A
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 static const char *pick_root(const char *proc_root)
 {

@@ -17,6 +17,7 @@
  * gpumod only reads here.  It never writes compact_memory or drop_caches:
  * whether to disturb the whole host is the operator's decision. */
 #include "host/host.h"
+#include "util/errf.h"
 #include "util/buf.h"
 #include "util/slurp.h"
 
@@ -32,17 +33,6 @@
 /* /proc files are a few KiB; anything near this is not a /proc file. */
 #define PROC_FILE_MAX (1u << 20)
 #define MIB_2 (2u << 20)
-
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- text scanning ---- */
 

@@ -10,6 +10,7 @@
  * never outlives the call.  Names are never resolved through DNS (no
  * deadline could bound it): numeric addresses and "localhost" only. */
 #include "util/clock.h"
+#include "util/errf.h"
 #include "net/client.h"
 
 #include <errno.h>
@@ -37,16 +38,6 @@ static const http_limits reply_limits = {
     .max_body = 256ull * 1024 * 1024,
 };
 
-static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(int rc, char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && errlen) vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return rc;
-}
 
 /* Wait for ev on fd until the deadline: 1 ready, 0 timed out, -1 error. */
 /* 1 ready, 0 the deadline passed, -1 an error, -2 a signal came and
@@ -74,7 +65,7 @@ static int parse_addr(const char *where, struct sockaddr_storage *ss, socklen_t 
         struct sockaddr_un *su = (struct sockaddr_un *)ss;
         size_t n = strlen(where);
         if (n >= sizeof su->sun_path)
-            return fail(HTTPC_E_IO, err, errlen, "socket path '%s' is too long", where);
+            return errf_ret(HTTPC_E_IO, err, errlen, "socket path '%s' is too long", where);
         su->sun_family = AF_UNIX;
         memcpy(su->sun_path, where, n + 1);
         *sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
@@ -82,7 +73,7 @@ static int parse_addr(const char *where, struct sockaddr_storage *ss, socklen_t 
     }
     const char *colon = strrchr(where, ':');
     if (!colon || colon == where || !colon[1])
-        return fail(HTTPC_E_IO, err, errlen, "address '%s' is neither a socket path nor host:port",
+        return errf_ret(HTTPC_E_IO, err, errlen, "address '%s' is neither a socket path nor host:port",
                     where);
     char host[64];
     const char *h = where;
@@ -91,14 +82,14 @@ static int parse_addr(const char *where, struct sockaddr_storage *ss, socklen_t 
         h++;
         hl -= 2;
     }
-    if (hl >= sizeof host) return fail(HTTPC_E_IO, err, errlen, "address '%s': bad host", where);
+    if (hl >= sizeof host) return errf_ret(HTTPC_E_IO, err, errlen, "address '%s': bad host", where);
     memcpy(host, h, hl);
     host[hl] = 0;
     char *end;
     errno = 0;
     long port = strtol(colon + 1, &end, 10);
     if (*end || errno || port <= 0 || port > 65535)
-        return fail(HTTPC_E_IO, err, errlen, "address '%s': bad port", where);
+        return errf_ret(HTTPC_E_IO, err, errlen, "address '%s': bad port", where);
     if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
     struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
     struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
@@ -111,7 +102,7 @@ static int parse_addr(const char *where, struct sockaddr_storage *ss, socklen_t 
         s6->sin6_port = htons((uint16_t)port);
         *sl = sizeof *s6;
     } else {
-        return fail(HTTPC_E_IO, err, errlen, "address '%s': host is not a numeric address", where);
+        return errf_ret(HTTPC_E_IO, err, errlen, "address '%s': host is not a numeric address", where);
     }
     return 0;
 }
@@ -125,7 +116,7 @@ static int do_connect(const char *where, int64_t deadline, int64_t timeout_ms, i
     if (rc) return rc;
     for (;;) {
         int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0) return fail(HTTPC_E_IO, err, errlen, "socket: %s", strerror(errno));
+        if (fd < 0) return errf_ret(HTTPC_E_IO, err, errlen, "socket: %s", strerror(errno));
         if (ss.ss_family != AF_UNIX) {
             int one = 1;
             setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -137,7 +128,7 @@ static int do_connect(const char *where, int64_t deadline, int64_t timeout_ms, i
             socklen_t el = sizeof e;
             if (w == 0) {
                 close(fd);
-                return fail(HTTPC_E_TIMEOUT, err, errlen,
+                return errf_ret(HTTPC_E_TIMEOUT, err, errlen,
                             "timed out after %lld ms connecting to '%s'", (long long)timeout_ms,
                             where);
             }
@@ -151,16 +142,16 @@ static int do_connect(const char *where, int64_t deadline, int64_t timeout_ms, i
         if (e == EAGAIN && ss.ss_family == AF_UNIX) {
             /* a Unix listener with a full backlog: retry until the deadline */
             if (clock_mono_ms() >= deadline)
-                return fail(HTTPC_E_TIMEOUT, err, errlen,
+                return errf_ret(HTTPC_E_TIMEOUT, err, errlen,
                             "timed out after %lld ms connecting to '%s' (backlog full)",
                             (long long)timeout_ms, where);
             poll(NULL, 0, 1);
             continue;
         }
         if (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR)
-            return fail(HTTPC_E_CONNECT, err, errlen,
+            return errf_ret(HTTPC_E_CONNECT, err, errlen,
                         "daemon unreachable: cannot connect to '%s': %s", where, strerror(e));
-        return fail(HTTPC_E_CONNECT, err, errlen, "cannot connect to '%s': %s", where,
+        return errf_ret(HTTPC_E_CONNECT, err, errlen, "cannot connect to '%s': %s", where,
                     strerror(e));
     }
 }
@@ -179,15 +170,15 @@ static int send_all(int fd, const char *p, size_t n, int64_t deadline, int64_t t
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int r = wait_fd(fd, POLLOUT, deadline, NULL);
             if (r == 0)
-                return fail(HTTPC_E_TIMEOUT, err, errlen,
+                return errf_ret(HTTPC_E_TIMEOUT, err, errlen,
                             "timed out after %lld ms sending the request to '%s'",
                             (long long)timeout_ms, where);
             if (r > 0) continue;
         }
         if (errno == EPIPE || errno == ECONNRESET)
-            return fail(HTTPC_E_GONE, err, errlen, "'%s' closed the connection before the request was sent: %s",
+            return errf_ret(HTTPC_E_GONE, err, errlen, "'%s' closed the connection before the request was sent: %s",
                         where, strerror(errno));
-        return fail(HTTPC_E_IO, err, errlen, "sending to '%s': %s", where, strerror(errno));
+        return errf_ret(HTTPC_E_IO, err, errlen, "sending to '%s': %s", where, strerror(errno));
     }
     return 0;
 }
@@ -261,14 +252,14 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
         } else if (ev == HTTP_EV_DONE) {
             if (final) break;
         } else if (ev == HTTP_EV_ERROR && p.err.code == HTTP_E_TRUNCATED) {
-            rc = fail(HTTPC_E_PROTOCOL, err, errlen,
+            rc = errf_ret(HTTPC_E_PROTOCOL, err, errlen,
                       "'%s' closed the connection inside its reply", where);
         } else if (ev == HTTP_EV_ERROR) {
-            rc = fail(HTTPC_E_PROTOCOL, err, errlen, "bad reply from '%s': %s", where,
+            rc = errf_ret(HTTPC_E_PROTOCOL, err, errlen, "bad reply from '%s': %s", where,
                       p.err.msg);
         } else if (eof) {
-            rc = got_any ? fail(HTTPC_E_PROTOCOL, err, errlen, "'%s' closed the connection inside its reply", where)
-                         : fail(HTTPC_E_GONE, err, errlen, "'%s' closed the connection without a reply", where);
+            rc = got_any ? errf_ret(HTTPC_E_PROTOCOL, err, errlen, "'%s' closed the connection inside its reply", where)
+                         : errf_ret(HTTPC_E_GONE, err, errlen, "'%s' closed the connection without a reply", where);
         } else {
             if (off == len) off = len = 0;
             if (off > 0) {
@@ -290,13 +281,13 @@ static int read_reply(int fd, bool is_head, int64_t deadline, int64_t timeout_ms
                 else if (w == 0 && streaming && sink->on_tick && sink->tick_ms > 0) {
                     if (!sink->on_tick(sink->ud)) break;
                 } else if (w == 0)
-                    rc = fail(HTTPC_E_TIMEOUT, err, errlen,
+                    rc = errf_ret(HTTPC_E_TIMEOUT, err, errlen,
                               "timed out after %lld ms waiting for the reply from '%s'",
                               (long long)timeout_ms, where);
                 else if (w < 0)
-                    rc = fail(HTTPC_E_IO, err, errlen, "poll: %s", strerror(errno));
+                    rc = errf_ret(HTTPC_E_IO, err, errlen, "poll: %s", strerror(errno));
             } else if (errno != EINTR) {
-                rc = fail(!got_any && errno == ECONNRESET ? HTTPC_E_GONE : HTTPC_E_IO, err, errlen,
+                rc = errf_ret(!got_any && errno == ECONNRESET ? HTTPC_E_GONE : HTTPC_E_IO, err, errlen,
                           "reading from '%s': %s", where, strerror(errno));
             }
         }
@@ -315,18 +306,18 @@ static int exchange(const char *where, const char *method, const char *target, c
     buf_init(&out->body);
     if (err && errlen) err[0] = 0;
     if (!where || !method || !target || timeout_ms <= 0)
-        return fail(HTTPC_E_IO, err, errlen, "http_request: bad arguments");
+        return errf_ret(HTTPC_E_IO, err, errlen, "http_request: bad arguments");
     /* never let a caller's string split the request line or a field */
     for (const char *s = method; *s; s++)
         if ((unsigned char)*s <= ' ' || *s == 0x7f)
-            return fail(HTTPC_E_IO, err, errlen, "bad method '%s'", method);
+            return errf_ret(HTTPC_E_IO, err, errlen, "bad method '%s'", method);
     for (const char *s = target; *s; s++)
         if ((unsigned char)*s <= ' ' || *s == 0x7f)
-            return fail(HTTPC_E_IO, err, errlen, "bad request target '%s'", target);
+            return errf_ret(HTTPC_E_IO, err, errlen, "bad request target '%s'", target);
     if (content_type)
         for (const char *s = content_type; *s; s++)
             if ((unsigned char)*s < ' ' || *s == 0x7f)
-                return fail(HTTPC_E_IO, err, errlen, "bad content type");
+                return errf_ret(HTTPC_E_IO, err, errlen, "bad content type");
 
     int fd = -1;
     int rc = do_connect(where, deadline, timeout_ms, &fd, err, errlen);

@@ -86,11 +86,6 @@ static int hex_value(unsigned char c)
     return -1;
 }
 
-static bool view_ieq(const char *p, size_t n, const char *s)
-{
-    return strlen(s) == n && !strncasecmp(p, s, n);
-}
-
 /* Set the error at data offset `off` of the current call. */
 static http_event fail(http_parser *p, http_err code, const char *msg, size_t off)
 {
@@ -163,7 +158,7 @@ int http_error_status(http_err code)
 const view *http_msg_field(const http_msg *m, const char *name, size_t n)
 {
     for (size_t i = 0; i < m->n_fields; i++)
-        if (view_ieq(m->fields[i].name.p, m->fields[i].name.len, name) && n-- == 0)
+        if (view_ieq(m->fields[i].name, name) && n-- == 0)
             return &m->fields[i].value;
     return NULL;
 }
@@ -236,8 +231,8 @@ static void connection_tokens(http_parser *p, const char *v, size_t n)
         size_t b = i++;
         while (a < b && is_ows(v[a])) a++;
         while (b > a && is_ows(v[b - 1])) b--;
-        if (view_ieq(v + a, b - a, "close")) p->conn_close = true;
-        if (view_ieq(v + a, b - a, "keep-alive")) p->conn_keep_alive = true;
+        if (view_ieq((view){v + a, b - a}, "close")) p->conn_close = true;
+        if (view_ieq((view){v + a, b - a}, "keep-alive")) p->conn_keep_alive = true;
     }
 }
 
@@ -257,7 +252,7 @@ static http_event te_codings(http_parser *p, const char *v, size_t n, size_t off
             if (!is_tchar((unsigned char)v[k]))
                 return fail(p, HTTP_E_TE, "transfer coding is not a token", off + k);
         if (p->te_chunked) return fail(p, HTTP_E_TE, "chunked is not the final transfer coding", off + a);
-        if (view_ieq(v + a, b - a, "chunked"))
+        if (view_ieq((view){v + a, b - a}, "chunked"))
             p->te_chunked = true;
         else
             p->te_other = true; /* a coding we cannot decode */
@@ -291,7 +286,7 @@ static http_event field_line(http_parser *p, const char *d, size_t a, size_t e, 
 
     const char *name = d + a, *val = d + v;
     size_t nlen = c - a, vlen = ve - v;
-    if (view_ieq(name, nlen, "content-length")) {
+    if (view_ieq((view){name, nlen}, "content-length")) {
         if (p->n_length++) return fail(p, HTTP_E_DUP_LENGTH, "duplicate content-length", a);
         if (vlen == 0) return fail(p, HTTP_E_CONTENT_LENGTH, "empty content-length", v);
         uint64_t n = 0;
@@ -304,11 +299,11 @@ static http_event field_line(http_parser *p, const char *d, size_t a, size_t e, 
             n = n * 10 + digit;
         }
         p->msg.content_length = n;
-    } else if (view_ieq(name, nlen, "transfer-encoding")) {
+    } else if (view_ieq((view){name, nlen}, "transfer-encoding")) {
         if (te_codings(p, val, vlen, v) == HTTP_EV_ERROR) return HTTP_EV_ERROR;
-    } else if (view_ieq(name, nlen, "connection")) {
+    } else if (view_ieq((view){name, nlen}, "connection")) {
         connection_tokens(p, val, vlen);
-    } else if (view_ieq(name, nlen, "host")) {
+    } else if (view_ieq((view){name, nlen}, "host")) {
         p->n_host++;
     }
     return HTTP_EV_NEED_MORE;

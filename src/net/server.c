@@ -497,12 +497,6 @@ static void take_head(srv_conn *c, const char *data)
 #undef REPOINT
 }
 
-static bool view_ieq(const view *v, const char *s)
-{
-    size_t n = strlen(s);
-    return v->len == n && strncasecmp(v->p, s, n) == 0;
-}
-
 /* The handler owes a response from now on. */
 static void req_begin(srv_conn *c)
 {
@@ -513,7 +507,7 @@ static void req_begin(srv_conn *c)
     c->fail_status = 0;
     c->fail_bytes = 0;
     c->keep_alive = c->msg.keep_alive && !c->s->closing;
-    c->is_head = view_ieq(&c->msg.method, "HEAD");
+    c->is_head = view_ieq(c->msg.method, "HEAD");
     c->n_requests++;
 }
 
@@ -585,7 +579,7 @@ static void conn_process(srv_conn *c)
                 timer_arm(c, T_BODY, c->s->o.body_timeout_ms);
                 c->body_deadline = uv_now(c->s->loop) + (uint64_t)c->s->o.body_timeout_ms;
                 const view *ex = http_msg_field(&c->msg, "expect", 0);
-                if (ex && c->msg.minor == 1 && view_ieq(ex, "100-continue")) {
+                if (ex && c->msg.minor == 1 && view_ieq(*ex, "100-continue")) {
                     buf b = BUF_INIT;
                     buf_adds(&b, "HTTP/1.1 100 Continue\r\n\r\n");
                     conn_write(c, &b);
@@ -693,7 +687,7 @@ static bool is_own_field(view name, const view *tokens, size_t nt)
     static const char *const own[] = {"connection", "keep-alive", "transfer-encoding",
                                       "content-length", "trailer", "te", "upgrade"};
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        if (view_ieq(&name, own[i])) return true;
+        if (view_ieq(name, own[i])) return true;
     if (name.len >= 6 && strncasecmp(name.p, "proxy-", 6) == 0) return true;
     for (size_t i = 0; i < nt; i++)
         if (name.len == tokens[i].len && strncasecmp(name.p, tokens[i].p, name.len) == 0) return true;
@@ -715,7 +709,7 @@ int srv_respond_head(srv_conn *c, int status, const http_field *fields, size_t n
     view tokens[16];
     size_t nt = 0;
     for (size_t i = 0; i < n_fields; i++) {
-        if (!view_ieq(&fields[i].name, "connection")) continue;
+        if (!view_ieq(fields[i].name, "connection")) continue;
         const char *p = fields[i].value.p, *e = p + fields[i].value.len;
         while (p < e && nt < 16) {
             while (p < e && (*p == ' ' || *p == '\t' || *p == ',')) p++;

@@ -39,12 +39,6 @@ static bool view_eq(view v, const char *s)
     return v.len == n && !memcmp(v.p, s, n);
 }
 
-static bool view_ieq(view v, const char *s)
-{
-    size_t n = strlen(s);
-    return v.len == n && !strncasecmp(v.p, s, n);
-}
-
 static const view *field(const http_msg *m, const char *name)
 {
     for (size_t i = 0; i < m->n_fields; i++)

@@ -819,12 +819,6 @@ static void req_attach(upstream_pool *p, upstream_req *r)
 
 /* ---- the request head ---- */
 
-static bool view_ieq(view v, const char *s)
-{
-    size_t n = strlen(s);
-    return v.len == n && strncasecmp(v.p, s, n) == 0;
-}
-
 static bool is_hop_by_hop(view name, const view *conn_tokens, size_t n_tokens)
 {
     static const char *const hop[] = {"connection", "keep-alive", "proxy-connection",

@@ -1,10 +1,12 @@
 /* buf.c - growable buffer and allocation wrappers.  Out of memory is fatal
  * (the only exit outside main), with a message, never a NULL deref later. */
 #include "util/buf.h"
+#include "util/clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static void oom(size_t n)
 {
@@ -152,4 +154,25 @@ char *buf_detach(buf *b)
     char *p = b->cap ? b->p : xstrdup("");
     buf_init(b);
     return p;
+}
+
+void buf_json_str_or_null(buf *b, const char *s)
+{
+    if (s)
+        buf_json_str(b, s);
+    else
+        buf_adds(b, "null");
+}
+
+void buf_json_time(buf *b, int64_t unix_ms)
+{
+    char ts[40];
+    clock_rfc3339(unix_ms, ts, sizeof ts);
+    buf_json_str(b, ts);
+}
+
+bool view_ieq(view v, const char *s)
+{
+    size_t n = strlen(s);
+    return v.len == n && strncasecmp(v.p, s, n) == 0;
 }

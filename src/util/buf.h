@@ -5,7 +5,9 @@
 #define GPUMOD_BUF_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct buf {
     char *p;    /* NUL-terminated; "" (static) until the first append */
@@ -17,6 +19,9 @@ typedef struct view {
     const char *p;
     size_t len;
 } view;
+
+/* v equals s, ASCII case ignored (HTTP field names and tokens). */
+bool view_ieq(view v, const char *s);
 
 #define BUF_INIT {(char *)"", 0, 0}
 
@@ -31,6 +36,10 @@ void buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3
 void buf_vprintf(buf *b, const char *fmt, va_list ap);
 /* Append s as a JSON string literal, quotes included. */
 void buf_json_str(buf *b, const char *s);
+/* buf_json_str, or null when s is NULL. */
+void buf_json_str_or_null(buf *b, const char *s);
+/* A Unix time in ms as a JSON string, RFC 3339 UTC with milliseconds. */
+void buf_json_time(buf *b, int64_t unix_ms);
 /* Detach the string; the buffer is reset.  Caller frees. */
 char *buf_detach(buf *b);
 

@@ -1,0 +1,82 @@
+/* test_util_text.c - the one-of-each text helpers in util: errf and
+ * errf_ret, view_ieq, the JSON string-or-null and time writers, and the
+ * two duration formats (exact, for the configuration; human). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "util/buf.h"
+#include "util/dur.h"
+#include "util/errf.h"
+
+static void errf_writes_and_tolerates_null(void **st)
+{
+    (void)st;
+    char e[16];
+    errf(e, sizeof e, "bad %d of %s", 3, "twelve-letters");
+    assert_string_equal(e, "bad 3 of twelve"); /* truncated to the buffer */
+    errf(NULL, 0, "nowhere %d", 1);          /* no buffer: nothing happens */
+    assert_int_equal(errf_ret(-1, e, sizeof e, "x=%d", 7), -1);
+    assert_string_equal(e, "x=7");
+    assert_int_equal(errf_ret(42, NULL, 0, "ignored"), 42);
+}
+
+static void view_ieq_ignores_ascii_case_only(void **st)
+{
+    (void)st;
+    assert_true(view_ieq((view){"Content-Length", 14}, "content-length"));
+    assert_false(view_ieq((view){"Content-Length", 7}, "content-length")); /* a prefix is not equal */
+    assert_false(view_ieq((view){"chunkedx", 8}, "chunked"));
+    assert_true(view_ieq((view){"", 0}, ""));
+}
+
+static void json_helpers(void **st)
+{
+    (void)st;
+    buf b = BUF_INIT;
+    buf_json_str_or_null(&b, NULL);
+    buf_addc(&b, ',');
+    buf_json_str_or_null(&b, "a\"b");
+    buf_addc(&b, ',');
+    buf_json_time(&b, 1764205808333LL);
+    assert_string_equal(b.p, "null,\"a\\\"b\",\"2025-11-27T01:10:08.333Z\"");
+    buf_release(&b);
+}
+
+static void durations_exact_and_human(void **st)
+{
+    (void)st;
+    static const struct {
+        int64_t ms;
+        const char *exact, *human;
+    } cases[] = {
+        {-5, "null", "0ms"},       {0, "0s", "0ms"},          {410, "410ms", "410ms"},
+        {1500, "1500ms", "1.5s"},  {90000, "90s", "1m30s"},   {300000, "5m", "5m00s"},
+        {192000, "192s", "3m12s"}, {7200000, "2h", "2h00m"},  {7500000, "125m", "2h05m"},
+        {273600000, "76h", "3d04h"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        buf e = BUF_INIT, h = BUF_INIT;
+        dur_exact(&e, cases[i].ms);
+        dur_human(&h, cases[i].ms);
+        assert_string_equal(e.p, cases[i].exact);
+        assert_string_equal(h.p, cases[i].human);
+        buf_release(&e);
+        buf_release(&h);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(errf_writes_and_tolerates_null),
+        cmocka_unit_test(view_ieq_ignores_ascii_case_only),
+        cmocka_unit_test(json_helpers),
+        cmocka_unit_test(durations_exact_and_human),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
