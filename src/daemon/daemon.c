@@ -510,20 +510,12 @@ static void reconciled(void *ud)
     switch_startup(g->sw);
 }
 
-int daemon_run(const daemon_opts *o)
+/* serve's configuration: loaded (its warnings logged), the router's
+ * listen address checked.  0, or an exit code after a message. */
+static int load_config(dmn *m, const daemon_opts *o)
 {
-    if (o->verbose) log_set_level(LOG_DEBUG);
-    dmn *m = xcalloc(1, sizeof *m);
     gpumodd *g = &m->g;
-    m->lock_fd = -1;
-    int rc = 0;
     char err[512];
-
-    /* paths given to serve are kept for reload */
-    g->paths.config_dir = o->paths.config_dir ? xstrdup(o->paths.config_dir) : NULL;
-    g->paths.state_dir = o->paths.state_dir ? xstrdup(o->paths.state_dir) : NULL;
-    g->paths.socket = o->paths.socket ? xstrdup(o->paths.socket) : NULL;
-
     g->cfg = xcalloc(1, sizeof *g->cfg);
     config_opts copts = {.check_files = false};
     if (config_load(g->cfg, &g->paths, &copts)) {
@@ -533,8 +525,7 @@ int daemon_run(const daemon_opts *o)
         buf_release(&db);
         fprintf(stderr, "gpumod: serve: the configuration in %s has %zu error%s; fix them and start again\n",
                 g->cfg->config_dir, g->cfg->diags.errors, g->cfg->diags.errors == 1 ? "" : "s");
-        rc = EXIT_USAGE;
-        goto out_cfg;
+        return EXIT_USAGE;
     }
     for (size_t i = 0; i < g->cfg->diags.n; i++) {
         const diag *d = &g->cfg->diags.v[i];
@@ -544,15 +535,22 @@ int daemon_run(const daemon_opts *o)
     m->opts = *o;
     if (set->router.enabled && !o->no_router && router_check_listen(set, o->listen, o->insecure, err, sizeof err)) {
         fprintf(stderr, "gpumod: serve: %s\n", err);
-        rc = EXIT_USAGE;
-        goto out_cfg;
+        return EXIT_USAGE;
     }
+    return 0;
+}
+
+/* The state, log and socket paths; a detached daemon (chdir_root) makes
+ * them and what reload re-reads absolute, then leaves its directory. */
+static void place_paths(dmn *m, const daemon_opts *o)
+{
+    gpumodd *g = &m->g;
+    const settings *set = &g->cfg->set;
     g->state_dir = o->chdir_root ? abs_path(set->state_dir) : xstrdup(set->state_dir);
     g->log_dir = o->chdir_root ? abs_path(set->log_dir) : xstrdup(set->log_dir);
     g->socket_path = o->chdir_root ? abs_path(set->socket) : xstrdup(set->socket);
     if (o->chdir_root) {
-        /* a detached daemon must not pin the directory it was started in;
-         * what reload re-reads is made absolute first */
+        /* a detached daemon must not pin the directory it was started in */
         if (g->paths.config_dir && g->paths.config_dir[0] != '/') {
             char *cd = abs_path(g->paths.config_dir);
             free((char *)g->paths.config_dir);
@@ -565,11 +563,20 @@ int daemon_run(const daemon_opts *o)
         if (chdir("/")) fprintf(stderr, "gpumod: serve: chdir /: %s\n", strerror(errno));
     }
     m->run_dir = xasprintf("%s/run", g->state_dir);
+}
+
+/* The directories made, the state directory locked (*held 1), the store
+ * opened (*held 2), the socket's group looked up.  0, or an exit code
+ * after a message. */
+static int claim_state(dmn *m, int *held)
+{
+    gpumodd *g = &m->g;
+    const settings *set = &g->cfg->set;
+    char err[512];
     if (daemon_mkdirs(g->state_dir, 0700, err, sizeof err) || daemon_mkdirs(g->log_dir, 0700, err, sizeof err) ||
         daemon_mkdirs(m->run_dir, 0700, err, sizeof err)) {
         fprintf(stderr, "gpumod: serve: %s\n", err);
-        rc = EXIT_REFUSED;
-        goto out_cfg;
+        return EXIT_REFUSED;
     }
     pid_t holder = 0;
     int lr = pidlock_acquire(g->state_dir, &m->lock_fd, &holder, err, sizeof err);
@@ -578,32 +585,40 @@ int daemon_run(const daemon_opts *o)
             fprintf(stderr, "gpumod: another daemon (pid %ld) owns %s\n", (long)holder, g->state_dir);
         else
             fprintf(stderr, "gpumod: another daemon owns %s\n", g->state_dir);
-        rc = EXIT_REFUSED;
-        goto out_cfg;
+        return EXIT_REFUSED;
     }
     if (lr < 0) {
         fprintf(stderr, "gpumod: serve: %s\n", err);
-        rc = EXIT_REFUSED;
-        goto out_cfg;
+        return EXIT_REFUSED;
     }
+    *held = 1;
     bool missing;
     if (store_open(&g->st, g->state_dir, true, 2000, &missing, err, sizeof err)) {
         fprintf(stderr, "gpumod: serve: %s\n", err);
-        rc = EXIT_REFUSED;
-        goto out_lock;
+        return EXIT_REFUSED;
     }
+    *held = 2;
     if (set->socket_group && *set->socket_group) {
         struct group *gr = getgrnam(set->socket_group);
         if (!gr) {
             fprintf(stderr, "gpumod: serve: socket_group '%s' is not a group on this host\n", set->socket_group);
-            rc = EXIT_USAGE;
-            goto out_store;
+            return EXIT_USAGE;
         }
         m->group_name = xstrdup(set->socket_group);
         m->group_gid = gr->gr_gid;
         m->group_ok = true;
     }
+    return 0;
+}
 
+/* The loop: the host monitor, the supervisor, the signals, then
+ * reconciliation (which opens the socket and the router once it is done);
+ * until the daemon stops.  The exit code. */
+static int run_loop(dmn *m)
+{
+    gpumodd *g = &m->g;
+    const settings *set = &g->cfg->set;
+    char err[512];
     signal(SIGPIPE, SIG_IGN);
     uv_loop_init(&m->loop);
     g->loop = &m->loop;
@@ -619,11 +634,10 @@ int daemon_run(const daemon_opts *o)
     g->sup = sup_new(&env, g->cfg, err, sizeof err);
     if (!g->sup) {
         fprintf(stderr, "gpumod: serve: %s\n", err);
-        rc = EXIT_REFUSED;
         hostmon_close(g->hm, noop_cb, NULL);
         uv_run(&m->loop, UV_RUN_DEFAULT);
         uv_loop_close(&m->loop);
-        goto out_store;
+        return EXIT_REFUSED;
     }
     uv_signal_init(&m->loop, &m->sig_term);
     uv_signal_init(&m->loop, &m->sig_int);
@@ -642,14 +656,32 @@ int daemon_run(const daemon_opts *o)
     switch_free(g->sw);
     g->sw = NULL;
     if (uv_loop_close(&m->loop) == UV_EBUSY) log_warn("loop closed with handles still open");
-    rc = m->exit_code;
-    log_info("gpumod stopped (exit %d)", rc);
+    log_info("gpumod stopped (exit %d)", m->exit_code);
+    return m->exit_code;
+}
 
-out_store:
-    store_close(g->st);
-out_lock:
+int daemon_run(const daemon_opts *o)
+{
+    if (o->verbose) log_set_level(LOG_DEBUG);
+    dmn *m = xcalloc(1, sizeof *m);
+    gpumodd *g = &m->g;
+    m->lock_fd = -1;
+
+    /* paths given to serve are kept for reload */
+    g->paths.config_dir = o->paths.config_dir ? xstrdup(o->paths.config_dir) : NULL;
+    g->paths.state_dir = o->paths.state_dir ? xstrdup(o->paths.state_dir) : NULL;
+    g->paths.socket = o->paths.socket ? xstrdup(o->paths.socket) : NULL;
+
+    int held = 0; /* 1: the lock, 2: and the store */
+    int rc = load_config(m, o);
+    if (!rc) {
+        place_paths(m, o);
+        rc = claim_state(m, &held);
+    }
+    if (!rc) rc = run_loop(m);
+
+    if (held >= 2) store_close(g->st);
     if (m->lock_fd >= 0) close(m->lock_fd);
-out_cfg:
     config_release(g->cfg);
     free(g->cfg);
     free((char *)g->paths.config_dir);
