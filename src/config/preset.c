@@ -675,12 +675,9 @@ static void warn_not_yet(schema_ctx *c, const preset *p, const ynode *root, cons
 }
 
 /* Driver defaults and the rules that need the whole preset. */
-static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
+/* id, name, host, aliases, health_endpoint: valid, defaults filled. */
+static void finish_identity(schema_ctx *c, preset *p, const ynode *root, const ynode *uv)
 {
-    preset *p = &pb->p;
-    const ynode *uv = ymap_get(root, "unit_vars");
-    const ynode *at;
-
     if (p->id && !id_ok(p->id))
         schema_error(c, ymap_get(root, "id"),
                      "id '%s' is not valid: expected [A-Za-z0-9][A-Za-z0-9._-]*, up to 64 characters", p->id);
@@ -704,8 +701,13 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
     if (p->health_endpoint && p->health_endpoint[0] != '/')
         schema_error(c, ymap_get(root, "health_endpoint"), "health_endpoint '%s' must start with '/'",
                      p->health_endpoint);
+}
 
-    /* model_path and context_size may be given twice: they must agree */
+/* model_path and the context size may be given twice (top level and
+ * unit_vars): they must agree, and the unit_vars one fills a missing one. */
+static void finish_twice_given(schema_ctx *c, pbuild *pb, const ynode *root, const ynode *uv)
+{
+    preset *p = &pb->p;
     if (pb->uv_model_path) {
         if (p->model_path && strcmp(p->model_path, pb->uv_model_path))
             schema_error(c, ymap_get(uv, "model_path"),
@@ -737,8 +739,11 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
         else
             p->context_size = pb->uv_max_model_len;
     }
+}
 
-    /* declared memory: vram_mb is the scalar form of memory.gpu_mb */
+/* declared memory: vram_mb is the scalar form of memory.gpu_mb */
+static void finish_memory(schema_ctx *c, preset *p, const ynode *root)
+{
     if (p->vram_mb >= 0 && p->n_mem_gpu) {
         int64_t sum = 0;
         for (size_t i = 0; i < p->n_mem_gpu; i++) sum += p->mem_gpu_mb[i];
@@ -753,81 +758,106 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
     if (p->n_mem_gpu > 1 && p->n_mem_gpu != p->devices.n)
         schema_error(c, ymap_get(root, "memory"), "memory.gpu_mb has %zu entries but devices has %zu", p->n_mem_gpu,
                      p->devices.n);
+}
 
-    bool has_command = ymap_get(root, "command") != NULL;
-    if (has_command && p->driver != DRV_COMMAND)
+/* command: and remote: belong to their drivers; a server needs a port. */
+static void finish_driver_keys(schema_ctx *c, const preset *p, const ynode *root)
+{
+    if (ymap_get(root, "command") && p->driver != DRV_COMMAND)
         schema_error(c, ymap_get(root, "command"), "command: only for driver 'command' (this preset's driver is %s)",
                      driver_names[p->driver]);
-    bool has_remote = ymap_get(root, "remote") != NULL;
-    if (has_remote && p->driver != DRV_REMOTE)
+    if (ymap_get(root, "remote") && p->driver != DRV_REMOTE)
         schema_error(c, ymap_get(root, "remote"), "remote: only for driver 'remote' (this preset's driver is %s)",
                      driver_names[p->driver]);
     if (p->driver != DRV_REMOTE && !ymap_get(root, "port") && ymap_get(root, "driver"))
         schema_error(c, root, "required key 'port' is missing (driver %s runs a server on a port)",
                      driver_names[p->driver]);
+}
 
+static void finish_llamacpp(schema_ctx *c, preset *p, const ynode *root, const ynode *uv)
+{
+    if (p->model_path && p->llama.models_dir)
+        schema_error(c, ymap_get(uv, "models_dir"),
+                     "unit_vars.models_dir (router mode) and model_path (single-model mode) exclude each other");
+    else if (!p->model_path && !p->llama.models_dir)
+        schema_error(c, root, "driver llamacpp needs model_path (single model) or unit_vars.models_dir (router mode)");
+    if (p->llama.models_dir && !p->model_path) {
+        router_mode_unset(p, uv);
+    } else {
+        if (p->context_size < 0) p->context_size = 4096;
+        if (p->llama.parallel < 0) p->llama.parallel = 1; /* parallel: null keeps the default */
+    }
+    check_cache_type(c, uv, "cache_type_k", p->llama.cache_type_k);
+    check_cache_type(c, uv, "cache_type_v", p->llama.cache_type_v);
+    if (p->sleep != SLEEP_NONE && p->sleep != SLEEP_ROUTER)
+        schema_warn(c, ymap_get(root, "sleep_mode"),
+                    "sleep_mode %s is a vLLM sleep level; llama-server cannot sleep, so a stop frees this service",
+                    sleep_mode_names[p->sleep]);
+    if (p->sleep == SLEEP_ROUTER && !p->llama.models_dir)
+        schema_error(c, ymap_get(root, "sleep_mode"), "sleep_mode router needs router mode (unit_vars.models_dir)");
+}
+
+static void finish_vllm(schema_ctx *c, preset *p, const ynode *root)
+{
+    if (!p->model_id && !p->model_path) schema_error(c, root, "driver vllm needs model_id or model_path");
+    if (p->context_size < 0) p->context_size = 4096;
+    p->vllm.max_model_len = p->context_size;
+    if (p->sleep == SLEEP_L1 || p->sleep == SLEEP_L2) p->vllm.enable_sleep_mode = true;
+    if (p->sleep == SLEEP_ROUTER)
+        schema_error(c, ymap_get(root, "sleep_mode"), "sleep_mode router is for llama.cpp router mode, not vllm");
+    if (p->vllm.sleep_level < 0 && p->sleep == SLEEP_L2) p->vllm.sleep_level = 2;
+    if (p->vllm.sleep_level < 0 && p->sleep == SLEEP_L1) p->vllm.sleep_level = 1;
+}
+
+static void finish_remote(schema_ctx *c, const preset *p, const ynode *root)
+{
+    if (!p->remote.base_url) {
+        schema_error(c, root, "driver remote needs remote.base_url");
+    } else {
+        url_base ub;
+        char uerr[512];
+        if (url_base_parse(p->remote.base_url, &ub, uerr, sizeof uerr))
+            schema_error(c, ymap_get(ymap_get(root, "remote"), "base_url"), "remote.%s", uerr);
+    }
+    if (p->remote.api_key_env && *p->remote.api_key_env) {
+        /* the key goes out as a header value: a space or a control
+         * character in it would be refused there, silently */
+        const char *k = getenv(p->remote.api_key_env);
+        bool clean = true;
+        for (const char *q = k ? k : ""; *q; q++)
+            if ((unsigned char)*q < 0x21 || *q == 0x7f) clean = false;
+        if (!clean)
+            schema_error(c, ymap_get(ymap_get(root, "remote"), "api_key_env"),
+                         "remote.api_key_env: the variable '%s' holds a key with a space or a control character; "
+                         "it cannot be sent as 'Authorization: Bearer KEY' (remove the stray characters)",
+                         p->remote.api_key_env);
+    }
+}
+
+/* After the keys were read: what they mean together, defaults that
+ * depend on the driver, and each driver's own rules. */
+static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
+{
+    preset *p = &pb->p;
+    const ynode *uv = ymap_get(root, "unit_vars");
+    const ynode *at;
+
+    finish_identity(c, p, root, uv);
+    finish_twice_given(c, pb, root, uv);
+    finish_memory(c, p, root);
+    finish_driver_keys(c, p, root);
     warn_not_yet(c, p, root, uv);
     switch (p->driver) {
-    case DRV_LLAMACPP:
-        if (p->model_path && p->llama.models_dir)
-            schema_error(c, ymap_get(uv, "models_dir"),
-                         "unit_vars.models_dir (router mode) and model_path (single-model mode) exclude each other");
-        else if (!p->model_path && !p->llama.models_dir)
-            schema_error(c, root, "driver llamacpp needs model_path (single model) or unit_vars.models_dir (router mode)");
-        if (p->llama.models_dir && !p->model_path) {
-            router_mode_unset(p, uv);
-        } else {
-            if (p->context_size < 0) p->context_size = 4096;
-            if (p->llama.parallel < 0) p->llama.parallel = 1; /* parallel: null keeps the default */
-        }
-        check_cache_type(c, uv, "cache_type_k", p->llama.cache_type_k);
-        check_cache_type(c, uv, "cache_type_v", p->llama.cache_type_v);
-        if (p->sleep != SLEEP_NONE && p->sleep != SLEEP_ROUTER)
-            schema_warn(c, ymap_get(root, "sleep_mode"),
-                        "sleep_mode %s is a vLLM sleep level; llama-server cannot sleep, so a stop frees this service",
-                        sleep_mode_names[p->sleep]);
-        if (p->sleep == SLEEP_ROUTER && !p->llama.models_dir)
-            schema_error(c, ymap_get(root, "sleep_mode"), "sleep_mode router needs router mode (unit_vars.models_dir)");
-        break;
-    case DRV_VLLM:
-        if (!p->model_id && !p->model_path) schema_error(c, root, "driver vllm needs model_id or model_path");
-        if (p->context_size < 0) p->context_size = 4096;
-        p->vllm.max_model_len = p->context_size;
-        if (p->sleep == SLEEP_L1 || p->sleep == SLEEP_L2) p->vllm.enable_sleep_mode = true;
-        if (p->sleep == SLEEP_ROUTER)
-            schema_error(c, ymap_get(root, "sleep_mode"), "sleep_mode router is for llama.cpp router mode, not vllm");
-        if (p->vllm.sleep_level < 0 && p->sleep == SLEEP_L2) p->vllm.sleep_level = 2;
-        if (p->vllm.sleep_level < 0 && p->sleep == SLEEP_L1) p->vllm.sleep_level = 1;
-        break;
+    case DRV_LLAMACPP: finish_llamacpp(c, p, root, uv); break;
+    case DRV_VLLM: finish_vllm(c, p, root); break;
     case DRV_DOCKER:
         if (!p->docker.image) schema_error(c, root, "driver docker needs unit_vars.image");
         break;
     case DRV_COMMAND:
-        if (!has_command || !p->command.n) schema_error(c, root, "driver command needs command: [program, args...]");
+        if (!ymap_get(root, "command") || !p->command.n)
+            schema_error(c, root, "driver command needs command: [program, args...]");
         break;
-    case DRV_REMOTE:
-        if (!p->remote.base_url)
-            schema_error(c, root, "driver remote needs remote.base_url");
-        else {
-            url_base ub;
-            char uerr[512];
-            if (url_base_parse(p->remote.base_url, &ub, uerr, sizeof uerr))
-                schema_error(c, ymap_get(ymap_get(root, "remote"), "base_url"), "remote.%s", uerr);
-        }
-        if (p->remote.api_key_env && *p->remote.api_key_env) {
-            /* the key goes out as a header value: a space or a control
-             * character in it would be refused there, silently */
-            const char *k = getenv(p->remote.api_key_env);
-            bool clean = true;
-            for (const char *q = k ? k : ""; *q; q++)
-                if ((unsigned char)*q < 0x21 || *q == 0x7f) clean = false;
-            if (!clean)
-                schema_error(c, ymap_get(ymap_get(root, "remote"), "api_key_env"),
-                             "remote.api_key_env: the variable '%s' holds a key with a space or a control character; "
-                             "it cannot be sent as 'Authorization: Bearer KEY' (remove the stray characters)",
-                             p->remote.api_key_env);
-        }
-        break;
+    case DRV_REMOTE: finish_remote(c, p, root); break;
     default: break;
     }
     if (p->driver != DRV_LLAMACPP && p->driver != DRV_VLLM && (p->sleep == SLEEP_L1 || p->sleep == SLEEP_L2))
