@@ -674,7 +674,6 @@ static void warn_not_yet(schema_ctx *c, const preset *p, const ynode *root, cons
         schema_warn(c, k, "unit_vars: key 'sleep_level' is accepted but not yet acted on: no POST /sleep is ever sent");
 }
 
-/* Driver defaults and the rules that need the whole preset. */
 /* id, name, host, aliases, health_endpoint: valid, defaults filled. */
 static void finish_identity(schema_ctx *c, preset *p, const ynode *root, const ynode *uv)
 {
@@ -834,8 +833,8 @@ static void finish_remote(schema_ctx *c, const preset *p, const ynode *root)
     }
 }
 
-/* After the keys were read: what they mean together, defaults that
- * depend on the driver, and each driver's own rules. */
+/* Driver defaults and the rules that need the whole preset: what the
+ * keys mean together, and each driver's own rules. */
 static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
 {
     preset *p = &pb->p;
