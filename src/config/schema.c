@@ -260,6 +260,171 @@ static void parse_str_into(schema_ctx *c, const field *f, const ynode *n, char *
     *dst = v;
 }
 
+/* an integer, or -1 for "auto" where the key takes it */
+static void parse_v_int(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    int64_t v;
+    if (n->kind == Y_SCALAR && (f->flags & FL_NULLABLE_INT) && !strcmp(n->s, "auto")) {
+        *AT(obj, f->off, int64_t) = -1;
+        return;
+    }
+    if (n->kind != Y_SCALAR || parse_int64(n->s, &v)) {
+        schema_error(c, n, "%s: expected an integer%s, found %s%s%s", f->key, rng, FOUND(n));
+        return;
+    }
+    if (has_range(f) && (v < f->min || v > f->max)) {
+        schema_error(c, n, "%s: %s is out of range: expected an integer%s", f->key, n->s, rng);
+        return;
+    }
+    *AT(obj, f->off, int64_t) = v;
+}
+
+/* a number */
+static void parse_v_float(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    double v;
+    if (n->kind != Y_SCALAR || !is_num_text(n->s, &v)) {
+        schema_error(c, n, "%s: expected a number%s, found %s%s%s", f->key, rng, FOUND(n));
+        return;
+    }
+    if (has_range(f) && (v < f->min || v > f->max)) {
+        schema_error(c, n, "%s: %s is out of range: expected a number%s", f->key, n->s, rng);
+        return;
+    }
+    *AT(obj, f->off, double) = v;
+}
+
+/* true or false (and pydantic's lax 1/0), or auto for a tri-state */
+static void parse_v_bool(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    int b = yscalar_bool(n);
+    if (b < 0 && n->kind == Y_SCALAR) {
+        /* pydantic's lax mode, which the Python project relied on */
+        if (!strcmp(n->s, "true") || !strcmp(n->s, "1")) b = 1;
+        else if (!strcmp(n->s, "false") || !strcmp(n->s, "0")) b = 0;
+        else if (f->type == F_TRI && !strcmp(n->s, "auto")) {
+            *AT(obj, f->off, tri) = TRI_UNSET;
+            return;
+        }
+    }
+    if (b < 0) {
+        schema_error(c, n, "%s: expected %s, found %s%s%s", f->key,
+                     f->type == F_TRI ? "true, false or auto" : "true or false (yes/no/on/off)", FOUND(n));
+        return;
+    }
+    if (f->type == F_BOOL)
+        *AT(obj, f->off, bool) = b;
+    else
+        *AT(obj, f->off, tri) = b ? TRI_ON : TRI_OFF;
+}
+
+/* a duration: seconds, or a number with ms, s, m or h */
+static void parse_v_duration(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    int64_t v;
+    if (n->kind != Y_SCALAR || parse_duration_ms(n->s, &v)) {
+        schema_error(c, n, "%s: expected a duration (seconds, or a number with ms, s, m or h)%s, found %s%s%s",
+                     f->key, rng, FOUND(n));
+        return;
+    }
+    if (has_range(f) && (v < f->min || v > f->max)) {
+        schema_error(c, n, "%s: %s is out of range: expected a duration%s", f->key, n->s, rng);
+        return;
+    }
+    *AT(obj, f->off, int64_t) = v;
+}
+
+/* one of the names (did-you-mean on a near miss) */
+static void parse_v_enum(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    if (n->kind == Y_SCALAR) {
+        for (int i = 0; f->names[i]; i++) {
+            if (!strcmp(n->s, f->names[i])) {
+                *AT(obj, f->off, int) = i;
+                return;
+            }
+        }
+    }
+    buf b = BUF_INIT;
+    enum_expect(&b, f->names);
+    size_t cnt = 0;
+    while (f->names[cnt]) cnt++;
+    const char *dym = n->kind == Y_SCALAR ? schema_did_you_mean(n->s, f->names, cnt) : NULL;
+    schema_error(c, n, "%s: expected one of %s, found %s%s%s%s%s%s", f->key, b.p, FOUND(n),
+                 dym ? " (did you mean '" : "", dym ? dym : "", dym ? "'?)" : "");
+    buf_release(&b);
+}
+
+/* a list of strings */
+static void parse_v_strv(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    strv *sv = AT(obj, f->off, strv);
+    if (n->kind != Y_SEQ) {
+        schema_error(c, n, "%s: expected a list of strings, found %s", f->key, ykind_name(n));
+        return;
+    }
+    strv_release(sv);
+    for (size_t i = 0; i < n->n; i++) {
+        const ynode *it = n->items[i];
+        if (it->kind != Y_SCALAR || yscalar_is_null(it)) {
+            schema_error(c, it, "%s[%zu]: expected a string, found %s", f->key, i, ykind_name(it));
+            continue;
+        }
+        if (text_has_control(it->s, false)) {
+            schema_error(c, it, "%s[%zu]: control character in string", f->key, i);
+            continue;
+        }
+        strv_push(sv, it->s);
+    }
+}
+
+/* a mapping of environment variable names to strings */
+static void parse_v_env(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    kvlist *kl = AT(obj, f->off, kvlist);
+    if (n->kind != Y_MAP) {
+        schema_error(c, n, "%s: expected a mapping of NAME: value, found %s", f->key, ykind_name(n));
+        return;
+    }
+    for (size_t i = 0; i < n->npairs; i++) {
+        const ynode *k = n->pairs[i].key, *v = n->pairs[i].val;
+        bool okname = (isalpha((unsigned char)k->s[0]) || k->s[0] == '_');
+        for (const char *p = k->s; *p && okname; p++)
+            if (!isalnum((unsigned char)*p) && *p != '_') okname = false;
+        if (!okname) {
+            schema_error(c, k, "%s: '%s' is not a valid environment variable name", f->key, k->s);
+            continue;
+        }
+        if (v->kind != Y_SCALAR) {
+            schema_error(c, v, "%s.%s: expected a string, found %s", f->key, k->s, ykind_name(v));
+            continue;
+        }
+        if (text_has_control(v->s, false)) {
+            schema_error(c, v, "%s.%s: control character in string", f->key, k->s);
+            continue;
+        }
+        const char *val = v->s;
+        int b = yscalar_bool(v);
+        if (b >= 0) val = b ? "true" : "false"; /* what PyYAML + str() gives, lowercased */
+        kvlist_set(kl, k->s, yscalar_is_null(v) ? "" : val, ypos(c->file, k));
+    }
+}
+
+/* a nested mapping, parsed with the section's own table */
+static void parse_v_section(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+{
+    if (n->kind != Y_MAP) {
+        schema_error(c, n, "%s: expected a mapping, found %s", f->key, ykind_name(n));
+        return;
+    }
+    char saved[sizeof c->subject];
+    memcpy(saved, c->subject, sizeof saved);
+    size_t l = strlen(c->subject);
+    snprintf(c->subject + l, sizeof c->subject - l, "%s%s", l ? ": " : "", f->key);
+    schema_parse(c, f->sub, n, obj);
+    memcpy(c->subject, saved, sizeof saved);
+}
+
 void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
     char rng[64];
@@ -277,163 +442,17 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
     }
 
     switch (f->type) {
-    case F_STR:
-        parse_str_into(c, f, n, AT(obj, f->off, char *));
-        break;
-    case F_INT: {
-        int64_t v;
-        if (n->kind == Y_SCALAR && (f->flags & FL_NULLABLE_INT) && !strcmp(n->s, "auto")) {
-            *AT(obj, f->off, int64_t) = -1;
-            break;
-        }
-        if (n->kind != Y_SCALAR || parse_int64(n->s, &v)) {
-            schema_error(c, n, "%s: expected an integer%s, found %s%s%s", f->key, rng, FOUND(n));
-            break;
-        }
-        if (has_range(f) && (v < f->min || v > f->max)) {
-            schema_error(c, n, "%s: %s is out of range: expected an integer%s", f->key, n->s, rng);
-            break;
-        }
-        *AT(obj, f->off, int64_t) = v;
-        break;
-    }
-    case F_FLOAT: {
-        double v;
-        if (n->kind != Y_SCALAR || !is_num_text(n->s, &v)) {
-            schema_error(c, n, "%s: expected a number%s, found %s%s%s", f->key, rng, FOUND(n));
-            break;
-        }
-        if (has_range(f) && (v < f->min || v > f->max)) {
-            schema_error(c, n, "%s: %s is out of range: expected a number%s", f->key, n->s, rng);
-            break;
-        }
-        *AT(obj, f->off, double) = v;
-        break;
-    }
+    case F_STR: parse_str_into(c, f, n, AT(obj, f->off, char *)); break;
+    case F_INT: parse_v_int(c, f, n, obj, rng); break;
+    case F_FLOAT: parse_v_float(c, f, n, obj, rng); break;
     case F_BOOL:
-    case F_TRI: {
-        int b = yscalar_bool(n);
-        if (b < 0 && n->kind == Y_SCALAR) {
-            /* pydantic's lax mode, which the Python project relied on */
-            if (!strcmp(n->s, "true") || !strcmp(n->s, "1")) b = 1;
-            else if (!strcmp(n->s, "false") || !strcmp(n->s, "0")) b = 0;
-            else if (f->type == F_TRI && !strcmp(n->s, "auto")) {
-                *AT(obj, f->off, tri) = TRI_UNSET;
-                break;
-            }
-        }
-        if (b < 0) {
-            schema_error(c, n, "%s: expected %s, found %s%s%s", f->key,
-                         f->type == F_TRI ? "true, false or auto" : "true or false (yes/no/on/off)", FOUND(n));
-            break;
-        }
-        if (f->type == F_BOOL)
-            *AT(obj, f->off, bool) = b;
-        else
-            *AT(obj, f->off, tri) = b ? TRI_ON : TRI_OFF;
-        break;
-    }
-    case F_DURATION: {
-        int64_t v;
-        if (n->kind != Y_SCALAR || parse_duration_ms(n->s, &v)) {
-            schema_error(c, n, "%s: expected a duration (seconds, or a number with ms, s, m or h)%s, found %s%s%s",
-                         f->key, rng, FOUND(n));
-            break;
-        }
-        if (has_range(f) && (v < f->min || v > f->max)) {
-            schema_error(c, n, "%s: %s is out of range: expected a duration%s", f->key, n->s, rng);
-            break;
-        }
-        *AT(obj, f->off, int64_t) = v;
-        break;
-    }
-    case F_ENUM: {
-        if (n->kind == Y_SCALAR) {
-            for (int i = 0; f->names[i]; i++) {
-                if (!strcmp(n->s, f->names[i])) {
-                    *AT(obj, f->off, int) = i;
-                    return;
-                }
-            }
-        }
-        buf b = BUF_INIT;
-        enum_expect(&b, f->names);
-        size_t cnt = 0;
-        while (f->names[cnt]) cnt++;
-        const char *dym = n->kind == Y_SCALAR ? schema_did_you_mean(n->s, f->names, cnt) : NULL;
-        schema_error(c, n, "%s: expected one of %s, found %s%s%s%s%s%s", f->key, b.p, FOUND(n),
-                     dym ? " (did you mean '" : "", dym ? dym : "", dym ? "'?)" : "");
-        buf_release(&b);
-        break;
-    }
-    case F_STRV: {
-        strv *sv = AT(obj, f->off, strv);
-        if (n->kind != Y_SEQ) {
-            schema_error(c, n, "%s: expected a list of strings, found %s", f->key, ykind_name(n));
-            break;
-        }
-        strv_release(sv);
-        for (size_t i = 0; i < n->n; i++) {
-            const ynode *it = n->items[i];
-            if (it->kind != Y_SCALAR || yscalar_is_null(it)) {
-                schema_error(c, it, "%s[%zu]: expected a string, found %s", f->key, i, ykind_name(it));
-                continue;
-            }
-            if (text_has_control(it->s, false)) {
-                schema_error(c, it, "%s[%zu]: control character in string", f->key, i);
-                continue;
-            }
-            strv_push(sv, it->s);
-        }
-        break;
-    }
-    case F_ENV: {
-        kvlist *kl = AT(obj, f->off, kvlist);
-        if (n->kind != Y_MAP) {
-            schema_error(c, n, "%s: expected a mapping of NAME: value, found %s", f->key, ykind_name(n));
-            break;
-        }
-        for (size_t i = 0; i < n->npairs; i++) {
-            const ynode *k = n->pairs[i].key, *v = n->pairs[i].val;
-            bool okname = (isalpha((unsigned char)k->s[0]) || k->s[0] == '_');
-            for (const char *p = k->s; *p && okname; p++)
-                if (!isalnum((unsigned char)*p) && *p != '_') okname = false;
-            if (!okname) {
-                schema_error(c, k, "%s: '%s' is not a valid environment variable name", f->key, k->s);
-                continue;
-            }
-            if (v->kind != Y_SCALAR) {
-                schema_error(c, v, "%s.%s: expected a string, found %s", f->key, k->s, ykind_name(v));
-                continue;
-            }
-            if (text_has_control(v->s, false)) {
-                schema_error(c, v, "%s.%s: control character in string", f->key, k->s);
-                continue;
-            }
-            const char *val = v->s;
-            int b = yscalar_bool(v);
-            if (b >= 0) val = b ? "true" : "false"; /* what PyYAML + str() gives, lowercased */
-            kvlist_set(kl, k->s, yscalar_is_null(v) ? "" : val, ypos(c->file, k));
-        }
-        break;
-    }
-    case F_SECTION:
-        if (n->kind != Y_MAP) {
-            schema_error(c, n, "%s: expected a mapping, found %s", f->key, ykind_name(n));
-            break;
-        }
-        {
-            char saved[sizeof c->subject];
-            memcpy(saved, c->subject, sizeof saved);
-            size_t l = strlen(c->subject);
-            snprintf(c->subject + l, sizeof c->subject - l, "%s%s", l ? ": " : "", f->key);
-            schema_parse(c, f->sub, n, obj);
-            memcpy(c->subject, saved, sizeof saved);
-        }
-        break;
-    case F_CUSTOM:
-        f->parse(c, f, n, obj);
-        break;
+    case F_TRI: parse_v_bool(c, f, n, obj, rng); break;
+    case F_DURATION: parse_v_duration(c, f, n, obj, rng); break;
+    case F_ENUM: parse_v_enum(c, f, n, obj, rng); break;
+    case F_STRV: parse_v_strv(c, f, n, obj, rng); break;
+    case F_ENV: parse_v_env(c, f, n, obj, rng); break;
+    case F_SECTION: parse_v_section(c, f, n, obj, rng); break;
+    case F_CUSTOM: f->parse(c, f, n, obj); break;
     }
 }
 
