@@ -189,26 +189,15 @@ static void reap_blocking(pid_t pid, int *status)
     }
 }
 
-int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res, char *err,
-                size_t errlen)
+/* Fork and exec argv[0] (found in PATH) with o's env and cwd, stdin
+ * /dev/null, stdout a pipe: the child's pid with *outfd the pipe's read
+ * end once the exec succeeded, or -1 with err and res->start_errno (an
+ * exec that failed is reaped here). */
+static pid_t spawn_child(char *const argv[], const run_opts *o, int *outfd, run_result *res, int64_t t0,
+                         char *err, size_t errlen)
 {
-    run_result local;
-    if (!res) res = &local;
-    memset(res, 0, sizeof *res);
-    char et[128];
-    if (!argv || !argv[0] || !argv[0][0]) {
-        res->start_errno = EINVAL;
-        errf(err, errlen, "empty command");
-        return -1;
-    }
-    if (!o || o->timeout_ms <= 0) {
-        res->start_errno = EINVAL;
-        errf(err, errlen, "'%s': no deadline given", argv[0]);
-        return -1;
-    }
     const char *name = argv[0];
-    int64_t t0 = clock_mono_ms();
-
+    char et[128];
     int e = 0;
     char *path = run_which(name, &e);
     if (!path) {
@@ -247,26 +236,50 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
     while ((got = read(failp[0], &cf, sizeof cf)) < 0 && errno == EINTR) {
     }
     close(failp[0]);
-    int status = 0;
     if (got == (ssize_t)sizeof cf) {
+        int status;
         close(outp[0]);
         reap_blocking(pid, &status);
         res->start_errno = cf.errnum;
         res->elapsed_ms = clock_mono_ms() - t0;
         if (cf.stage == STAGE_CHDIR)
             errf(err, errlen, "'%s': cannot change directory to '%s': %s", name, o->cwd,
-                   errtext(cf.errnum, et, sizeof et));
+                 errtext(cf.errnum, et, sizeof et));
         else
             errf(err, errlen, "'%s': %s", name, errtext(cf.errnum, et, sizeof et));
         return -1;
     }
+    *outfd = outp[0];
+    return pid;
 
-    int outfd = outp[0];
+sys_fail:
+    e = errno;
+    res->start_errno = e;
+    errf(err, errlen, "'%s': %s: %s", name, what, errtext(e, et, sizeof et));
+    if (devnull >= 0) close(devnull);
+    for (int i = 0; i < 2; i++) {
+        if (outp[i] >= 0) close(outp[i]);
+        if (failp[i] >= 0) close(failp[i]);
+    }
+    free(path);
+    strv_release(&envv);
+    return -1;
+}
+
+/* Read the child's output (up to the cap) until it is done and reaped or
+ * the deadline passes (res->timed_out: its group is killed and reaped).
+ * *status is the wait status; *lost when SIGCHLD was ignored and the
+ * status is gone.  Closes outfd. */
+static void collect(pid_t pid, int outfd, const run_opts *o, int64_t t0, buf *out, run_result *res,
+                    int *status, bool *lost)
+{
     fcntl(outfd, F_SETFL, fcntl(outfd, F_GETFL) | O_NONBLOCK);
     int pidfd = open_pidfd(pid);
     size_t cap = o->max_output ? o->max_output : (size_t)1 << 20, kept = 0;
     int64_t deadline = t0 + o->timeout_ms;
-    bool eof = false, reaped = false, lost = false;
+    bool eof = false, reaped = false;
+    *status = 0;
+    *lost = false;
 
     while (!(eof && reaped)) {
         int64_t left = deadline - clock_mono_ms();
@@ -293,11 +306,11 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
         }
         if (oi >= 0 && pf[oi].revents) read_ready(outfd, out, cap, &kept, &eof, &res->truncated);
         if (!reaped) {
-            pid_t w = waitpid(pid, &status, WNOHANG);
+            pid_t w = waitpid(pid, status, WNOHANG);
             if (w == pid) {
                 reaped = true;
             } else if (w < 0 && errno != EINTR) {
-                reaped = lost = true; /* SIGCHLD ignored: the status is gone */
+                reaped = *lost = true; /* SIGCHLD ignored: the status is gone */
             }
         }
     }
@@ -305,11 +318,37 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
         kill(-pid, SIGKILL);
         if (!reaped) {
             kill(pid, SIGKILL);
-            reap_blocking(pid, &status);
+            reap_blocking(pid, status);
         }
     }
     close(outfd);
     if (pidfd >= 0) close(pidfd);
+}
+
+int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res, char *err,
+                size_t errlen)
+{
+    run_result local;
+    if (!res) res = &local;
+    memset(res, 0, sizeof *res);
+    if (!argv || !argv[0] || !argv[0][0]) {
+        res->start_errno = EINVAL;
+        errf(err, errlen, "empty command");
+        return -1;
+    }
+    if (!o || o->timeout_ms <= 0) {
+        res->start_errno = EINVAL;
+        errf(err, errlen, "'%s': no deadline given", argv[0]);
+        return -1;
+    }
+    const char *name = argv[0];
+    int64_t t0 = clock_mono_ms();
+    int outfd = -1;
+    pid_t pid = spawn_child(argv, o, &outfd, res, t0, err, errlen);
+    if (pid < 0) return -1;
+    int status;
+    bool lost;
+    collect(pid, outfd, o, t0, out, res, &status, &lost);
     res->elapsed_ms = clock_mono_ms() - t0;
 
     if (res->timed_out) {
@@ -329,18 +368,5 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
     }
     res->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     errf(err, errlen, "'%s' was killed by signal %d", name, res->term_signal);
-    return -1;
-
-sys_fail:
-    e = errno;
-    res->start_errno = e;
-    errf(err, errlen, "'%s': %s: %s", name, what, errtext(e, et, sizeof et));
-    if (devnull >= 0) close(devnull);
-    for (int i = 0; i < 2; i++) {
-        if (outp[i] >= 0) close(outp[i]);
-        if (failp[i] >= 0) close(failp[i]);
-    }
-    free(path);
-    strv_release(&envv);
     return -1;
 }
