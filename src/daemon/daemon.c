@@ -18,6 +18,7 @@
 #include "util/log.h"
 #include "daemon/notify.h"
 #include "daemon/pidlock.h"
+#include "daemon/rhost.h"
 #include "daemon/switch.h"
 #include "router/router.h"
 #include "util/buf.h"
@@ -36,6 +37,7 @@
 
 typedef struct dmn {
     gpumodd g;
+    rhost_glue *rglue; /* what the router is lent (daemon/rhost.c) */
     uv_loop_t loop;
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t wd_timer; /* systemd's WATCHDOG=1 */
@@ -478,8 +480,9 @@ static void reconciled(void *ud)
     switch_env se = {.loop = &m->loop, .sup = g->sup, .hm = g->hm, .st = g->st, .cfg = &g->cfg,
                      .on_event = on_event, .ud = m};
     g->sw = switch_new(&se);
-    router_env re = {.loop = &m->loop, .sup = g->sup, .hm = g->hm, .sw = g->sw, .state_dir = g->state_dir,
-                     .listen = m->opts.listen, .no_router = m->opts.no_router, .insecure = m->opts.insecure};
+    router_env re = {.loop = &m->loop, .state_dir = g->state_dir, .listen = m->opts.listen,
+                     .no_router = m->opts.no_router, .insecure = m->opts.insecure};
+    m->rglue = rhost_fill(&re.host, g);
     g->router = router_new(&re, g->cfg);
     act_set_events(router_activator(g->router), g->st, on_event, m);
     switch_set_end(g->sw, on_switch_end, m);
@@ -653,6 +656,8 @@ static int run_loop(dmn *m)
     uv_run(&m->loop, UV_RUN_DEFAULT);
     router_free(g->router);
     g->router = NULL;
+    rhost_free(m->rglue);
+    m->rglue = NULL;
     switch_free(g->sw);
     g->sw = NULL;
     if (uv_loop_close(&m->loop) == UV_EBUSY) log_warn("loop closed with handles still open");

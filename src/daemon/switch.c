@@ -791,8 +791,23 @@ static void rank_one(swx *x, const mode *md, const snapshot *snap, plan_choice *
     run_free(t);
 }
 
+/* A switch_rank's caller, behind the run's ordinary callback: errors
+ * (503 at shutdown) come through rank_failed, the candidates through
+ * rank_planned. */
+typedef struct rank_wait {
+    switch_rank_cb cb;
+    void *ud;
+} rank_wait;
+
+static void rank_failed(const switch_result *res, void *ud)
+{
+    rank_wait *w = ud;
+    w->cb(res, NULL, 0, w->ud);
+    free(w);
+}
+
 /* switch_rank's answer: every mode containing r->rank_for, judged on one
- * snapshot and ranked (plan_rank), as JSON. */
+ * snapshot and ranked (plan_rank), as values. */
 static void rank_planned(run *r, const snapshot *snap)
 {
     const config *cfg = cfg_of(r->x);
@@ -801,21 +816,13 @@ static void rank_planned(run *r, const snapshot *snap)
     for (size_t i = 0; i < cfg->n_modes; i++)
         if (strv_find(&cfg->modes[i].services, r->rank_for) >= 0) rank_one(r->x, &cfg->modes[i], snap, &c[n++]);
     plan_rank(c, n);
-    buf b = BUF_INIT;
-    buf_adds(&b, "{\"service\":");
-    buf_json_str(&b, r->rank_for);
-    buf_adds(&b, ",\"candidates\":[");
-    for (size_t i = 0; i < n; i++) {
-        buf_adds(&b, i ? ",{\"mode\":" : "{\"mode\":");
-        buf_json_str(&b, c[i].mode);
-        buf_printf(&b, ",\"ok\":%s,\"stops\":%zu,\"services\":%zu,\"declared_mb\":%lld,\"why\":",
-                   c[i].ok ? "true" : "false", c[i].nstops, c[i].nservices, (long long)c[i].declared_mb);
-        buf_json_str_or_null(&b, c[i].ok ? NULL : c[i].why);
-        buf_addc(&b, '}');
+    if (!r->answered) {
+        r->answered = true;
+        rank_wait *w = r->ud;
+        switch_result ok = {.status = 200};
+        w->cb(&ok, c, n, w->ud);
+        free(w);
     }
-    buf_adds(&b, "]}");
-    answer(r, 200, NULL, NULL, b.p);
-    buf_release(&b);
     free(c);
 }
 
@@ -1714,15 +1721,18 @@ int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
     return run_begin(x, r);
 }
 
-void switch_rank(swx *x, const char *service, switch_cb cb, void *ud)
+void switch_rank(swx *x, const char *service, switch_rank_cb cb, void *ud)
 {
     if (x->closing) {
         switch_result res = {503, "shutting_down", "the daemon is shutting down", NULL};
-        cb(&res, ud);
+        cb(&res, NULL, 0, ud);
         return;
     }
     switch_req rq = {.mode = "none", .origin = "router", .dry_run = true};
-    run *r = run_new(x, &rq, cb, ud);
+    rank_wait *w = xcalloc(1, sizeof *w);
+    w->cb = cb;
+    w->ud = ud;
+    run *r = run_new(x, &rq, rank_failed, w);
     r->rank_for = xstrdup(service);
     r->next_dry = x->dry_head; /* answered 503 and freed at shutdown if its snapshot is late */
     x->dry_head = r;
@@ -1768,6 +1778,13 @@ void switch_current_json(swx *x, buf *out)
     buf_adds(out, ",\"service\":");
     buf_json_str_or_null(out, p ? p->service : NULL);
     buf_addc(out, '}');
+}
+
+bool switch_current_mode(swx *x, char *out, size_t outlen)
+{
+    if (!x->cur) return false;
+    snprintf(out, outlen, "%s", x->cur->mode);
+    return true;
 }
 
 int64_t switch_wait_bound(swx *x, int64_t timeout_ms)

@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "core/plan.h"
 #include "daemon/hostmon.h"
 #include "daemon/supervisor.h"
 #include "store/db.h"
@@ -73,10 +74,10 @@ int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud);
 /* Judge every mode containing service by its plan on one fresh snapshot,
  * best first (plan_rank: fits, then fewest stops, then smallest); nothing
  * is changed and no journal row written.  cb once, with status 200 and
- * json {"service": ID, "candidates": [{"mode", "ok", "stops" (how many),
- * "services", "declared_mb", "why" (null when ok)}...]} (empty when no
- * mode contains it), or 503 shutting_down. */
-void switch_rank(swx *x, const char *service, switch_cb cb, void *ud);
+ * the candidates as values (n 0 when no mode contains it; c and its
+ * strings borrowed for the call), or 503 shutting_down (c NULL). */
+typedef void (*switch_rank_cb)(const switch_result *r, const plan_choice *c, size_t n, void *ud);
+void switch_rank(swx *x, const char *service, switch_rank_cb cb, void *ud);
 
 /* The longest a switch asked now may take until it is answered, in ms:
  * its timeout (timeout_ms, 0: switch.timeout), then the worst rollback
@@ -148,6 +149,8 @@ int switch_committed(swx *x, char *out, size_t outlen);
 int switch_journal_json(swx *x, size_t limit, buf *out, char *err, size_t errlen);
 /* The switch in progress as JSON ({"id","mode","from","origin",...}) or "null". */
 void switch_current_json(swx *x, buf *out);
+/* The mode of the switch in progress into out: true, or false when none. */
+bool switch_current_mode(swx *x, char *out, size_t outlen);
 
 /* A switch in progress is abandoned: its journal entry is marked
  * interrupted ("the daemon shut down"), no rollback is tried (the

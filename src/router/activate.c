@@ -11,7 +11,7 @@
  * act_cancel freely.
  *
  * While any waiter exists a 100 ms timer looks at each waited-for
- * service's state and load percentage (sup_states: no JSON, a few
+ * service's state and load percentage (the daemon's states: a few
  * compares), tells waiters when they change, and answers the waiters
  * whose deadline has passed (504).  With no waiters it is stopped.
  *
@@ -19,17 +19,18 @@
  * supervisor's admission asks the gate on fresh figures and spawns
  * nothing when it says no), and only on the gate's refusal switches to a
  * mode containing the service: the one whose plan fits, with the fewest
- * stops, then the smallest (switch_rank on one snapshot; a mode that the
+ * stops, then the smallest (the daemon's rank, on one snapshot; a mode the
  * plan refuses is never tried, and when none fits the 503 names each and
  * why).  A load in flight holds an op
  * whose activator pointer is cleared by act_free, so a late callback from
- * the supervisor or the switch finds nothing to answer and frees the op. */
+ * the supervisor or the switch finds nothing to answer and frees the op.
+ * The supervisor and the switch are reached only through the table the
+ * daemon lends (rhost.h). */
 #include "router/activate.h"
 
 #include "util/log.h"
 #include "util/clock.h"
 
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,7 @@ struct act_op {
 
 struct activator {
     uv_loop_t *loop;
-    sup *s;
-    swx *sw;
+    router_host h; /* what the daemon lends (rhost.h) */
     const config *cfg;
     rmetrics *m;
     act_svc **svcs;
@@ -114,8 +114,8 @@ static int policy_of(activator *a, const preset *p)
 
 static bool state_of(activator *a, const char *id, svc_state *st, int *pct)
 {
-    sup_state_info i;
-    if (!a->s || sup_states(a->s, id, &i, 1) != 1) return false;
+    rh_state i;
+    if (!a->h.states || a->h.states(a->h.ud, id, &i, 1) != 1) return false;
     *st = i.state;
     if (pct) *pct = i.progress_pct;
     return true;
@@ -323,22 +323,19 @@ static char *failed_message(const char *id)
 
 /* ---- choosing a mode ------------------------------------------------------- */
 
-
 /* The mode of the switch in progress (caller frees), NULL when none. */
 static char *switch_in_progress(activator *a)
 {
-    if (!a->sw) return NULL;
-    buf b = BUF_INIT;
-    switch_current_json(a->sw, &b);
-    char *cur = NULL;
-    if (b.len && strcmp(b.p, "null") != 0) {
-        cJSON *j = cJSON_ParseWithLength(b.p, b.len);
-        const cJSON *m = j ? cJSON_GetObjectItemCaseSensitive(j, "mode") : NULL;
-        cur = xstrdup(cJSON_IsString(m) ? m->valuestring : "");
-        cJSON_Delete(j);
-    }
-    buf_release(&b);
-    return cur;
+    char id[256];
+    if (!a->h.switching || !a->h.switching(a->h.ud, id, sizeof id)) return NULL;
+    return xstrdup(id);
+}
+
+/* Whether the daemon lends a switch (and there is a configuration to
+ * find modes in): an activation may switch modes. */
+static bool can_switch(const activator *a)
+{
+    return a->h.switch_to && a->h.rank && a->cfg;
 }
 
 /* ---- loads ------------------------------------------------------------------ */
@@ -362,23 +359,18 @@ static void op_end(act_op *op, bool ok)
     op_free(op);
 }
 
-static void on_switch(const switch_result *r, void *ud);
+static void on_switch(const rh_result *r, void *ud);
 static void begin_switch(act_op *op, const char *mode_id);
 
 /* Why no candidate is taken: each mode and what its plan refused, after
  * the start's own refusal.  Caller frees. */
-static char *no_fit_message(const char *id, const char *start_msg, const cJSON *cands)
+static char *no_fit_message(const char *id, const char *start_msg, const plan_choice *c, size_t n)
 {
     buf b = BUF_INIT;
     buf_printf(&b, "%s; no mode containing '%s' fits:", start_msg, id);
-    const cJSON *c;
-    int i = 0;
-    cJSON_ArrayForEach(c, cands)
-    {
-        const cJSON *m = cJSON_GetObjectItemCaseSensitive(c, "mode"), *w = cJSON_GetObjectItemCaseSensitive(c, "why");
-        buf_printf(&b, "%s mode '%s': %s", i++ ? ";" : "", cJSON_IsString(m) ? m->valuestring : "?",
-                   cJSON_IsString(w) ? w->valuestring : "refused");
-    }
+    for (size_t i = 0; i < n; i++)
+        buf_printf(&b, "%s mode '%s': %s", i ? ";" : "", c[i].mode ? c[i].mode : "?",
+                   c[i].why[0] ? c[i].why : "refused");
     return buf_detach(&b);
 }
 
@@ -392,9 +384,9 @@ static act_op *op_live(void *ud)
     return NULL;
 }
 
-/* switch_rank's answer for a start the gate refused: switch to the best
+/* The ranked modes for a start the gate refused: switch to the best
  * mode whose plan fits, else answer 503 naming each candidate. */
-static void on_rank(const switch_result *r, void *ud)
+static void on_rank(const rh_result *r, const plan_choice *c, size_t n, void *ud)
 {
     act_op *op = op_live(ud);
     if (!op) return;
@@ -404,19 +396,13 @@ static void on_rank(const switch_result *r, void *ud)
         op_end(op, false);
         return;
     }
-    cJSON *j = cJSON_Parse(r->json ? r->json : "");
-    const cJSON *cands = j ? cJSON_GetObjectItemCaseSensitive(j, "candidates") : NULL;
-    const cJSON *best = cJSON_GetArrayItem(cands, 0);
-    const cJSON *bm = best ? cJSON_GetObjectItemCaseSensitive(best, "mode") : NULL;
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(best, "ok")) && cJSON_IsString(bm)) {
-        begin_switch(op, bm->valuestring);
-        cJSON_Delete(j);
+    if (n && c[0].ok && c[0].mode) {
+        begin_switch(op, c[0].mode);
         return;
     }
-    char *m = best ? no_fit_message(v->id, op->message ? op->message : "the start was refused", cands)
-                   : xasprintf("%s; no mode contains '%s', so no switch can make room",
-                               op->message ? op->message : "the start was refused", v->id);
-    cJSON_Delete(j);
+    char *m = n ? no_fit_message(v->id, op->message ? op->message : "the start was refused", c, n)
+                : xasprintf("%s; no mode contains '%s', so no switch can make room",
+                            op->message ? op->message : "the start was refused", v->id);
     finish_all(v, 503, "unavailable", m, ACT_RETRY_AFTER_S);
     free(m);
     op_end(op, false);
@@ -429,11 +415,10 @@ static void begin_switch(act_op *op, const char *mode_id)
     free(op->mode);
     op->mode = xstrdup(mode_id);
     op->switch_t0_ms = clock_mono_ms();
-    switch_req rq = {.mode = mode_id, .origin = "router", .queue = true};
-    switch_request(a->sw, &rq, on_switch, op);
+    a->h.switch_to(a->h.ud, mode_id, "router", on_switch, op);
 }
 
-static void on_sup(const sup_result *r, void *ud)
+static void on_sup(const rh_result *r, void *ud)
 {
     act_op *op = op_live(ud);
     if (!op) return;
@@ -447,11 +432,11 @@ static void on_sup(const sup_result *r, void *ud)
     }
     const char *msg = r->message ? r->message : "the start was refused";
     if (r->status == 409 && r->code && !strcmp(r->code, "gate_refused")) {
-        if (op->stage == OP_START_FIRST && a->sw && a->cfg) {
+        if (op->stage == OP_START_FIRST && can_switch(a)) {
             op->tried_start = true;
             free(op->message);
             op->message = xstrdup(msg); /* for the 503 when no mode fits */
-            switch_rank(a->sw, id, on_rank, op);
+            a->h.rank(a->h.ud, id, on_rank, op);
             return;
         } else {
             finish_all(v, 503, "unavailable", msg, ACT_RETRY_AFTER_S);
@@ -468,7 +453,7 @@ static void on_sup(const sup_result *r, void *ud)
     op_end(op, false);
 }
 
-static void on_switch(const switch_result *r, void *ud)
+static void on_switch(const rh_result *r, void *ud)
 {
     act_op *op = op_live(ud);
     if (!op) return;
@@ -504,7 +489,7 @@ static void on_switch(const switch_result *r, void *ud)
 static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
 {
     const mode *md = NULL;
-    if (policy == ACT_SWITCH && st == SVC_DOWN && a->sw && a->cfg) {
+    if (policy == ACT_SWITCH && st == SVC_DOWN && can_switch(a)) {
         /* a switch in progress owns the memory: ours joins it when its mode
          * has the service (a no-op once it is committed); else nothing is
          * judged on memory in motion: the tick drives again once it ended */
@@ -526,12 +511,17 @@ static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
         begin_switch(op, md->id);
         return;
     }
-    if (policy == ACT_SWITCH && st == SVC_DOWN && a->sw && a->cfg) {
+    if (policy == ACT_SWITCH && st == SVC_DOWN && can_switch(a)) {
         op->stage = OP_START_FIRST;
     } else {
         op->stage = policy == ACT_SWITCH ? OP_START_FIRST : OP_START_ONLY;
     }
-    sup_start(a->s, v->id, "router", on_sup, op);
+    if (!a->h.start) {
+        rh_result r = {503, "unavailable", "the daemon lends no supervisor"};
+        on_sup(&r, op);
+        return;
+    }
+    a->h.start(a->h.ud, v->id, "router", on_sup, op);
 }
 
 /* v has waiters and no load: answer them or begin one. */
@@ -614,12 +604,11 @@ static void tick_cb(uv_timer_t *t)
 
 /* ---- the API ------------------------------------------------------------------ */
 
-activator *act_new(uv_loop_t *loop, sup *s, swx *sw, const config *cfg, rmetrics *m)
+activator *act_new(uv_loop_t *loop, const router_host *h, const config *cfg, rmetrics *m)
 {
     activator *a = xcalloc(1, sizeof *a);
     a->loop = loop;
-    a->s = s;
-    a->sw = sw;
+    if (h) a->h = *h;
     a->cfg = cfg;
     a->m = m;
     a->tick = xcalloc(1, sizeof *a->tick);

@@ -3,7 +3,7 @@
  * `activation` (else router.activation):
  *   switch  start it beside the current services when the gate allows,
  *           else switch to the best mode containing it whose plan fits
- *           (switch_rank: fewest stops, then smallest), else 503 naming
+ *           (the daemon's rank: fewest stops, then smallest), else 503 naming
  *           each mode and why
  *   start   start it beside the others only if the gate allows, else 503
  *   reject  503 with Retry-After
@@ -21,8 +21,7 @@
 #include <uv.h>
 
 #include "config/config.h"
-#include "daemon/supervisor.h"
-#include "daemon/switch.h"
+#include "router/rhost.h"
 #include "router/rmetrics.h"
 #include "store/db.h"
 #include "util/buf.h"
@@ -45,8 +44,9 @@ typedef void (*act_done_cb)(void *ud, int status, const char *code, const char *
  * whenever either changes (not per tick).  May call act_cancel. */
 typedef void (*act_progress_cb)(void *ud, int pct, const char *state);
 
-/* cfg borrowed (act_set_config on reload); m may be NULL. */
-activator *act_new(uv_loop_t *loop, sup *s, swx *sw, const config *cfg, rmetrics *m);
+/* h copied (what the daemon lends: rhost.h; NULL: nothing); cfg
+ * borrowed (act_set_config on reload); m may be NULL. */
+activator *act_new(uv_loop_t *loop, const router_host *h, const config *cfg, rmetrics *m);
 void act_set_config(activator *a, const config *cfg);
 
 /* The event sink (optional; none until set): one `router.activation`

@@ -60,9 +60,7 @@ typedef struct rsvc {
 
 struct router {
     uv_loop_t *loop;
-    sup *sup;
-    hostmon *hm;
-    swx *sw;
+    router_host h; /* what the daemon lends (rhost.h) */
     char *state_dir, *listen_override;
     bool no_router, insecure;
     const config *cfg;

@@ -264,7 +264,7 @@ static void outcome_hists(prom_writer *w, const prom_hist h[2])
 
 #define MAX_STATES 256
 
-int rm_render(rmetrics *m, sup *s, hostmon *hm, buf *out, char *err, size_t errlen)
+int rm_render(rmetrics *m, const router_host *h, buf *out, char *err, size_t errlen)
 {
     prom_writer w;
     prom_init(&w, out);
@@ -319,9 +319,9 @@ int rm_render(rmetrics *m, sup *s, hostmon *hm, buf *out, char *err, size_t errl
                 "Mode switches the router asked for, by outcome.");
     outcome_hists(&w, m->sw);
 
-    if (s) {
-        sup_state_info *st = xcalloc(MAX_STATES, sizeof *st);
-        size_t n = sup_states(s, NULL, st, MAX_STATES);
+    if (h && h->states) {
+        rh_state *st = xcalloc(MAX_STATES, sizeof *st);
+        size_t n = h->states(h->ud, NULL, st, MAX_STATES);
         prom_family(&w, "gpumod_service_state", PROM_GAUGE,
                     "Each service's lifecycle state: 1 for the state it is in, 0 for the others.");
         for (size_t i = 0; i < n; i++) {
@@ -335,7 +335,7 @@ int rm_render(rmetrics *m, sup *s, hostmon *hm, buf *out, char *err, size_t errl
         free(st);
     }
 
-    const snapshot *snap = hm ? hostmon_last(hm, NULL) : NULL;
+    const snapshot *snap = h && h->last_snapshot ? h->last_snapshot(h->ud) : NULL;
     if (snap) {
         char idx[16];
         prom_family(&w, "gpumod_gpu_memory_free_bytes", PROM_GAUGE,

@@ -20,8 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/hostmon.h"
-#include "daemon/supervisor.h"
+#include "router/rhost.h"
 #include "util/buf.h"
 
 typedef struct rmetrics rmetrics;
@@ -43,7 +42,8 @@ void rm_queue_wait(rmetrics *m, double seconds);
 void rm_activation(rmetrics *m, double seconds, bool ok);
 void rm_switch(rmetrics *m, double seconds, bool ok);
 
-/* The whole page.  s and hm may be NULL (no service or memory figures). */
-int rm_render(rmetrics *m, sup *s, hostmon *hm, buf *out, char *err, size_t errlen);
+/* The whole page, the services and memory read through h (NULL, or a
+ * NULL member: no service or memory figures). */
+int rm_render(rmetrics *m, const router_host *h, buf *out, char *err, size_t errlen);
 
 #endif

@@ -336,7 +336,7 @@ static void refresh_flags(router *rt)
 {
     char cur[256];
     const mode *md = NULL;
-    if (rt->sw && switch_committed(rt->sw, cur, sizeof cur) == 1) md = config_mode(rt->cfg, cur);
+    if (rt->h.committed && rt->h.committed(rt->h.ud, cur, sizeof cur)) md = config_mode(rt->cfg, cur);
     for (size_t i = 0; i < rt->n_svcs; i++) {
         unsigned f = running_state(rt->svcs[i]->state) ? ROUTE_F_RUNNING : 0;
         if (md && strv_find(&md->services, rt->svcs[i]->id) >= 0) f |= ROUTE_F_IN_MODE;
@@ -348,8 +348,8 @@ static void list_fetch(router *rt, rsvc *s);
 
 static void seed_states(router *rt)
 {
-    sup_usage u[128];
-    size_t n = rt->sup ? sup_usages(rt->sup, u, 128) : 0;
+    rh_usage u[128];
+    size_t n = rt->h.usages ? rt->h.usages(rt->h.ud, u, 128) : 0;
     for (size_t i = 0; i < rt->n_svcs; i++) {
         rsvc *s = rt->svcs[i];
         for (size_t k = 0; k < n; k++)
@@ -638,10 +638,10 @@ static void drain_timer_cb(uv_timer_t *t)
         kill_list(&s->inflight, 503, "draining", msg);
     }
     rt->draining = false;
-    switch_drained(rt->sw, rt->drain_ticket);
+    if (rt->h.drained) rt->h.drained(rt->h.ud, rt->drain_ticket);
 }
 
-static void on_drain_hook(swx *x, uint64_t ticket, const char *const *leaving, size_t n, int64_t timeout_ms, void *ud)
+static void on_drain_hook(uint64_t ticket, const char *const *leaving, size_t n, int64_t timeout_ms, void *ud)
 {
     router *rt = ud;
     rt->draining = true;
@@ -664,7 +664,7 @@ static void on_drain_hook(swx *x, uint64_t ticket, const char *const *leaving, s
     uv_timer_start(&rt->drain_timer, drain_timer_cb, inflight ? (uint64_t)due : 0, 0);
 }
 
-static void on_undrain_hook(swx *x, uint64_t ticket, const char *const *names, size_t n, void *ud)
+static void on_undrain_hook(uint64_t ticket, const char *const *names, size_t n, void *ud)
 {
     router *rt = ud;
     if (rt->drain_ticket == ticket && rt->draining) {
@@ -723,7 +723,7 @@ static void get_metrics(router *rt, srv_conn *c, const http_msg *m)
 {
     buf b = BUF_INIT;
     char err[256];
-    if (!rt->rm || rm_render(rt->rm, rt->sup, rt->hm, &b, err, sizeof err)) {
+    if (!rt->rm || rm_render(rt->rm, &rt->h, &b, err, sizeof err)) {
         answer_error(rt, c, m, false, 500, "internal_error", "metrics: %s", rt->rm ? err : "no metrics");
     } else {
         answer(rt, c, m, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.len, 0);
@@ -1130,9 +1130,7 @@ router *router_new(const router_env *env, const config *cfg)
 {
     router *rt = xcalloc(1, sizeof *rt);
     rt->loop = env->loop;
-    rt->sup = env->sup;
-    rt->hm = env->hm;
-    rt->sw = env->sw;
+    rt->h = env->host;
     rt->state_dir = xstrdup(env->state_dir);
     rt->listen_override = env->listen ? xstrdup(env->listen) : NULL;
     rt->no_router = env->no_router;
@@ -1144,14 +1142,13 @@ router *router_new(const router_env *env, const config *cfg)
     rt->table.def = SIZE_MAX;
     default_load(rt);
     rt->rm = rm_new();
-    rt->act = act_new(rt->loop, rt->sup, rt->sw, cfg, rt->rm);
+    rt->act = act_new(rt->loop, &rt->h, cfg, rt->rm);
     uv_timer_init(rt->loop, &rt->drain_timer);
     rt->drain_timer.data = rt;
     rt->drain_timer_init = true;
     apply_config(rt, cfg);
-    if (rt->sw) {
-        switch_set_drain(rt->sw, on_drain_hook, rt);
-        switch_set_undrain(rt->sw, on_undrain_hook, rt);
+    if (rt->h.set_drain) {
+        rt->h.set_drain(rt->h.ud, on_drain_hook, on_undrain_hook, rt);
     }
     return rt;
 }
@@ -1231,9 +1228,8 @@ void router_close(router *rt, void (*cb)(void *ud), void *ud)
     rt->close_cb = cb;
     rt->close_ud = ud;
     rt->pending = 1;
-    if (rt->sw) {
-        switch_set_drain(rt->sw, NULL, NULL);
-        switch_set_undrain(rt->sw, NULL, NULL);
+    if (rt->h.set_drain) {
+        rt->h.set_drain(rt->h.ud, NULL, NULL, NULL);
     }
     while (rt->all) relay_kill(rt->all, 503, "shutting_down", "the daemon is shutting down");
     if (rt->act) {

@@ -17,12 +17,10 @@
 #include <uv.h>
 
 #include "config/config.h"
-#include "daemon/hostmon.h"
-#include "daemon/supervisor.h"
-#include "daemon/switch.h"
 #include "net/server.h"
 #include "store/db.h"
 #include "router/activate.h"
+#include "router/rhost.h"
 #include "router/rmetrics.h"
 #include "util/buf.h"
 
@@ -30,9 +28,7 @@ typedef struct router router;
 
 typedef struct router_env {
     uv_loop_t *loop;
-    sup *sup;              /* borrowed */
-    hostmon *hm;           /* borrowed; may be NULL */
-    swx *sw;               /* borrowed; the drain hook is registered on it */
+    router_host host;      /* what the daemon lends (rhost.h); its drain hooks are set on it */
     const char *state_dir; /* the router default is kept in <state_dir>/route-default */
     const char *listen;    /* --listen HOST:PORT, or NULL: router.listen */
     bool no_router;        /* --no-router: do not listen */

@@ -1,9 +1,9 @@
 /* test_activate.c - activation on demand (src/router/activate.c) on a
- * real libuv loop against stubs of the supervisor (sup_states, sup_start)
- * and the switch (switch_request, switch_current_json) that record every
- * call and complete them when the test says: one shared load per service,
+ * real libuv loop against a fake of what the daemon lends the router (a
+ * router_host table: states, start, switch_to, rank, switching) whose
+ * members record every call and complete them when the test says: one shared load per service,
  * the `switch` rule (start beside, else the best mode containing the
- * service as switch_rank judged them, else 503 naming each and why), `start` (503 with the gate's
+ * service as the rank judged them, else 503 naming each and why), `start` (503 with the gate's
  * reason and Retry-After, never a switch), `reject`, a failed service
  * (never reset: 503 saying a person must start it), the bounded queue
  * (429), the deadline (504, the load goes on), progress callbacks on
@@ -45,122 +45,114 @@ static fake_svc *fake(const char *id)
     return NULL;
 }
 
-size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max)
+static size_t fake_states(void *ud, const char *id, rh_state *out, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < g_nsvc && n < max; i++)
-        if (!id || !strcmp(id, g_svc[i].id)) out[n++] = (sup_state_info){g_svc[i].id, g_svc[i].state, g_svc[i].pct};
+        if (!id || !strcmp(id, g_svc[i].id)) out[n++] = (rh_state){g_svc[i].id, g_svc[i].state, g_svc[i].pct};
     return n;
 }
 
-/* sup_start: recorded; answered by sup_finish (or at once when g_now_status is set) */
+/* start: recorded; answered by sup_finish (or at once when g_now_status is set) */
 static int g_starts;
 static char g_start_id[64], g_start_origin[32];
-static sup_cb g_start_cb;
+static rh_done g_start_cb;
 static void *g_start_ud;
 static int g_now_status; /* answer inside sup_start, as the supervisor does for errors found at once */
 static const char *g_now_code, *g_now_msg;
 
-uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
+static void fake_start(void *h, const char *id, const char *origin, rh_done cb, void *ud)
 {
     g_starts++;
     snprintf(g_start_id, sizeof g_start_id, "%s", id);
     snprintf(g_start_origin, sizeof g_start_origin, "%s", origin ? origin : "(null)");
     if (g_now_status) {
-        sup_result r = {g_now_status, g_now_code, g_now_msg, NULL};
+        rh_result r = {g_now_status, g_now_code, g_now_msg};
         cb(&r, ud);
-        return 0;
+        return;
     }
     assert_null(g_start_cb); /* one load per service in these tests */
     g_start_cb = cb;
     g_start_ud = ud;
     fake_svc *f = fake(id);
     if (f && f->state == SVC_DOWN) f->state = SVC_STARTING;
-    return 1;
 }
 
 static void sup_finish(int status, const char *code, const char *msg)
 {
-    sup_cb cb = g_start_cb;
+    rh_done cb = g_start_cb;
     assert_non_null(cb);
     g_start_cb = NULL;
     fake_svc *f = fake(g_start_id);
     if (f) f->state = status == 200 ? SVC_READY : status == 422 ? SVC_FAILED : SVC_DOWN;
-    char detail[256];
-    snprintf(detail, sizeof detail, "{\"ok\":false,\"reason\":\"%s\"}", msg ? msg : "");
-    sup_result r = {status, code, msg, status == 409 ? detail : NULL};
+    rh_result r = {status, code, msg};
     cb(&r, g_start_ud);
 }
 
 static int g_switches;
 static char g_sw_mode[64], g_sw_origin[32];
 static bool g_sw_queue;
-static switch_cb g_sw_cb;
+static rh_done g_sw_cb;
 static void *g_sw_ud;
-static const char *g_current; /* the mode of a switch in progress, or NULL */
 
-int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
+/* the daemon's switch_to always queues behind a switch in progress */
+static void fake_switch_to(void *h, const char *mode_id, const char *origin, rh_done cb, void *ud)
 {
     g_switches++;
-    snprintf(g_sw_mode, sizeof g_sw_mode, "%s", rq->mode);
-    snprintf(g_sw_origin, sizeof g_sw_origin, "%s", rq->origin ? rq->origin : "(null)");
-    g_sw_queue = rq->queue;
-    assert_false(rq->dry_run);
+    snprintf(g_sw_mode, sizeof g_sw_mode, "%s", mode_id);
+    snprintf(g_sw_origin, sizeof g_sw_origin, "%s", origin ? origin : "(null)");
+    g_sw_queue = true;
     g_sw_cb = cb;
     g_sw_ud = ud;
-    return 0; /* queued */
 }
 
 static void switch_finish(int status, const char *code, const char *msg, const char *ready_id)
 {
-    switch_cb cb = g_sw_cb;
+    rh_done cb = g_sw_cb;
     assert_non_null(cb);
     g_sw_cb = NULL;
     if (ready_id) fake(ready_id)->state = SVC_READY;
-    switch_result r = {status, code, msg, NULL};
+    rh_result r = {status, code, msg};
     cb(&r, g_sw_ud);
 }
 
-/* switch_rank: answered at once, with g_rank_json when a test sets it,
- * else every mode containing the service as fitting with no stops (ranked
- * by plan_rank: the smallest first) */
+/* rank: answered at once, with g_rank (g_nrank candidates) when a test
+ * sets it, else every mode containing the service as fitting with no
+ * stops (ranked by plan_rank: the smallest first) */
 static int g_ranks;
 static char g_rank_service[64];
-static const char *g_rank_json;
+static const plan_choice *g_rank;
+static size_t g_nrank;
 
-void switch_rank(swx *x, const char *service, switch_cb cb, void *ud)
+static void fake_rank(void *h, const char *service, rh_ranked cb, void *ud)
 {
     g_ranks++;
     snprintf(g_rank_service, sizeof g_rank_service, "%s", service);
-    buf b = BUF_INIT;
-    if (g_rank_json) {
-        buf_adds(&b, g_rank_json);
-    } else {
-        plan_choice c[8];
-        size_t n = 0;
-        for (size_t i = 0; i < g_cfg.n_modes && n < 8; i++)
-            if (strv_find(&g_cfg.modes[i].services, service) >= 0)
-                c[n++] = (plan_choice){.mode = g_cfg.modes[i].id, .ok = true, .nservices = g_cfg.modes[i].services.n};
-        plan_rank(c, n);
-        buf_adds(&b, "{\"candidates\":[");
-        for (size_t i = 0; i < n; i++) buf_printf(&b, "%s{\"mode\":\"%s\",\"ok\":true,\"why\":null}", i ? "," : "", c[i].mode);
-        buf_adds(&b, "]}");
-    }
-    switch_result r = {200, NULL, NULL, b.p};
-    cb(&r, ud);
-    buf_release(&b);
-}
-
-void switch_current_json(swx *x, buf *out)
-{
-    if (!g_current) {
-        buf_adds(out, "null");
+    rh_result ok = {200, NULL, NULL};
+    if (g_rank) {
+        cb(&ok, g_rank, g_nrank, ud);
         return;
     }
-    buf_adds(out, "{\"switch_id\":3,\"mode\":");
-    buf_json_str(out, g_current);
-    buf_adds(out, ",\"from\":null,\"origin\":\"cli\"}");
+    plan_choice c[8];
+    size_t n = 0;
+    for (size_t i = 0; i < g_cfg.n_modes && n < 8; i++)
+        if (strv_find(&g_cfg.modes[i].services, service) >= 0)
+            c[n++] = (plan_choice){.mode = g_cfg.modes[i].id, .ok = true, .nservices = g_cfg.modes[i].services.n};
+    plan_rank(c, n);
+    cb(&ok, c, n, ud);
 }
+
+static const char *g_current; /* the mode of a switch in progress, or NULL */
+
+static bool fake_switching(void *h, char *mode_id, size_t len)
+{
+    if (!g_current) return false;
+    snprintf(mode_id, len, "%s", g_current);
+    return true;
+}
+
+static const router_host g_host = {.states = fake_states, .start = fake_start, .switching = fake_switching,
+                                   .switch_to = fake_switch_to, .rank = fake_rank};
 
 static int g_depth_calls, g_waits, g_act_ok, g_act_failed, g_sw_ok, g_sw_failed;
 static int64_t g_depth_last;
@@ -247,10 +239,11 @@ static int setup(void **state)
     g_now_status = 0;
     g_current = NULL;
     g_ranks = 0;
-    g_rank_json = NULL;
+    g_rank = NULL;
+    g_nrank = 0;
     g_depth_calls = g_waits = g_act_ok = g_act_failed = g_sw_ok = g_sw_failed = 0;
     assert_int_equal(uv_loop_init(&g_loop), 0);
-    g_a = act_new(&g_loop, (sup *)1, (swx *)1, &g_cfg, (rmetrics *)1);
+    g_a = act_new(&g_loop, &g_host, &g_cfg, (rmetrics *)1);
     g_nev = 0;
     act_set_events(g_a, NULL, on_act_event, NULL);
     return 0;
@@ -483,8 +476,10 @@ static void switch_to_best_mode(void **state)
 static void switch_to_fitting_mode(void **state)
 {
     static client c;
-    g_rank_json = "{\"candidates\":[{\"mode\":\"light\",\"ok\":true,\"stops\":1,\"why\":null},"
-                  "{\"mode\":\"solo-a\",\"ok\":false,\"stops\":0,\"why\":\"the start of 'chat' is refused: no room\"}]}";
+    static const plan_choice cands[] = {{.mode = "light", .ok = true, .nstops = 1},
+                                        {.mode = "solo-a", .why = "the start of 'chat' is refused: no room"}};
+    g_rank = cands;
+    g_nrank = 2;
     ask(&c, "chat");
     sup_finish(409, "gate_refused", "refused: 'chat': gpu 0: free 4000 MiB < required 9024 MiB");
     assert_int_equal(g_ranks, 1);
@@ -500,9 +495,11 @@ static void switch_to_fitting_mode(void **state)
 static void no_fitting_mode_503(void **state)
 {
     static client c;
-    g_rank_json = "{\"candidates\":[{\"mode\":\"solo-a\",\"ok\":false,\"why\":\"the start of 'chat' is refused: "
-                  "gpu 0: free 4000 MiB < required 9024 MiB\"},{\"mode\":\"light\",\"ok\":false,\"why\":\"the "
-                  "start of 'code' is refused: gpu 0: free 100 MiB < required 20024 MiB\"}]}";
+    static const plan_choice cands[] = {
+        {.mode = "solo-a", .why = "the start of 'chat' is refused: gpu 0: free 4000 MiB < required 9024 MiB"},
+        {.mode = "light", .why = "the start of 'code' is refused: gpu 0: free 100 MiB < required 20024 MiB"}};
+    g_rank = cands;
+    g_nrank = 2;
     ask(&c, "chat");
     sup_finish(409, "gate_refused", "refused: 'chat': gpu 0: free 4000 MiB < required 9024 MiB");
     wait_answer(&c);

@@ -2,8 +2,8 @@
  * after a known sequence of updates: exact counters by (model, service,
  * status), folding of unrouted models into "unknown", label cleaning,
  * exact histogram buckets, queue depths, activation and switch outcomes,
- * service states (a stub of sup_states) and memory per device (a stub of
- * hostmon_last); the bounded series table; and the page through
+ * service states and memory per device (read through a fake of the table
+ * the daemon lends, router/rhost.h); the bounded series table; and the page through
  * `promtool check metrics` when promtool is in the test cache (skipped
  * with a note otherwise: GPUMOD_PROMTOOL, build/cache or $BUILD/cache). */
 #include <setjmp.h>
@@ -23,12 +23,12 @@
 #include "router/promtext.h"
 #include "router/rmetrics.h"
 
-/* ---- stubs: what the page reads from the supervisor and the monitor ---- */
+/* ---- fakes: what the page reads through the table the daemon lends ---- */
 
-static sup_state_info g_states[3];
+static rh_state g_states[3];
 static size_t g_nstates;
 
-size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max)
+static size_t fake_states(void *ud, const char *id, rh_state *out, size_t max)
 {
     size_t n = 0;
     for (size_t i = 0; i < g_nstates && n < max; i++)
@@ -38,11 +38,12 @@ size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max)
 
 static snapshot g_snap;
 
-const snapshot *hostmon_last(const hostmon *h, int64_t *taken_ms)
+static const snapshot *fake_snapshot(void *ud)
 {
-    if (taken_ms) *taken_ms = 0;
     return &g_snap;
 }
+
+static const router_host g_host = {.states = fake_states, .last_snapshot = fake_snapshot};
 
 /* ---- helpers ---- */
 
@@ -60,11 +61,11 @@ static void lacks(const char *page, const char *text)
     if (strstr(page, text)) fail_msg("unexpected: %s\n--- page ---\n%s", text, page);
 }
 
-static char *render(rmetrics *m, sup *s, hostmon *hm)
+static char *render(rmetrics *m, const router_host *h)
 {
     buf out = BUF_INIT;
     char err[256] = "";
-    if (rm_render(m, s, hm, &out, err, sizeof err) != 0) fail_msg("rm_render: %s", err);
+    if (rm_render(m, h, &out, err, sizeof err) != 0) fail_msg("rm_render: %s", err);
     return buf_detach(&out);
 }
 
@@ -97,7 +98,7 @@ static rmetrics *sample(void)
 static void counters_and_histograms(void **state)
 {
     rmetrics *m = sample();
-    char *p = render(m, NULL, NULL);
+    char *p = render(m, NULL);
 
     has(p, "# TYPE gpumod_router_requests_total counter");
     has(p, "gpumod_router_requests_total{model=\"qwen3\",service=\"chat\",status=\"200\"} 2");
@@ -161,8 +162,8 @@ static void counters_and_histograms(void **state)
 static void states_and_memory(void **state)
 {
     g_nstates = 2;
-    g_states[0] = (sup_state_info){"chat", SVC_READY, -1};
-    g_states[1] = (sup_state_info){"code", SVC_STARTING, 42};
+    g_states[0] = (rh_state){"chat", SVC_READY, -1};
+    g_states[1] = (rh_state){"code", SVC_STARTING, 42};
     memset(&g_snap, 0, sizeof g_snap);
     g_snap.ngpus = 2;
     g_snap.gpus[0].index = 0;
@@ -174,7 +175,7 @@ static void states_and_memory(void **state)
     g_snap.host.meminfo_ok = true;
     g_snap.host.mem_available = 123456789;
     rmetrics *m = rm_new();
-    char *p = render(m, (sup *)1, (hostmon *)1);
+    char *p = render(m, &g_host);
     has(p, "gpumod_service_state{service=\"chat\",state=\"ready\"} 1");
     has(p, "gpumod_service_state{service=\"chat\",state=\"down\"} 0");
     has(p, "gpumod_service_state{service=\"code\",state=\"starting\"} 1");
@@ -202,7 +203,7 @@ static void labels_cleaned(void **state)
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
     rm_request(m, longname, "svc", 200, 0, 0, -1, -1);
-    char *p = render(m, NULL, NULL);
+    char *p = render(m, NULL);
     has(p, "gpumod_router_requests_total{model=\"a\\\"b\\\\c\",service=\"svc\",status=\"200\"} 1");
     has(p, "gpumod_router_requests_total{model=\"bad??utf8 \xc3\xa9\",service=\"svc\",status=\"200\"} 1");
     char want[300];
@@ -223,7 +224,7 @@ static void bounded_series(void **state)
         rm_request(m, model, "svc", 200, 1, 1, 0.1, 0.1);
         rm_request(m, "m0", "svc", 200, 1, 1, 0.1, 0.1);
     }
-    char *p = render(m, NULL, NULL);
+    char *p = render(m, NULL);
     has(p, "gpumod_router_requests_total{model=\"m0\",service=\"svc\",status=\"200\"} 2001");
     has(p, "gpumod_router_requests_total{model=\"m1\",service=\"svc\",status=\"200\"} 1");
     has(p, "gpumod_router_requests_total{model=\"m1023\",service=\"svc\",status=\"200\"} 1");
@@ -286,8 +287,8 @@ static void promtool_accepts(void **state)
         skip();
     }
     g_nstates = 2;
-    g_states[0] = (sup_state_info){"chat", SVC_READY, -1};
-    g_states[1] = (sup_state_info){"we\"ird", SVC_FAILED, -1};
+    g_states[0] = (rh_state){"chat", SVC_READY, -1};
+    g_states[1] = (rh_state){"we\"ird", SVC_FAILED, -1};
     memset(&g_snap, 0, sizeof g_snap);
     g_snap.ngpus = 1;
     g_snap.gpus[0].free_bytes = 5;
@@ -296,7 +297,7 @@ static void promtool_accepts(void **state)
     g_snap.host.mem_available = 7;
     rmetrics *m = sample();
     rm_request(m, "bad\xff\x01utf8", "svc", 200, 0, 0, -1, -1);
-    char *p = render(m, (sup *)1, (hostmon *)1);
+    char *p = render(m, &g_host);
     buf o = BUF_INIT;
     int rc = promtool(tool, p, &o);
     if (rc != 0) fail_msg("promtool exited %d: %s\n--- page ---\n%s", rc, o.p ? o.p : "", p);
@@ -306,7 +307,7 @@ static void promtool_accepts(void **state)
     rm_free(m);
     /* and an empty one */
     m = rm_new();
-    p = render(m, NULL, NULL);
+    p = render(m, NULL);
     rc = promtool(tool, p, &o);
     if (rc != 0) fail_msg("promtool exited %d on the empty page: %s\n%s", rc, o.p ? o.p : "", p);
     buf_release(&o);

@@ -1,0 +1,170 @@
+/* rhost.c - the router's view of the daemon (rhost.h): each member of the
+ * router_host table turned into a call on the supervisor, the switch or
+ * the host monitor, and each answer turned back into the router's value
+ * types (no JSON between them). */
+#include "daemon/rhost.h"
+#include "daemon/hostmon.h"
+#include "daemon/supervisor.h"
+#include "daemon/switch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+struct rhost_glue {
+    gpumodd *g;
+    rh_drain_fn drain;
+    rh_undrain_fn undrain;
+    void *hook_ud;
+};
+
+/* A callback of the router's, carried through a supervisor or switch call. */
+typedef struct rh_call {
+    rh_done done;
+    rh_ranked ranked;
+    void *ud;
+} rh_call;
+
+static rh_call *call_new(rh_done done, rh_ranked ranked, void *ud)
+{
+    rh_call *c = xcalloc(1, sizeof *c);
+    c->done = done;
+    c->ranked = ranked;
+    c->ud = ud;
+    return c;
+}
+
+static size_t states(void *ud, const char *id, rh_state *out, size_t max)
+{
+    rhost_glue *gl = ud;
+    if (!gl->g->sup || !max) return 0;
+    sup_state_info *in = xcalloc(max, sizeof *in);
+    size_t n = sup_states(gl->g->sup, id, in, max);
+    for (size_t i = 0; i < n; i++) out[i] = (rh_state){in[i].id, in[i].state, in[i].progress_pct};
+    free(in);
+    return n;
+}
+
+static size_t usages(void *ud, rh_usage *out, size_t max)
+{
+    rhost_glue *gl = ud;
+    if (!gl->g->sup || !max) return 0;
+    sup_usage *in = xcalloc(max, sizeof *in);
+    size_t n = sup_usages(gl->g->sup, in, max);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (rh_usage){in[i].id, in[i].state, in[i].pgid, in[i].loading, in[i].admitted, in[i].started_ms};
+    free(in);
+    return n;
+}
+
+static void started(const sup_result *r, void *ud)
+{
+    rh_call *c = ud;
+    rh_result res = {r->status, r->code, r->message};
+    c->done(&res, c->ud);
+    free(c);
+}
+
+static void start(void *ud, const char *id, const char *origin, rh_done cb, void *cb_ud)
+{
+    rhost_glue *gl = ud;
+    sup_start(gl->g->sup, id, origin, started, call_new(cb, NULL, cb_ud));
+}
+
+static const snapshot *last_snapshot(void *ud)
+{
+    rhost_glue *gl = ud;
+    return gl->g->hm ? hostmon_last(gl->g->hm, NULL) : NULL;
+}
+
+static bool switching(void *ud, char *mode_id, size_t len)
+{
+    rhost_glue *gl = ud;
+    return gl->g->sw && switch_current_mode(gl->g->sw, mode_id, len);
+}
+
+static bool committed(void *ud, char *mode_id, size_t len)
+{
+    rhost_glue *gl = ud;
+    return gl->g->sw && switch_committed(gl->g->sw, mode_id, len) == 1;
+}
+
+static void switched(const switch_result *r, void *ud)
+{
+    rh_call *c = ud;
+    rh_result res = {r->status, r->code, r->message};
+    c->done(&res, c->ud);
+    free(c);
+}
+
+static void switch_to(void *ud, const char *mode_id, const char *origin, rh_done cb, void *cb_ud)
+{
+    rhost_glue *gl = ud;
+    switch_req rq = {.mode = mode_id, .origin = origin, .queue = true};
+    switch_request(gl->g->sw, &rq, switched, call_new(cb, NULL, cb_ud));
+}
+
+static void ranked(const switch_result *r, const plan_choice *pc, size_t n, void *ud)
+{
+    rh_call *c = ud;
+    rh_result res = {r->status, r->code, r->message};
+    c->ranked(&res, pc, n, c->ud);
+    free(c);
+}
+
+static void rank(void *ud, const char *service, rh_ranked cb, void *cb_ud)
+{
+    rhost_glue *gl = ud;
+    switch_rank(gl->g->sw, service, ranked, call_new(NULL, cb, cb_ud));
+}
+
+static void on_drain(swx *x, uint64_t ticket, const char *const *leaving, size_t n, int64_t timeout_ms, void *ud)
+{
+    rhost_glue *gl = ud;
+    if (gl->drain) gl->drain(ticket, leaving, n, timeout_ms, gl->hook_ud);
+}
+
+static void on_undrain(swx *x, uint64_t ticket, const char *const *names, size_t n, void *ud)
+{
+    rhost_glue *gl = ud;
+    if (gl->undrain) gl->undrain(ticket, names, n, gl->hook_ud);
+}
+
+static void set_drain(void *ud, rh_drain_fn drain, rh_undrain_fn undrain, void *hook_ud)
+{
+    rhost_glue *gl = ud;
+    gl->drain = drain;
+    gl->undrain = undrain;
+    gl->hook_ud = hook_ud;
+    if (!gl->g->sw) return;
+    switch_set_drain(gl->g->sw, drain ? on_drain : NULL, drain ? gl : NULL);
+    switch_set_undrain(gl->g->sw, undrain ? on_undrain : NULL, undrain ? gl : NULL);
+}
+
+static void drained(void *ud, uint64_t ticket)
+{
+    rhost_glue *gl = ud;
+    if (gl->g->sw) switch_drained(gl->g->sw, ticket);
+}
+
+rhost_glue *rhost_fill(router_host *h, gpumodd *g)
+{
+    rhost_glue *gl = xcalloc(1, sizeof *gl);
+    gl->g = g;
+    *h = (router_host){.ud = gl,
+                       .states = states,
+                       .usages = usages,
+                       .start = start,
+                       .last_snapshot = last_snapshot,
+                       .switching = switching,
+                       .committed = committed,
+                       .switch_to = switch_to,
+                       .rank = rank,
+                       .set_drain = set_drain,
+                       .drained = drained};
+    return gl;
+}
+
+void rhost_free(rhost_glue *gl)
+{
+    free(gl);
+}
