@@ -218,7 +218,49 @@ static const char *const value_opts[] = {
     "--timeout", "--seed", "--model", "--api-key-env", "--json", "--csv", "--svg", NULL,
 };
 
-static int parse_run(int argc, char **argv, bopts *o)
+/* "--concurrency 1,8,64": the list replaces one given before. */
+static int p_conc(const char *opt, const char *v, bopts *o)
+{
+    double *d = NULL;
+    size_t n = 0;
+    int rc = p_list(opt, v, true, 1, 100000, &d, &n);
+    if (!rc) {
+        free(o->conc);
+        o->conc = xcalloc(n, sizeof *o->conc);
+        for (size_t k = 0; k < n; k++)
+            o->conc[k] = (long)d[k];
+        o->n_conc = n;
+    }
+    free(d);
+    return rc;
+}
+
+static int p_endpoint(const char *v, bool *completions)
+{
+    if (!strcmp(v, "chat"))
+        *completions = false;
+    else if (!strcmp(v, "completions"))
+        *completions = true;
+    else
+        return fail_usage("--endpoint '%s': expected chat or completions", v);
+    return 0;
+}
+
+static int p_seed(const char *v, uint64_t *seed)
+{
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(v, &end, 10);
+    int rc = 0;
+    if (!*v || *end || errno || *v == '-')
+        rc = fail_usage("--seed '%s': expected a non-negative integer", v);
+    *seed = s;
+    return rc;
+}
+
+/* The defaults a run starts from; check_run settles those that depend on
+ * what was given. */
+static void run_defaults(bopts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
     o->burstiness = 1;
@@ -234,104 +276,96 @@ static int parse_run(int argc, char **argv, bopts *o)
     o->argv = argv;
     const char *e = getenv("GPUMOD_QUIET");
     o->quiet = e && *e && strcmp(e, "0");
-    bool conc_given = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || !a[1]) {
-            if (o->target) return fail_usage("unexpected argument '%s' (the target is '%s')", a, o->target);
-            o->target = a;
-            continue;
+}
+
+/* A flag that takes no value: true when a is one, and o has it. */
+static bool set_flag(bopts *o, const char *a)
+{
+    if (!strcmp(a, "--raw"))
+        o->raw = true;
+    else if (!strcmp(a, "--md"))
+        o->md = true;
+    else if (!strcmp(a, "--no-store"))
+        o->no_store = true;
+    else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+        o->quiet = true;
+    else
+        return false;
+    return true;
+}
+
+/* Which of value_opts argv[*i] is (*opt, NULL when none) and its value,
+ * which may be the next word.  0, or BX_USAGE (said) when it is missing. */
+static int match_value_opt(int argc, char **argv, int *i, const char **opt, const char **v)
+{
+    *opt = *v = NULL;
+    for (int k = 0; value_opts[k]; k++) {
+        int r = optval(argc, argv, i, value_opts[k], v);
+        if (r < 0) return fail_usage("option '%s' needs a value", value_opts[k]);
+        if (r) {
+            *opt = value_opts[k];
+            break;
         }
-        if (!strcmp(a, "--raw")) { o->raw = true; continue; }
-        if (!strcmp(a, "--md")) { o->md = true; continue; }
-        if (!strcmp(a, "--no-store")) { o->no_store = true; continue; }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { o->quiet = true; continue; }
-        const char *v = NULL, *opt = NULL;
-        for (int k = 0; value_opts[k]; k++) {
-            int r = optval(argc, argv, &i, value_opts[k], &v);
-            if (r < 0) return fail_usage("option '%s' needs a value", value_opts[k]);
-            if (r) {
-                opt = value_opts[k];
-                break;
-            }
-        }
-        if (!opt) return fail_usage("unknown option '%s'", a);
-        double *d = NULL;
-        size_t n = 0;
-        int rc = 0;
-        if (!strcmp(opt, "--concurrency")) {
-            rc = p_list(opt, v, true, 1, 100000, &d, &n);
-            if (!rc) {
-                free(o->conc);
-                o->conc = xcalloc(n, sizeof *o->conc);
-                for (size_t k = 0; k < n; k++) o->conc[k] = (long)d[k];
-                o->n_conc = n;
-                conc_given = true;
-            }
-            free(d);
-        } else if (!strcmp(opt, "--rate")) {
-            rc = p_list(opt, v, false, 1e-6, 1e6, &o->rate, &o->n_rate);
-        } else if (!strcmp(opt, "--burstiness")) {
-            rc = p_double(opt, v, 1e-3, 1e6, true, &o->burstiness);
-        } else if (!strcmp(opt, "--max-concurrency")) {
-            rc = p_long(opt, v, 1, 100000, &o->max_concurrency);
-        } else if (!strcmp(opt, "--requests")) {
-            rc = p_long(opt, v, 1, 100000000, &o->requests);
-        } else if (!strcmp(opt, "--duration")) {
-            rc = p_double(opt, v, 0.1, 86400, false, &o->duration_s);
-        } else if (!strcmp(opt, "--warmup")) {
-            rc = p_long(opt, v, 0, 1000000, &o->warmup);
-        } else if (!strcmp(opt, "--iterations")) {
-            rc = p_long(opt, v, 1, 1000, &o->iterations);
-        } else if (!strcmp(opt, "--prompt-tokens")) {
-            rc = p_long(opt, v, 1, 10000000, &o->prompt_tokens);
-        } else if (!strcmp(opt, "--prompts")) {
-            o->prompts_file = v;
-        } else if (!strcmp(opt, "--gen-tokens")) {
-            rc = p_long(opt, v, 1, 10000000, &o->gen_tokens);
-        } else if (!strcmp(opt, "--endpoint")) {
-            if (!strcmp(v, "chat"))
-                o->completions = false;
-            else if (!strcmp(v, "completions"))
-                o->completions = true;
-            else
-                rc = fail_usage("--endpoint '%s': expected chat or completions", v);
-        } else if (!strcmp(opt, "--ctx-sweep")) {
-            rc = p_ctx(v, o);
-        } else if (!strcmp(opt, "--slo")) {
-            rc = p_slo(v, &o->slo);
-        } else if (!strcmp(opt, "--timeout")) {
-            rc = p_double(opt, v, 0.001, 86400, false, &o->timeout_s);
-        } else if (!strcmp(opt, "--seed")) {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || errno || *v == '-')
-                rc = fail_usage("--seed '%s': expected a non-negative integer", v);
-            o->seed = s;
-        } else if (!strcmp(opt, "--model")) {
-            o->model = v;
-        } else if (!strcmp(opt, "--api-key-env")) {
-            o->api_key_env = v;
-        } else if (!strcmp(opt, "--json")) {
-            o->json_path = v;
-        } else if (!strcmp(opt, "--csv")) {
-            o->csv_path = v;
-        } else if (!strcmp(opt, "--svg")) {
-            o->svg_path = v;
-        }
-        if (rc) return BX_USAGE;
     }
-    if (!o->target) return fail_usage("no target: give a service id, a model name or an http(s):// URL");
+    return 0;
+}
+
+/* One option's value into o.  0, or BX_USAGE (said). */
+static int set_value(bopts *o, const char *opt, const char *v)
+{
+    if (!strcmp(opt, "--concurrency")) return p_conc(opt, v, o);
+    if (!strcmp(opt, "--rate")) return p_list(opt, v, false, 1e-6, 1e6, &o->rate, &o->n_rate);
+    if (!strcmp(opt, "--burstiness")) return p_double(opt, v, 1e-3, 1e6, true, &o->burstiness);
+    if (!strcmp(opt, "--max-concurrency")) return p_long(opt, v, 1, 100000, &o->max_concurrency);
+    if (!strcmp(opt, "--requests")) return p_long(opt, v, 1, 100000000, &o->requests);
+    if (!strcmp(opt, "--duration")) return p_double(opt, v, 0.1, 86400, false, &o->duration_s);
+    if (!strcmp(opt, "--warmup")) return p_long(opt, v, 0, 1000000, &o->warmup);
+    if (!strcmp(opt, "--iterations")) return p_long(opt, v, 1, 1000, &o->iterations);
+    if (!strcmp(opt, "--prompt-tokens")) return p_long(opt, v, 1, 10000000, &o->prompt_tokens);
+    if (!strcmp(opt, "--gen-tokens")) return p_long(opt, v, 1, 10000000, &o->gen_tokens);
+    if (!strcmp(opt, "--endpoint")) return p_endpoint(v, &o->completions);
+    if (!strcmp(opt, "--ctx-sweep")) return p_ctx(v, o);
+    if (!strcmp(opt, "--slo")) return p_slo(v, &o->slo);
+    if (!strcmp(opt, "--timeout")) return p_double(opt, v, 0.001, 86400, false, &o->timeout_s);
+    if (!strcmp(opt, "--seed")) return p_seed(v, &o->seed);
+    /* the rest are taken as given: files and names, checked when used */
+    if (!strcmp(opt, "--prompts"))
+        o->prompts_file = v;
+    else if (!strcmp(opt, "--model"))
+        o->model = v;
+    else if (!strcmp(opt, "--api-key-env"))
+        o->api_key_env = v;
+    else if (!strcmp(opt, "--json"))
+        o->json_path = v;
+    else if (!strcmp(opt, "--csv"))
+        o->csv_path = v;
+    else if (!strcmp(opt, "--svg"))
+        o->svg_path = v;
+    return 0;
+}
+
+/* The options that exclude or need each other, then the defaults that
+ * depend on what was given.  0, or BX_USAGE (said). */
+static int check_run(bopts *o)
+{
+    bool conc_given = o->n_conc > 0; /* a given list is never empty */
+    if (!o->target)
+        return fail_usage("no target: give a service id, a model name or an http(s):// URL");
     if (o->n_rate && conc_given)
-        return fail_usage("--rate and --concurrency: give one (an open loop is capped with --max-concurrency)");
-    if (o->max_concurrency && !o->n_rate) return fail_usage("--max-concurrency needs --rate (an open loop)");
-    if (o->requests > 0 && o->duration_s > 0) return fail_usage("--requests and --duration: give one");
-    if (o->prompts_file && o->prompt_tokens > 0) return fail_usage("--prompts and --prompt-tokens: give one");
+        return fail_usage(
+            "--rate and --concurrency: give one (an open loop is capped with --max-concurrency)");
+    if (o->max_concurrency && !o->n_rate)
+        return fail_usage("--max-concurrency needs --rate (an open loop)");
+    if (o->requests > 0 && o->duration_s > 0)
+        return fail_usage("--requests and --duration: give one");
+    if (o->prompts_file && o->prompt_tokens > 0)
+        return fail_usage("--prompts and --prompt-tokens: give one");
     if (o->raw && !o->json_path) return fail_usage("--raw needs --json FILE");
-    if (o->ctx_sweep && (o->n_rate || conc_given || o->prompts_file || o->duration_s > 0 || o->requests > 0))
-        return fail_usage("--ctx-sweep measures one request per depth: it takes no --rate, --concurrency, "
-                          "--requests, --duration or --prompts");
+    if (o->ctx_sweep &&
+        (o->n_rate || conc_given || o->prompts_file || o->duration_s > 0 || o->requests > 0))
+        return fail_usage(
+            "--ctx-sweep measures one request per depth: it takes no --rate, --concurrency, "
+            "--requests, --duration or --prompts");
     if (!o->n_conc) {
         o->conc = xcalloc(1, sizeof *o->conc);
         o->conc[0] = 1;
@@ -339,6 +373,27 @@ static int parse_run(int argc, char **argv, bopts *o)
     }
     if (!o->prompts_file && o->prompt_tokens < 0) o->prompt_tokens = 128;
     return 0;
+}
+
+/* The options of a run into o.  0, or BX_USAGE (said). */
+static int parse_run(int argc, char **argv, bopts *o)
+{
+    run_defaults(o, argc, argv);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1]) {
+            if (o->target)
+                return fail_usage("unexpected argument '%s' (the target is '%s')", a, o->target);
+            o->target = a;
+            continue;
+        }
+        if (set_flag(o, a)) continue;
+        const char *opt, *v;
+        if (match_value_opt(argc, argv, &i, &opt, &v)) return BX_USAGE;
+        if (!opt) return fail_usage("unknown option '%s'", a);
+        if (set_value(o, opt, v)) return BX_USAGE;
+    }
+    return check_run(o);
 }
 
 /* ---- files ----------------------------------------------------------------- */
