@@ -446,9 +446,10 @@ static modelscan_status on_value(modelscan *s, unsigned char c)
     return begin_value(s, c);
 }
 
-/* ST_AFTER: ',' or the end of the container the value is in.  inline: it
- * is the per-byte path of every value's end, and called from four places gcc
- * would make it a call (a third slower on a body of numbers). */
+/* ST_AFTER: ',' or the end of the container the value is in.  inline:
+ * every value's end passes here (a number's through end_number), and gcc
+ * left to itself calls it rather than inlining it: a third slower on a
+ * body of numbers. */
 static inline modelscan_status on_after(modelscan *s, unsigned char c)
 {
     if (is_ws(c)) return MODELSCAN_MORE;
