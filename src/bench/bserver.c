@@ -49,129 +49,193 @@ static const char *skip_ws(const char *p, const char *end)
     return p;
 }
 
-/* One sample line [p, end).  0, or -1 with err saying what was expected. */
-static int parse_line(const char *p, const char *end, bscrape *out, char *err, size_t errlen, size_t lineno)
+/* One sample line being read: the cursor, what it has read so far (owned
+ * until add_sample takes it) and where an error goes. */
+typedef struct mline {
+    const char *p, *end;
+    size_t lineno;
+    char *name;
+    buf labels; /* canonical: key="value",... re-escaped, in the order written */
+    char *err;
+    size_t errlen;
+} mline;
+
+/* The metric name.  0, or -1 with err set. */
+static int parse_name(mline *l)
 {
-    const char *n0 = p;
-    if (p == end || !name_start(*p)) {
-        errf(err, errlen, "metrics line %zu: expected a metric name", lineno);
+    const char *n0 = l->p;
+    if (l->p == l->end || !name_start(*l->p)) {
+        errf(l->err, l->errlen, "metrics line %zu: expected a metric name", l->lineno);
         return -1;
     }
-    while (p < end && name_char(*p))
-        p++;
-    char *name = xstrndup(n0, (size_t)(p - n0));
-    buf labels = BUF_INIT;
-    p = skip_ws(p, end);
-    if (p < end && *p == '{') {
-        p = skip_ws(p + 1, end);
-        while (p < end && *p != '}') {
-            const char *k0 = p;
-            if (!name_start(*p) || *p == ':') {
-                errf(err, errlen, "metrics line %zu: expected a label name or '}' in '%s'", lineno, name);
-                goto bad;
-            }
-            while (p < end && name_char(*p) && *p != ':')
-                p++;
-            size_t klen = (size_t)(p - k0);
-            p = skip_ws(p, end);
-            if (p == end || *p != '=') {
-                errf(err, errlen, "metrics line %zu: expected '=' after label '%.*s' of '%s'", lineno,
-                     (int)klen, k0, name);
-                goto bad;
-            }
-            p = skip_ws(p + 1, end);
-            if (p == end || *p != '"') {
-                errf(err, errlen, "metrics line %zu: expected '\"' to open the value of label '%.*s' of '%s'",
-                     lineno, (int)klen, k0, name);
-                goto bad;
-            }
-            if (labels.len)
-                buf_addc(&labels, ',');
-            buf_add(&labels, k0, klen);
-            buf_adds(&labels, "=\"");
-            p++;
-            for (;;) {
-                if (p == end) {
-                    errf(err, errlen, "metrics line %zu: expected '\"' to close the value of label '%.*s' of '%s'",
-                         lineno, (int)klen, k0, name);
-                    goto bad;
-                }
-                if (*p == '"')
-                    break;
-                if (*p == '\\') {
-                    if (p + 1 == end || (p[1] != '\\' && p[1] != '"' && p[1] != 'n')) {
-                        errf(err, errlen, "metrics line %zu: expected \\\\, \\\" or \\n in the value of label "
-                             "'%.*s' of '%s'", lineno, (int)klen, k0, name);
-                        goto bad;
-                    }
-                    buf_add(&labels, p, 2); /* kept escaped: canonical */
-                    p += 2;
-                    continue;
-                }
-                buf_addc(&labels, *p++);
-            }
-            buf_addc(&labels, '"');
-            p = skip_ws(p + 1, end);
-            if (p < end && *p == ',')
-                p = skip_ws(p + 1, end);
-            else if (p < end && *p != '}') {
-                errf(err, errlen, "metrics line %zu: expected ',' or '}' after label '%.*s' of '%s'", lineno,
-                     (int)klen, k0, name);
-                goto bad;
-            }
-        }
+    while (l->p < l->end && name_char(*l->p))
+        l->p++;
+    l->name = xstrndup(n0, (size_t)(l->p - n0));
+    l->p = skip_ws(l->p, l->end);
+    return 0;
+}
+
+/* A label's quoted value, the cursor on its opening '"', appended to the
+ * labels still escaped.  0 with the cursor on the closing '"', or -1. */
+static int parse_label_value(mline *l, const char *k0, size_t klen)
+{
+    const char *p = l->p + 1, *end = l->end;
+    for (;;) {
         if (p == end) {
-            errf(err, errlen, "metrics line %zu: expected '}' to close the labels of '%s'", lineno, name);
-            goto bad;
+            errf(l->err, l->errlen,
+                 "metrics line %zu: expected '\"' to close the value of label '%.*s' of '%s'",
+                 l->lineno, (int)klen, k0, l->name);
+            return -1;
         }
-        p = skip_ws(p + 1, end);
+        if (*p == '"') break;
+        if (*p == '\\') {
+            if (p + 1 == end || (p[1] != '\\' && p[1] != '"' && p[1] != 'n')) {
+                errf(l->err, l->errlen,
+                     "metrics line %zu: expected \\\\, \\\" or \\n in the value of label "
+                     "'%.*s' of '%s'",
+                     l->lineno, (int)klen, k0, l->name);
+                return -1;
+            }
+            buf_add(&l->labels, p, 2); /* kept escaped: canonical */
+            p += 2;
+            continue;
+        }
+        buf_addc(&l->labels, *p++);
     }
-    /* the value: a float, NaN, +Inf, -Inf */
-    const char *v0 = p;
-    while (p < end && *p != ' ' && *p != '\t')
-        p++;
+    l->p = p;
+    return 0;
+}
+
+/* One key="value" and the ',' after it, if any.  0, or -1 with err set. */
+static int parse_label(mline *l)
+{
+    const char *k0 = l->p, *end = l->end;
+    if (!name_start(*l->p) || *l->p == ':') {
+        errf(l->err, l->errlen, "metrics line %zu: expected a label name or '}' in '%s'", l->lineno,
+             l->name);
+        return -1;
+    }
+    while (l->p < end && name_char(*l->p) && *l->p != ':')
+        l->p++;
+    size_t klen = (size_t)(l->p - k0);
+    l->p = skip_ws(l->p, end);
+    if (l->p == end || *l->p != '=') {
+        errf(l->err, l->errlen, "metrics line %zu: expected '=' after label '%.*s' of '%s'",
+             l->lineno, (int)klen, k0, l->name);
+        return -1;
+    }
+    l->p = skip_ws(l->p + 1, end);
+    if (l->p == end || *l->p != '"') {
+        errf(l->err, l->errlen,
+             "metrics line %zu: expected '\"' to open the value of label '%.*s' of '%s'", l->lineno,
+             (int)klen, k0, l->name);
+        return -1;
+    }
+    if (l->labels.len) buf_addc(&l->labels, ',');
+    buf_add(&l->labels, k0, klen);
+    buf_adds(&l->labels, "=\"");
+    if (parse_label_value(l, k0, klen) < 0) return -1;
+    buf_addc(&l->labels, '"');
+    l->p = skip_ws(l->p + 1, end);
+    if (l->p < end && *l->p == ',')
+        l->p = skip_ws(l->p + 1, end);
+    else if (l->p < end && *l->p != '}') {
+        errf(l->err, l->errlen, "metrics line %zu: expected ',' or '}' after label '%.*s' of '%s'",
+             l->lineno, (int)klen, k0, l->name);
+        return -1;
+    }
+    return 0;
+}
+
+/* The optional {labels}.  0, or -1 with err set. */
+static int parse_labels(mline *l)
+{
+    if (l->p == l->end || *l->p != '{') return 0;
+    l->p = skip_ws(l->p + 1, l->end);
+    while (l->p < l->end && *l->p != '}')
+        if (parse_label(l) < 0) return -1;
+    if (l->p == l->end) {
+        errf(l->err, l->errlen, "metrics line %zu: expected '}' to close the labels of '%s'",
+             l->lineno, l->name);
+        return -1;
+    }
+    l->p = skip_ws(l->p + 1, l->end);
+    return 0;
+}
+
+/* The value: a float, NaN, +Inf, -Inf.  0, or -1 with err set. */
+static int parse_value(mline *l, double *v)
+{
+    const char *v0 = l->p;
+    while (l->p < l->end && *l->p != ' ' && *l->p != '\t')
+        l->p++;
     char vbuf[64];
-    size_t vlen = (size_t)(p - v0);
+    size_t vlen = (size_t)(l->p - v0);
     char *vend = NULL;
-    double v = 0;
+    *v = 0;
     if (vlen && vlen < sizeof vbuf) {
         memcpy(vbuf, v0, vlen);
         vbuf[vlen] = 0;
-        v = strtod(vbuf, &vend);
+        *v = strtod(vbuf, &vend);
     }
     if (!vlen || vlen >= sizeof vbuf || vend != vbuf + vlen) {
-        errf(err, errlen, "metrics line %zu: expected a number after '%s%s%s%s', got '%.*s'", lineno, name,
-             labels.len ? "{" : "", labels.p, labels.len ? "}" : "", (int)(vlen > 40 ? 40 : vlen), v0);
-        goto bad;
+        errf(l->err, l->errlen, "metrics line %zu: expected a number after '%s%s%s%s', got '%.*s'",
+             l->lineno, l->name, l->labels.len ? "{" : "", l->labels.p, l->labels.len ? "}" : "",
+             (int)(vlen > 40 ? 40 : vlen), v0);
+        return -1;
     }
-    /* an optional timestamp (integer milliseconds), ignored */
-    p = skip_ws(p, end);
-    if (p < end) {
-        const char *t0 = p;
-        if (*p == '-' || *p == '+')
-            p++;
-        const char *d0 = p;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-        if (p == d0 || skip_ws(p, end) != end) {
-            errf(err, errlen, "metrics line %zu: expected an integer timestamp or the end of the line after "
-                 "the value of '%s', got '%.*s'", lineno, name, (int)(end - t0 > 40 ? 40 : end - t0), t0);
-            goto bad;
-        }
+    return 0;
+}
+
+/* An optional timestamp (integer milliseconds), ignored, then the end of
+ * the line.  0, or -1 with err set. */
+static int parse_timestamp(mline *l)
+{
+    const char *p = skip_ws(l->p, l->end), *end = l->end;
+    if (p == end) return 0;
+    const char *t0 = p;
+    if (*p == '-' || *p == '+') p++;
+    const char *d0 = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        p++;
+    if (p == d0 || skip_ws(p, end) != end) {
+        errf(l->err, l->errlen,
+             "metrics line %zu: expected an integer timestamp or the end of the line after "
+             "the value of '%s', got '%.*s'",
+             l->lineno, l->name, (int)(end - t0 > 40 ? 40 : end - t0), t0);
+        return -1;
     }
+    return 0;
+}
+
+/* Append the sample; it takes the name and the labels. */
+static void add_sample(bscrape *out, mline *l, double v)
+{
     if (out->n == out->cap) {
         out->cap = out->cap ? out->cap * 2 : 64;
         out->s = xrealloc(out->s, out->cap * sizeof *out->s);
     }
-    out->s[out->n].name = name;
-    out->s[out->n].labels = buf_detach(&labels);
+    out->s[out->n].name = l->name;
+    out->s[out->n].labels = buf_detach(&l->labels);
     out->s[out->n].value = v;
     out->n++;
+}
+
+/* One sample line [p, end).  0, or -1 with err saying what was expected. */
+static int parse_line(const char *p, const char *end, bscrape *out, char *err, size_t errlen,
+                      size_t lineno)
+{
+    mline l = {
+        .p = p, .end = end, .lineno = lineno, .labels = BUF_INIT, .err = err, .errlen = errlen};
+    double v;
+    if (parse_name(&l) < 0) return -1;
+    if (parse_labels(&l) < 0 || parse_value(&l, &v) < 0 || parse_timestamp(&l) < 0) {
+        free(l.name);
+        buf_release(&l.labels);
+        return -1;
+    }
+    add_sample(out, &l, v);
     return 0;
-bad:
-    free(name);
-    buf_release(&labels);
-    return -1;
 }
 
 int bscrape_parse(bscrape *out, const char *text, size_t len, char *err, size_t errlen)

@@ -564,191 +564,287 @@ static void note(bsw *s, const char *fmt, ...)
     buf_release(&b);
 }
 
-int bswitch_main(int argc, char **argv)
+/* What the command line asks beyond the run itself (bsw holds the rest). */
+typedef struct bsw_args {
+    const char *json_path, *svg_path;
+    int ft_opt; /* -1: on when the router listens */
+    long seed, timeout;
+    bool no_store;
+} bsw_args;
+
+/* The options and the two modes into s and a.  -1 to go on, or the exit
+ * code to return (0 after --help). */
+static int parse_args(int argc, char **argv, bsw *s, bsw_args *a)
 {
-    bsw s = {.n = 5};
-    const char *json_path = NULL, *svg_path = NULL;
-    int ft_opt = -1; /* -1: on when the router listens */
-    long seed = 1, timeout = 0;
-    bool no_store = false;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             fputs(USAGE, stdout);
             return 0;
-        } else if (!strcmp(o, "-n") || !strcmp(o, "--timeout") || !strcmp(o, "--json") || !strcmp(o, "--svg") ||
-                   !strcmp(o, "--seed")) {
+        } else if (!strcmp(o, "-n") || !strcmp(o, "--timeout") || !strcmp(o, "--json") ||
+                   !strcmp(o, "--svg") || !strcmp(o, "--seed")) {
             if (!val) return usage("%s needs a value", o);
             i++;
-            if (!strcmp(o, "-n") && !int_arg(val, 1, 1000, &s.n))
+            if (!strcmp(o, "-n") && !int_arg(val, 1, 1000, &s->n))
                 return usage("-n must be an integer from 1 to 1000, not '%s'", val);
-            if (!strcmp(o, "--timeout") && !int_arg(val, 1, 86400, &timeout))
+            if (!strcmp(o, "--timeout") && !int_arg(val, 1, 86400, &a->timeout))
                 return usage("--timeout must be seconds from 1 to 86400, not '%s'", val);
-            if (!strcmp(o, "--seed") && !int_arg(val, 0, 2147483647, &seed))
+            if (!strcmp(o, "--seed") && !int_arg(val, 0, 2147483647, &a->seed))
                 return usage("--seed must be a non-negative integer, not '%s'", val);
-            if (!strcmp(o, "--json")) json_path = val;
-            if (!strcmp(o, "--svg")) svg_path = val;
+            if (!strcmp(o, "--json")) a->json_path = val;
+            if (!strcmp(o, "--svg")) a->svg_path = val;
         } else if (!strcmp(o, "--first-token")) {
-            ft_opt = 1;
+            a->ft_opt = 1;
         } else if (!strcmp(o, "--no-first-token")) {
-            ft_opt = 0;
+            a->ft_opt = 0;
         } else if (!strcmp(o, "--no-store")) {
-            no_store = true;
+            a->no_store = true;
         } else if (!strcmp(o, "-q")) {
-            s.quiet = true;
+            s->quiet = true;
         } else if (o[0] == '-' && o[1]) {
             return usage("unknown option '%s'", o);
-        } else if (!s.a) {
-            s.a = o;
-        } else if (!s.b) {
-            s.b = o;
+        } else if (!s->a) {
+            s->a = o;
+        } else if (!s->b) {
+            s->b = o;
         } else {
             return usage("unexpected argument '%s'", o);
         }
     }
-    if (!s.b) return usage("%s", "which two modes? (MODE_A MODE_B)");
-    if (!strcmp(s.a, s.b)) return usage("the two modes are the same ('%s')", s.a);
-    s.timeout_s = timeout;
+    if (!s->b) return usage("%s", "which two modes? (MODE_A MODE_B)");
+    if (!strcmp(s->a, s->b)) return usage("the two modes are the same ('%s')", s->a);
+    s->timeout_s = a->timeout;
+    return -1;
+}
 
+/* Ask the daemon for its modes: both must be configured; s gets their
+ * first services, *in_a whether the daemon is in MODE_A already.  -1 to go
+ * on, or the exit code to return. */
+static int resolve_modes(bsw *s, bool *in_a)
+{
     int rc;
-    cJSON *modes = get_json(&s, "/modes", &rc);
+    cJSON *modes = get_json(s, "/modes", &rc);
     if (!modes) return rc;
     bool fa, fb;
-    s.svc_a = first_service(modes, s.a, &fa);
-    s.svc_b = first_service(modes, s.b, &fb);
+    s->svc_a = first_service(modes, s->a, &fa);
+    s->svc_b = first_service(modes, s->b, &fb);
     if (!fa || !fb) {
         buf l = BUF_INIT;
         modes_list(&l, modes);
-        fprintf(stderr, "gpumod bench switch: no mode '%s' is configured in the daemon (modes: %s)\n",
-                !fa ? s.a : s.b, l.p);
+        fprintf(stderr,
+                "gpumod bench switch: no mode '%s' is configured in the daemon (modes: %s)\n",
+                !fa ? s->a : s->b, l.p);
         buf_release(&l);
         cJSON_Delete(modes);
-        free(s.svc_a);
-        free(s.svc_b);
+        free(s->svc_a);
+        free(s->svc_b);
         return EXIT_USAGE;
     }
     const char *cur0 = jstr(modes, "current");
-    bool in_a = cur0 && !strcmp(cur0, s.a);
+    *in_a = cur0 && !strcmp(cur0, s->a);
     cJSON_Delete(modes);
+    return -1;
+}
 
-    s.warnings = cJSON_CreateArray();
-    if (ft_opt != 0) find_router(&s);
-    s.ft = ft_opt != 0 && s.router;
-    if (ft_opt == 1 && !s.router) note(&s, "--first-token: the router does not listen; no first-token figures");
-    if (s.ft) curl_global_init(CURL_GLOBAL_DEFAULT);
+/* Whether to time first tokens: --first-token, --no-first-token, or
+ * whether the router listens. */
+static void setup_first_token(bsw *s, int ft_opt)
+{
+    s->warnings = cJSON_CreateArray();
+    if (ft_opt != 0) find_router(s);
+    s->ft = ft_opt != 0 && s->router;
+    if (ft_opt == 1 && !s->router)
+        note(s, "--first-token: the router does not listen; no first-token figures");
+    if (s->ft) curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
-    char started[40];
-    rfc3339_now(started, sizeof started);
-    int failed = 0, fails_in_row = 0, done[2] = {0, 0};
-    rc = 0;
-    if (!in_a) {
-        if (!s.quiet) fprintf(stderr, "warm-up: switching to '%s'\n", s.a);
-        rc = run_switch(&s, s.a, &s.warm);
-        s.warmed = true;
-        if (!rc && strcmp(s.warm.outcome, "committed")) {
-            fprintf(stderr, "gpumod bench switch: the warm-up switch to '%s' ended %s: %s\n", s.a, s.warm.outcome,
-                    s.warm.error ? s.warm.error : "(no error given)");
-            rc = EXIT_REFUSED;
-        }
+/* The unmeasured switch to MODE_A that starts the run.  0, or the exit code. */
+static int warm_up(bsw *s)
+{
+    if (!s->quiet) fprintf(stderr, "warm-up: switching to '%s'\n", s->a);
+    int rc = run_switch(s, s->a, &s->warm);
+    s->warmed = true;
+    if (!rc && strcmp(s->warm.outcome, "committed")) {
+        fprintf(stderr, "gpumod bench switch: the warm-up switch to '%s' ended %s: %s\n", s->a,
+                s->warm.outcome, s->warm.error ? s->warm.error : "(no error given)");
+        rc = EXIT_REFUSED;
     }
-    const char *cur = s.a;
-    size_t cap = 0, attempts = 0, max_attempts = (size_t)s.n * 4 + 4;
-    while (!rc && (done[0] < s.n || done[1] < s.n) && attempts++ < max_attempts) {
-        const char *to = !strcmp(cur, s.a) ? s.b : s.a;
-        if (s.nrec == cap) {
-            cap = cap ? cap * 2 : 16;
-            s.recs = xrealloc(s.recs, cap * sizeof *s.recs);
-        }
-        swrec *r = &s.recs[s.nrec];
-        rc = run_switch(&s, to, r);
+    return rc;
+}
+
+/* How the alternation went. */
+typedef struct tally {
+    int failed, fails_in_row;
+    int done[2]; /* measured switches per direction */
+} tally;
+
+/* A new record at the end of s->recs (counted in s->nrec by the caller). */
+static swrec *next_rec(bsw *s, size_t *cap)
+{
+    if (s->nrec == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        s->recs = xrealloc(s->recs, *cap * sizeof *s->recs);
+    }
+    return &s->recs[s->nrec];
+}
+
+/* A switch to `to` ended: its direction, whether it is measured, its line.
+ * True when it committed. */
+static bool judge_switch(const bsw *s, swrec *r, const char *to)
+{
+    bool ok = !strcmp(r->outcome, "committed");
+    r->dir = !strcmp(to, s->a);
+    r->measured = ok && r->from && !strcmp(r->from, r->dir ? s->b : s->a);
+    if (!s->quiet)
+        fprintf(stderr, "switch %lld %s -> %s: %s in %.0f ms%s%s\n", (long long)r->id, r->from,
+                r->to, r->outcome, isnan(r->v[PH_TOTAL]) ? 0.0 : r->v[PH_TOTAL],
+                r->error ? ": " : "", r->error ? r->error : "");
+    return ok;
+}
+
+/* After a committed switch: the target mode's first token, if timed. */
+static void time_first_token(bsw *s, swrec *r)
+{
+    const char *svc = r->dir ? s->svc_a : s->svc_b;
+    if (s->ft && svc) {
+        char err[512];
+        r->v[PH_FT] = first_token(s, svc, err, sizeof err);
+        if (isnan(r->v[PH_FT])) note(s, "switch %lld: %s", (long long)r->id, err);
+    }
+}
+
+/* After a failed switch: where it left the host decides the next
+ * direction (*cur).  0, or the exit code of asking the daemon. */
+static int where_now(bsw *s, const char **cur)
+{
+    int grc;
+    cJSON *m = get_json(s, "/modes/current", &grc);
+    const char *now = jstr(m, "mode");
+    *cur = now && !strcmp(now, s->b) ? s->b : s->a;
+    if (!now || (strcmp(now, s->a) && strcmp(now, s->b)))
+        *cur = s->b; /* neither: next goes to A, unmeasured */
+    cJSON_Delete(m);
+    return grc;
+}
+
+/* B, A, B, ... from MODE_A until each direction has n measured switches,
+ * two switches failed in a row or the attempts ran out.  0, or the exit
+ * code of a switch the daemon could not be asked for. */
+static int alternate(bsw *s, tally *t)
+{
+    const char *cur = s->a;
+    size_t cap = 0, attempts = 0, max_attempts = (size_t)s->n * 4 + 4;
+    while ((t->done[0] < s->n || t->done[1] < s->n) && attempts++ < max_attempts) {
+        const char *to = !strcmp(cur, s->a) ? s->b : s->a;
+        swrec *r = next_rec(s, &cap);
+        int rc = run_switch(s, to, r);
         if (rc) {
             rec_release(r);
-            break;
+            return rc;
         }
-        s.nrec++;
-        bool ok = !strcmp(r->outcome, "committed");
-        r->dir = !strcmp(to, s.a);
-        r->measured = ok && r->from && !strcmp(r->from, r->dir ? s.b : s.a);
-        if (!s.quiet)
-            fprintf(stderr, "switch %lld %s -> %s: %s in %.0f ms%s%s\n", (long long)r->id, r->from, r->to,
-                    r->outcome, isnan(r->v[PH_TOTAL]) ? 0.0 : r->v[PH_TOTAL], r->error ? ": " : "",
-                    r->error ? r->error : "");
-        if (ok) {
-            fails_in_row = 0;
+        s->nrec++;
+        if (judge_switch(s, r, to)) {
+            t->fails_in_row = 0;
             cur = to;
-            if (r->measured) done[r->dir]++;
-            const char *svc = r->dir ? s.svc_a : s.svc_b;
-            if (s.ft && svc) {
-                char err[512];
-                r->v[PH_FT] = first_token(&s, svc, err, sizeof err);
-                if (isnan(r->v[PH_FT])) note(&s, "switch %lld: %s", (long long)r->id, err);
-            }
+            if (r->measured) t->done[r->dir]++;
+            time_first_token(s, r);
             continue;
         }
-        failed++;
-        if (++fails_in_row >= 2) {
+        t->failed++;
+        if (++t->fails_in_row >= 2) {
             fprintf(stderr, "gpumod bench switch: two switches failed in a row; the run stops\n");
-            break;
+            return 0;
         }
-        /* where the failure left the host decides the next direction */
-        int grc;
-        cJSON *m = get_json(&s, "/modes/current", &grc);
-        const char *now = jstr(m, "mode");
-        cur = now && !strcmp(now, s.b) ? s.b : s.a;
-        if (!now || (strcmp(now, s.a) && strcmp(now, s.b))) cur = s.b; /* neither: next goes to A, unmeasured */
-        cJSON_Delete(m);
-        if (grc) {
-            rc = grc;
-            break;
-        }
+        rc = where_now(s, &cur);
+        if (rc) return rc;
     }
-    if (!rc && (done[0] < s.n || done[1] < s.n) && fails_in_row < 2)
-        note(&s, "the run ended with %d and %d measured switches of the %ld asked each way", done[0], done[1], s.n);
+    return 0;
+}
 
-    cJSON *doc = build_doc(&s, argc, argv, started, (uint64_t)seed, failed);
+/* The table on stdout (unless the JSON goes there), then --json and --svg.
+ * 0, or -1 when a file could not be written (said). */
+static int write_outputs(const bsw *s, const bsw_args *a, const cJSON *doc, int failed)
+{
     char *text = cJSON_Print(doc);
     buf t = BUF_INIT;
-    bool json_stdout = json_path && !strcmp(json_path, "-");
+    bool json_stdout = a->json_path && !strcmp(a->json_path, "-");
     if (!json_stdout) {
-        table(&t, doc, &s, failed);
+        table(&t, doc, s, failed);
         fputs(t.p, stdout);
     }
     int wrc = 0;
-    if (json_path) {
+    if (a->json_path) {
         buf j = BUF_INIT;
         buf_adds(&j, text);
         buf_addc(&j, '\n');
-        wrc |= write_file(json_path, j.p, j.len);
+        wrc |= write_file(a->json_path, j.p, j.len);
         buf_release(&j);
     }
-    if (svg_path) {
+    if (a->svg_path) {
         buf svg = BUF_INIT;
         breport_svg(&svg, doc);
-        wrc |= write_file(svg_path, svg.p, svg.len);
+        wrc |= write_file(a->svg_path, svg.p, svg.len);
         buf_release(&svg);
-    }
-    if (!no_store && s.nrec && rc != EXIT_DAEMON) {
-        int64_t id;
-        char err[512];
-        int src = bstore_post(doc, CTL_QUICK_MS * 2, &id, err, sizeof err);
-        if (src < 0) fprintf(stderr, "gpumod bench switch: %s\n", err);
-        else if (!src && !s.quiet) fprintf(stderr, "stored as result %lld (GET /results/%lld)\n", (long long)id,
-                                           (long long)id);
     }
     free(text);
     buf_release(&t);
+    return wrc;
+}
+
+/* Post the document to the daemon's result store (it says where). */
+static void store_doc(const bsw *s, cJSON *doc)
+{
+    int64_t id;
+    char err[512];
+    int src = bstore_post(doc, CTL_QUICK_MS * 2, &id, err, sizeof err);
+    if (src < 0)
+        fprintf(stderr, "gpumod bench switch: %s\n", err);
+    else if (!src && !s->quiet)
+        fprintf(stderr, "stored as result %lld (GET /results/%lld)\n", (long long)id,
+                (long long)id);
+}
+
+static void bsw_release(bsw *s)
+{
+    for (size_t i = 0; i < s->nrec; i++)
+        rec_release(&s->recs[i]);
+    free(s->recs);
+    if (s->warmed) rec_release(&s->warm);
+    cJSON_Delete(s->warnings);
+    free(s->router);
+    free(s->auth);
+    free(s->svc_a);
+    free(s->svc_b);
+    if (s->ft) curl_global_cleanup();
+}
+
+int bswitch_main(int argc, char **argv)
+{
+    bsw s = {.n = 5};
+    bsw_args a = {.ft_opt = -1, .seed = 1};
+    int rc = parse_args(argc, argv, &s, &a);
+    if (rc >= 0) return rc;
+    bool in_a = false;
+    rc = resolve_modes(&s, &in_a);
+    if (rc >= 0) return rc;
+    setup_first_token(&s, a.ft_opt);
+
+    char started[40];
+    rfc3339_now(started, sizeof started);
+    tally t = {0};
+    rc = in_a ? 0 : warm_up(&s);
+    if (!rc) rc = alternate(&s, &t);
+    if (!rc && (t.done[0] < s.n || t.done[1] < s.n) && t.fails_in_row < 2)
+        note(&s, "the run ended with %d and %d measured switches of the %ld asked each way",
+             t.done[0], t.done[1], s.n);
+
+    cJSON *doc = build_doc(&s, argc, argv, started, (uint64_t)a.seed, t.failed);
+    int wrc = write_outputs(&s, &a, doc, t.failed);
+    if (!a.no_store && s.nrec && rc != EXIT_DAEMON) store_doc(&s, doc);
     cJSON_Delete(doc);
-    for (size_t i = 0; i < s.nrec; i++) rec_release(&s.recs[i]);
-    free(s.recs);
-    if (s.warmed) rec_release(&s.warm);
-    cJSON_Delete(s.warnings);
-    free(s.router);
-    free(s.auth);
-    free(s.svc_a);
-    free(s.svc_b);
-    if (s.ft) curl_global_cleanup();
+    bsw_release(&s);
     if (rc) return rc;
     if (wrc) return EXIT_REFUSED;
-    return failed ? EXIT_REFUSED : 0;
+    return t.failed ? EXIT_REFUSED : 0;
 }

@@ -99,6 +99,10 @@ typedef struct lrun {
     int64_t runq0;
     int64_t lag_cpu; /* the thread's CPU time at the previous sample (ns) */
 
+    /* the self-check's start: user and system CPU (s), the thread's CPU (ns) */
+    double user0, sys0;
+    int64_t cpu0;
+
     /* closed loop: the first `concurrency` sends, RAMP_BATCH per loop turn */
     uv_idle_t ramp;
     long ramp_left;
@@ -464,28 +468,46 @@ static int check_spec(const bload_spec *s, char *err, size_t errlen)
     return 0;
 }
 
-int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupted, char *err, size_t errlen)
+/* How many streams the run holds at most: the concurrency, or for an
+ * uncapped open loop an estimate from the rate and the timeout.  0, or -1
+ * with err set when the fd limit cannot hold them (an estimate only warns:
+ * err is cleared). */
+static int plan_streams(const bload_spec *spec, long *streams, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    if (check_spec(spec, err, errlen) < 0)
-        return -1;
-    if (interrupted && *interrupted) { /* nothing is sent after a SIGINT */
-        out->reqs = xcalloc(1, sizeof *out->reqs);
-        out->self.cpu_pct = out->self.bytes_per_s = out->self.runq_wait_s = NAN;
-        return 0;
-    }
-    long streams = spec->concurrency > 0 ? spec->concurrency : 0;
-    if (spec->shape == BLOAD_OPEN && !streams) {
+    *streams = spec->concurrency > 0 ? spec->concurrency : 0;
+    if (spec->shape == BLOAD_OPEN && !*streams) {
         double est = spec->rate * spec->request_timeout_ms / 1000.0;
-        streams = est > 100000 ? 100000 : (long)est + 1;
+        *streams = est > 100000 ? 100000 : (long)est + 1;
     }
-    if (bclient_fd_budget(streams, err, errlen) < 0) {
-        if (spec->shape == BLOAD_CLOSED || spec->concurrency > 0)
-            return -1;
+    if (bclient_fd_budget(*streams, err, errlen) < 0) {
+        if (spec->shape == BLOAD_CLOSED || spec->concurrency > 0) return -1;
         if (err && errlen) /* uncapped open loop: an estimate, not a requirement */
             err[0] = 0;
     }
+    return 0;
+}
 
+/* Free the run's state: its timerfds, its loop and what it collected. */
+static void lrun_free(lrun *L)
+{
+    if (L->lfd >= 0) close(L->lfd);
+    if (L->sfd >= 0) close(L->sfd);
+    if (uv_loop_close(&L->loop) != 0) {
+        uv_run(&L->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&L->loop);
+    }
+    free(L->meas);
+    free(L->wq);
+    free(L->lags);
+    free(L->own_lags);
+    free(L);
+}
+
+/* A run's state with its loop, its client and its timerfds (the schedule's
+ * only for an open loop).  NULL with err set. */
+static lrun *lrun_open(const bload_spec *spec, volatile int *interrupted, long streams, char *err,
+                       size_t errlen)
+{
     lrun *L = xcalloc(1, sizeof *L);
     L->s = spec;
     L->intr = interrupted;
@@ -494,7 +516,7 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
     if (uv_loop_init(&L->loop) < 0) {
         errf(err, errlen, "load: uv_loop_init failed");
         free(L);
-        return -1;
+        return NULL;
     }
     bclient_opts o = {
         .url = spec->url,
@@ -505,9 +527,10 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
         .ud = L,
     };
     L->cli = bclient_new(&L->loop, &o, err, errlen);
-    int rc = -1;
-    if (!L->cli)
-        goto out_loop;
+    if (!L->cli) {
+        lrun_free(L);
+        return NULL;
+    }
     L->lfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (spec->shape == BLOAD_OPEN)
         L->sfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -516,16 +539,26 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
         bclient_close(L->cli);
         uv_run(&L->loop, UV_RUN_DEFAULT);
         bclient_free(L->cli);
-        goto out_loop;
+        lrun_free(L);
+        return NULL;
     }
+    return L;
+}
 
-    double u0, s0, u1, s1;
-    thread_cpu_s(&u0, &s0);
+/* The self-check's starting marks: CPU times, the clock, the run queue. */
+static void mark_start(lrun *L)
+{
+    thread_cpu_s(&L->user0, &L->sys0);
     L->t_start = bclient_now_ns();
     L->lag_cpu = thread_cpu_ns();
-    int64_t cpu0 = L->lag_cpu;
+    L->cpu0 = L->lag_cpu;
     L->runq0 = thread_runq_ns();
+}
 
+/* Start the loop's handles: the loop-lag probe, the tick, and the first
+ * sends (a closed loop's ramp) or the open loop's schedule. */
+static void start_handles(lrun *L)
+{
     uv_poll_init(&L->loop, &L->lpoll, L->lfd);
     L->lpoll.data = L;
     L->open_handles++;
@@ -539,8 +572,8 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
     L->open_handles++;
     uv_timer_start(&L->tick, on_tick, TICK_MS, TICK_MS);
 
-    if (spec->shape == BLOAD_CLOSED) {
-        L->ramp_left = spec->concurrency;
+    if (L->s->shape == BLOAD_CLOSED) {
+        L->ramp_left = L->s->concurrency;
         uv_idle_init(&L->loop, &L->ramp);
         L->ramp.data = L;
         L->open_handles++;
@@ -553,30 +586,34 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
         L->next_ns = L->t_start;
         arm_fd(L->sfd, L->next_ns, 0);
     }
-    maybe_finish(L);
-    uv_run(&L->loop, UV_RUN_DEFAULT);
-    if (!L->finished) { /* cannot happen: the tick keeps the loop alive until finish */
-        finish(L);
-        uv_run(&L->loop, UV_RUN_DEFAULT);
-    }
+}
 
+/* The self-check's figures since mark_start, but the schedule lag. */
+static void self_check(const lrun *L, bself *self)
+{
+    double u1, s1;
     int64_t t_end = bclient_now_ns();
     thread_cpu_s(&u1, &s1);
-    bself *self = &out->self;
-    self->user_s = u1 - u0;
-    self->sys_s = s1 - s0;
+    self->user_s = u1 - L->user0;
+    self->sys_s = s1 - L->sys0;
     self->wall_s = (t_end - L->t_start) / 1e9;
     /* CLOCK_THREAD_CPUTIME_ID is exact where getrusage's split is ticks;
      * under a second of wall either is noise (NaN: not judged) */
-    self->cpu_pct = self->wall_s >= BSELF_CPU_MIN_WALL_S ? 100.0 * (thread_cpu_ns() - cpu0) / 1e9 / self->wall_s : NAN;
+    self->cpu_pct = self->wall_s >= BSELF_CPU_MIN_WALL_S
+                        ? 100.0 * (thread_cpu_ns() - L->cpu0) / 1e9 / self->wall_s
+                        : NAN;
     self->bytes_per_s = self->wall_s > 0 ? bclient_bytes_in(L->cli) / self->wall_s : NAN;
     self->max_in_flight = L->max_in_flight;
     bsum_compute(&self->loop_lag_ms, L->lags, L->n_lags);
     bsum_compute(&self->loop_busy_ms, L->own_lags, L->n_lags);
     int64_t rq = thread_runq_ns();
     self->runq_wait_s = rq >= 0 && L->runq0 >= 0 ? (rq - L->runq0) / 1e9 : NAN;
+}
 
-    /* the measured requests in send order, then those the SIGINT cut */
+/* The measured requests into out in send order, then those the SIGINT cut
+ * (L->meas is emptied); the window W and the schedule lag with them. */
+static void collect_requests(lrun *L, bload_result *out)
+{
     out->reqs = xcalloc(L->n_meas ? L->n_meas : 1, sizeof *out->reqs);
     double *sl = xcalloc(L->n_meas ? L->n_meas : 1, sizeof *sl);
     size_t n_sl = 0, n_cut = 0;
@@ -588,12 +625,9 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
         lreq *q = L->meas[i];
         breq *r = &out->reqs[q->cut ? kc++ : ki++];
         *r = q->r; /* moves ev and error */
-        if (r->t_send && (!out->w_start || r->t_send < out->w_start))
-            out->w_start = r->t_send;
-        if (!q->cut && r->t_done > w_end_any)
-            w_end_any = r->t_done;
-        if (!q->cut && breq_ok(r) && r->t_done > w_end_ok)
-            w_end_ok = r->t_done;
+        if (r->t_send && (!out->w_start || r->t_send < out->w_start)) out->w_start = r->t_send;
+        if (!q->cut && r->t_done > w_end_any) w_end_any = r->t_done;
+        if (!q->cut && breq_ok(r) && r->t_done > w_end_ok) w_end_ok = r->t_done;
         sl[n_sl++] = q->lag_ns / 1e6;
         free(q);
     }
@@ -602,30 +636,42 @@ int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupt
     out->w_end = w_end_ok ? w_end_ok : w_end_any;
     out->n = L->n_meas - n_cut;
     out->n_cut = n_cut;
-    bsum_compute(&self->sched_lag_ms, sl, n_sl);
+    bsum_compute(&out->self.sched_lag_ms, sl, n_sl);
     free(sl);
-    out->n_warmup = (size_t)L->n_warm_done;
-    if (interrupted && L->interrupted)
-        *interrupted = 1;
-    bself_judge(self, NAN, spec->shape == BLOAD_OPEN);
-    bclient_free(L->cli);
-    rc = 0;
+}
 
-out_loop:
-    if (L->lfd >= 0)
-        close(L->lfd);
-    if (L->sfd >= 0)
-        close(L->sfd);
-    if (uv_loop_close(&L->loop) != 0) {
-        uv_run(&L->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&L->loop);
+int bload_run(const bload_spec *spec, bload_result *out, volatile int *interrupted, char *err,
+              size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (check_spec(spec, err, errlen) < 0) return -1;
+    if (interrupted && *interrupted) { /* nothing is sent after a SIGINT */
+        out->reqs = xcalloc(1, sizeof *out->reqs);
+        out->self.cpu_pct = out->self.bytes_per_s = out->self.runq_wait_s = NAN;
+        return 0;
     }
-    free(L->meas);
-    free(L->wq);
-    free(L->lags);
-    free(L->own_lags);
-    free(L);
-    return rc;
+    long streams;
+    if (plan_streams(spec, &streams, err, errlen) < 0) return -1;
+    lrun *L = lrun_open(spec, interrupted, streams, err, errlen);
+    if (!L) return -1;
+
+    mark_start(L);
+    start_handles(L);
+    maybe_finish(L);
+    uv_run(&L->loop, UV_RUN_DEFAULT);
+    if (!L->finished) { /* cannot happen: the tick keeps the loop alive until finish */
+        finish(L);
+        uv_run(&L->loop, UV_RUN_DEFAULT);
+    }
+
+    self_check(L, &out->self);
+    collect_requests(L, out);
+    out->n_warmup = (size_t)L->n_warm_done;
+    if (interrupted && L->interrupted) *interrupted = 1;
+    bself_judge(&out->self, NAN, spec->shape == BLOAD_OPEN);
+    bclient_free(L->cli);
+    lrun_free(L);
+    return 0;
 }
 
 void bload_result_release(bload_result *r)

@@ -218,7 +218,49 @@ static const char *const value_opts[] = {
     "--timeout", "--seed", "--model", "--api-key-env", "--json", "--csv", "--svg", NULL,
 };
 
-static int parse_run(int argc, char **argv, bopts *o)
+/* "--concurrency 1,8,64": the list replaces one given before. */
+static int p_conc(const char *opt, const char *v, bopts *o)
+{
+    double *d = NULL;
+    size_t n = 0;
+    int rc = p_list(opt, v, true, 1, 100000, &d, &n);
+    if (!rc) {
+        free(o->conc);
+        o->conc = xcalloc(n, sizeof *o->conc);
+        for (size_t k = 0; k < n; k++)
+            o->conc[k] = (long)d[k];
+        o->n_conc = n;
+    }
+    free(d);
+    return rc;
+}
+
+static int p_endpoint(const char *v, bool *completions)
+{
+    if (!strcmp(v, "chat"))
+        *completions = false;
+    else if (!strcmp(v, "completions"))
+        *completions = true;
+    else
+        return fail_usage("--endpoint '%s': expected chat or completions", v);
+    return 0;
+}
+
+static int p_seed(const char *v, uint64_t *seed)
+{
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(v, &end, 10);
+    int rc = 0;
+    if (!*v || *end || errno || *v == '-')
+        rc = fail_usage("--seed '%s': expected a non-negative integer", v);
+    *seed = s;
+    return rc;
+}
+
+/* The defaults a run starts from; check_run settles those that depend on
+ * what was given. */
+static void run_defaults(bopts *o, int argc, char **argv)
 {
     memset(o, 0, sizeof *o);
     o->burstiness = 1;
@@ -234,104 +276,96 @@ static int parse_run(int argc, char **argv, bopts *o)
     o->argv = argv;
     const char *e = getenv("GPUMOD_QUIET");
     o->quiet = e && *e && strcmp(e, "0");
-    bool conc_given = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (a[0] != '-' || !a[1]) {
-            if (o->target) return fail_usage("unexpected argument '%s' (the target is '%s')", a, o->target);
-            o->target = a;
-            continue;
+}
+
+/* A flag that takes no value: true when a is one, and o has it. */
+static bool set_flag(bopts *o, const char *a)
+{
+    if (!strcmp(a, "--raw"))
+        o->raw = true;
+    else if (!strcmp(a, "--md"))
+        o->md = true;
+    else if (!strcmp(a, "--no-store"))
+        o->no_store = true;
+    else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+        o->quiet = true;
+    else
+        return false;
+    return true;
+}
+
+/* Which of value_opts argv[*i] is (*opt, NULL when none) and its value,
+ * which may be the next word.  0, or BX_USAGE (said) when it is missing. */
+static int match_value_opt(int argc, char **argv, int *i, const char **opt, const char **v)
+{
+    *opt = *v = NULL;
+    for (int k = 0; value_opts[k]; k++) {
+        int r = optval(argc, argv, i, value_opts[k], v);
+        if (r < 0) return fail_usage("option '%s' needs a value", value_opts[k]);
+        if (r) {
+            *opt = value_opts[k];
+            break;
         }
-        if (!strcmp(a, "--raw")) { o->raw = true; continue; }
-        if (!strcmp(a, "--md")) { o->md = true; continue; }
-        if (!strcmp(a, "--no-store")) { o->no_store = true; continue; }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { o->quiet = true; continue; }
-        const char *v = NULL, *opt = NULL;
-        for (int k = 0; value_opts[k]; k++) {
-            int r = optval(argc, argv, &i, value_opts[k], &v);
-            if (r < 0) return fail_usage("option '%s' needs a value", value_opts[k]);
-            if (r) {
-                opt = value_opts[k];
-                break;
-            }
-        }
-        if (!opt) return fail_usage("unknown option '%s'", a);
-        double *d = NULL;
-        size_t n = 0;
-        int rc = 0;
-        if (!strcmp(opt, "--concurrency")) {
-            rc = p_list(opt, v, true, 1, 100000, &d, &n);
-            if (!rc) {
-                free(o->conc);
-                o->conc = xcalloc(n, sizeof *o->conc);
-                for (size_t k = 0; k < n; k++) o->conc[k] = (long)d[k];
-                o->n_conc = n;
-                conc_given = true;
-            }
-            free(d);
-        } else if (!strcmp(opt, "--rate")) {
-            rc = p_list(opt, v, false, 1e-6, 1e6, &o->rate, &o->n_rate);
-        } else if (!strcmp(opt, "--burstiness")) {
-            rc = p_double(opt, v, 1e-3, 1e6, true, &o->burstiness);
-        } else if (!strcmp(opt, "--max-concurrency")) {
-            rc = p_long(opt, v, 1, 100000, &o->max_concurrency);
-        } else if (!strcmp(opt, "--requests")) {
-            rc = p_long(opt, v, 1, 100000000, &o->requests);
-        } else if (!strcmp(opt, "--duration")) {
-            rc = p_double(opt, v, 0.1, 86400, false, &o->duration_s);
-        } else if (!strcmp(opt, "--warmup")) {
-            rc = p_long(opt, v, 0, 1000000, &o->warmup);
-        } else if (!strcmp(opt, "--iterations")) {
-            rc = p_long(opt, v, 1, 1000, &o->iterations);
-        } else if (!strcmp(opt, "--prompt-tokens")) {
-            rc = p_long(opt, v, 1, 10000000, &o->prompt_tokens);
-        } else if (!strcmp(opt, "--prompts")) {
-            o->prompts_file = v;
-        } else if (!strcmp(opt, "--gen-tokens")) {
-            rc = p_long(opt, v, 1, 10000000, &o->gen_tokens);
-        } else if (!strcmp(opt, "--endpoint")) {
-            if (!strcmp(v, "chat"))
-                o->completions = false;
-            else if (!strcmp(v, "completions"))
-                o->completions = true;
-            else
-                rc = fail_usage("--endpoint '%s': expected chat or completions", v);
-        } else if (!strcmp(opt, "--ctx-sweep")) {
-            rc = p_ctx(v, o);
-        } else if (!strcmp(opt, "--slo")) {
-            rc = p_slo(v, &o->slo);
-        } else if (!strcmp(opt, "--timeout")) {
-            rc = p_double(opt, v, 0.001, 86400, false, &o->timeout_s);
-        } else if (!strcmp(opt, "--seed")) {
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(v, &end, 10);
-            if (!*v || *end || errno || *v == '-')
-                rc = fail_usage("--seed '%s': expected a non-negative integer", v);
-            o->seed = s;
-        } else if (!strcmp(opt, "--model")) {
-            o->model = v;
-        } else if (!strcmp(opt, "--api-key-env")) {
-            o->api_key_env = v;
-        } else if (!strcmp(opt, "--json")) {
-            o->json_path = v;
-        } else if (!strcmp(opt, "--csv")) {
-            o->csv_path = v;
-        } else if (!strcmp(opt, "--svg")) {
-            o->svg_path = v;
-        }
-        if (rc) return BX_USAGE;
     }
-    if (!o->target) return fail_usage("no target: give a service id, a model name or an http(s):// URL");
+    return 0;
+}
+
+/* One option's value into o.  0, or BX_USAGE (said). */
+static int set_value(bopts *o, const char *opt, const char *v)
+{
+    if (!strcmp(opt, "--concurrency")) return p_conc(opt, v, o);
+    if (!strcmp(opt, "--rate")) return p_list(opt, v, false, 1e-6, 1e6, &o->rate, &o->n_rate);
+    if (!strcmp(opt, "--burstiness")) return p_double(opt, v, 1e-3, 1e6, true, &o->burstiness);
+    if (!strcmp(opt, "--max-concurrency")) return p_long(opt, v, 1, 100000, &o->max_concurrency);
+    if (!strcmp(opt, "--requests")) return p_long(opt, v, 1, 100000000, &o->requests);
+    if (!strcmp(opt, "--duration")) return p_double(opt, v, 0.1, 86400, false, &o->duration_s);
+    if (!strcmp(opt, "--warmup")) return p_long(opt, v, 0, 1000000, &o->warmup);
+    if (!strcmp(opt, "--iterations")) return p_long(opt, v, 1, 1000, &o->iterations);
+    if (!strcmp(opt, "--prompt-tokens")) return p_long(opt, v, 1, 10000000, &o->prompt_tokens);
+    if (!strcmp(opt, "--gen-tokens")) return p_long(opt, v, 1, 10000000, &o->gen_tokens);
+    if (!strcmp(opt, "--endpoint")) return p_endpoint(v, &o->completions);
+    if (!strcmp(opt, "--ctx-sweep")) return p_ctx(v, o);
+    if (!strcmp(opt, "--slo")) return p_slo(v, &o->slo);
+    if (!strcmp(opt, "--timeout")) return p_double(opt, v, 0.001, 86400, false, &o->timeout_s);
+    if (!strcmp(opt, "--seed")) return p_seed(v, &o->seed);
+    /* the rest are taken as given: files and names, checked when used */
+    if (!strcmp(opt, "--prompts"))
+        o->prompts_file = v;
+    else if (!strcmp(opt, "--model"))
+        o->model = v;
+    else if (!strcmp(opt, "--api-key-env"))
+        o->api_key_env = v;
+    else if (!strcmp(opt, "--json"))
+        o->json_path = v;
+    else if (!strcmp(opt, "--csv"))
+        o->csv_path = v;
+    else if (!strcmp(opt, "--svg"))
+        o->svg_path = v;
+    return 0;
+}
+
+/* The options that exclude or need each other, then the defaults that
+ * depend on what was given.  0, or BX_USAGE (said). */
+static int check_run(bopts *o)
+{
+    bool conc_given = o->n_conc > 0; /* a given list is never empty */
+    if (!o->target)
+        return fail_usage("no target: give a service id, a model name or an http(s):// URL");
     if (o->n_rate && conc_given)
-        return fail_usage("--rate and --concurrency: give one (an open loop is capped with --max-concurrency)");
-    if (o->max_concurrency && !o->n_rate) return fail_usage("--max-concurrency needs --rate (an open loop)");
-    if (o->requests > 0 && o->duration_s > 0) return fail_usage("--requests and --duration: give one");
-    if (o->prompts_file && o->prompt_tokens > 0) return fail_usage("--prompts and --prompt-tokens: give one");
+        return fail_usage(
+            "--rate and --concurrency: give one (an open loop is capped with --max-concurrency)");
+    if (o->max_concurrency && !o->n_rate)
+        return fail_usage("--max-concurrency needs --rate (an open loop)");
+    if (o->requests > 0 && o->duration_s > 0)
+        return fail_usage("--requests and --duration: give one");
+    if (o->prompts_file && o->prompt_tokens > 0)
+        return fail_usage("--prompts and --prompt-tokens: give one");
     if (o->raw && !o->json_path) return fail_usage("--raw needs --json FILE");
-    if (o->ctx_sweep && (o->n_rate || conc_given || o->prompts_file || o->duration_s > 0 || o->requests > 0))
-        return fail_usage("--ctx-sweep measures one request per depth: it takes no --rate, --concurrency, "
-                          "--requests, --duration or --prompts");
+    if (o->ctx_sweep &&
+        (o->n_rate || conc_given || o->prompts_file || o->duration_s > 0 || o->requests > 0))
+        return fail_usage(
+            "--ctx-sweep measures one request per depth: it takes no --rate, --concurrency, "
+            "--requests, --duration or --prompts");
     if (!o->n_conc) {
         o->conc = xcalloc(1, sizeof *o->conc);
         o->conc[0] = 1;
@@ -339,6 +373,27 @@ static int parse_run(int argc, char **argv, bopts *o)
     }
     if (!o->prompts_file && o->prompt_tokens < 0) o->prompt_tokens = 128;
     return 0;
+}
+
+/* The options of a run into o.  0, or BX_USAGE (said). */
+static int parse_run(int argc, char **argv, bopts *o)
+{
+    run_defaults(o, argc, argv);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1]) {
+            if (o->target)
+                return fail_usage("unexpected argument '%s' (the target is '%s')", a, o->target);
+            o->target = a;
+            continue;
+        }
+        if (set_flag(o, a)) continue;
+        const char *opt, *v;
+        if (match_value_opt(argc, argv, &i, &opt, &v)) return BX_USAGE;
+        if (!opt) return fail_usage("unknown option '%s'", a);
+        if (set_value(o, opt, v)) return BX_USAGE;
+    }
+    return check_run(o);
 }
 
 /* ---- files ----------------------------------------------------------------- */
@@ -621,212 +676,365 @@ static char *make_body(void *ud, uint64_t k, size_t *len)
 /* what an interrupted run says: measured requests that ended / planned */
 static long n_ended_total, n_planned_total;
 
-static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_err, size_t first_err_len)
+/* One load run across its points and iterations: what it sends, and what
+ * it learns on the way. */
+typedef struct loadrun {
+    cJSON *doc;
+    const bopts *o;
+    btarget *t;
+    bool open;     /* an open loop: the points are rates */
+    bprompts file; /* --prompts */
+    bprompt synth; /* else the one synthetic prompt */
+    bool exact;    /* the synthetic prompt has exactly --prompt-tokens */
+    long measured; /* the prompt tokens the server counted, -1 before any */
+    bbody_opts bo;
+    bodyctx bc;
+    char *url;
+    bool metrics_ok; /* /metrics could be read so far */
+    prog pg;
+    bool *any_ok;    /* a request succeeded */
+    char *first_err; /* the first failed request's error */
+    size_t first_err_len;
+} loadrun;
+
+/* One point of the sweep: its concurrency (the cap, for a rate) or rate,
+ * and what each iteration sends. */
+typedef struct point {
+    size_t pi;
+    long conc;
+    double rate;
+    long requests; /* 0: for --duration */
+    long warmup;
+} point;
+
+enum { IT_NEXT, IT_STOP, IT_FAILED }; /* what run_iteration says comes next */
+
+/* --prompts' file; with --endpoint completions none may hold "messages".
+ * 0, or BX_USAGE (said). */
+static int load_prompt_file(loadrun *L)
 {
-    bool chat = !o->completions;
-    bprompts file = {0};
     char err[4096] = "";
-    bool exact = false;
-    long measured = -1;
-    bprompt synth = {NULL, NULL, -1};
-    if (o->prompts_file) {
-        if (bprompts_load_jsonl(&file, o->prompts_file, err, sizeof err)) {
-            fprintf(stderr, "gpumod: bench: %s\n", err);
-            return BX_USAGE;
-        }
-        if (o->completions)
-            for (size_t i = 0; i < file.n; i++)
-                if (file.v[i].messages) {
-                    fprintf(stderr, "gpumod: bench: %s: prompt %zu has \"messages\": use --endpoint chat\n",
-                            o->prompts_file, i + 1);
-                    bprompts_release(&file);
-                    return BX_USAGE;
-                }
-    } else {
-        char pre[32];
-        bprompt_prefix(pre, sizeof pre, 0);
-        long got = 0;
-        btok_fn tok = t->tokenize_url ? bprompt_tokenize_http : NULL;
-        /* the prefix is measured with the text, then cut: each request
-         * puts its own number of the same width in front */
-        char *s = bprompt_synth(pre, o->prompt_tokens, o->seed, tok, t, &got, &exact, err, sizeof err);
-        if (!s) {
-            bresult_warn(doc, "/tokenize failed (%s): prompts are approximate (about 4 characters a token)", err);
-            s = bprompt_synth(pre, o->prompt_tokens, o->seed, NULL, NULL, &got, &exact, err, sizeof err);
-            tok = NULL;
-        }
-        synth.text = xstrdup(s + strlen(pre));
-        free(s);
-        if (!tok)
-            bresult_warn(doc, "the server has no /tokenize: prompts are about %ld tokens (4 characters a token), "
-                              "not exact; prompt_tokens_measured is what the server counted",
-                         o->prompt_tokens);
-        else if (!exact)
-            bresult_warn(doc, "no word count gives exactly %ld prompt tokens: prompts are %ld tokens", o->prompt_tokens,
-                         got);
+    if (bprompts_load_jsonl(&L->file, L->o->prompts_file, err, sizeof err)) {
+        fprintf(stderr, "gpumod: bench: %s\n", err);
+        return BX_USAGE;
     }
-    const bprompt *pv = o->prompts_file ? file.v : &synth;
-    size_t np = o->prompts_file ? file.n : 1;
-    bbody_opts bo = {t->model, chat, o->gen_tokens, !strcmp(t->flavor, "llamacpp"), -1};
-    char *url = xasprintf("%s%s", t->base_url, t->endpoint);
-    bool open = o->n_rate > 0;
-    size_t npts = open ? o->n_rate : o->n_conc;
-    cJSON *points = cJSON_GetObjectItem(doc, "points");
-    bodyctx bc = {&bo, pv, np, 1};
+    if (L->o->completions)
+        for (size_t i = 0; i < L->file.n; i++)
+            if (L->file.v[i].messages) {
+                fprintf(stderr,
+                        "gpumod: bench: %s: prompt %zu has \"messages\": use --endpoint chat\n",
+                        L->o->prompts_file, i + 1);
+                bprompts_release(&L->file);
+                return BX_USAGE;
+            }
+    return 0;
+}
+
+/* The synthetic prompt of --prompt-tokens, counted by the server's
+ * /tokenize where it has one (else about 4 characters a token, warned). */
+static void synth_prompt(loadrun *L)
+{
+    const bopts *o = L->o;
+    char err[4096] = "";
+    char pre[32];
+    bprompt_prefix(pre, sizeof pre, 0);
+    long got = 0;
+    btok_fn tok = L->t->tokenize_url ? bprompt_tokenize_http : NULL;
+    /* the prefix is measured with the text, then cut: each request
+     * puts its own number of the same width in front */
+    char *s =
+        bprompt_synth(pre, o->prompt_tokens, o->seed, tok, L->t, &got, &L->exact, err, sizeof err);
+    if (!s) {
+        bresult_warn(L->doc,
+                     "/tokenize failed (%s): prompts are approximate (about 4 characters a token)",
+                     err);
+        s = bprompt_synth(pre, o->prompt_tokens, o->seed, NULL, NULL, &got, &L->exact, err,
+                          sizeof err);
+        tok = NULL;
+    }
+    L->synth.text = xstrdup(s + strlen(pre));
+    free(s);
+    if (!tok)
+        bresult_warn(
+            L->doc,
+            "the server has no /tokenize: prompts are about %ld tokens (4 characters a token), "
+            "not exact; prompt_tokens_measured is what the server counted",
+            o->prompt_tokens);
+    else if (!L->exact)
+        bresult_warn(L->doc,
+                     "no word count gives exactly %ld prompt tokens: prompts are %ld tokens",
+                     o->prompt_tokens, got);
+}
+
+/* Point pi: its load, its requests and warmup (the defaults: 10 x the
+ * concurrency or 10 s of arrivals, at least 20; a warmup of the
+ * concurrency). */
+static point plan_point(const loadrun *L, size_t pi)
+{
+    const bopts *o = L->o;
+    point p = {pi, L->open ? o->max_concurrency : o->conc[pi], L->open ? o->rate[pi] : 0, 0, 0};
+    p.requests = o->requests > 0 ? o->requests : 0;
+    if (!p.requests && o->duration_s <= 0) {
+        p.requests = L->open ? (long)ceil(p.rate * 10) : p.conc * 10;
+        if (p.requests < 20) p.requests = 20;
+    }
+    p.warmup = o->warmup >= 0 ? o->warmup : L->open ? (p.conc > 0 ? p.conc : 1) : p.conc;
+    return p;
+}
+
+/* The load of iteration it of point p (idp holds its request ids' prefix),
+ * and the progress bar's label for it. */
+static void iteration_spec(loadrun *L, const point *p, long it, bload_spec *sp, char *idp,
+                           size_t idlen)
+{
+    const bopts *o = L->o;
+    memset(sp, 0, sizeof *sp);
+    sp->url = L->url;
+    sp->headers = btarget_headers(L->t);
+    sp->shape = L->open ? BLOAD_OPEN : BLOAD_CLOSED;
+    sp->concurrency = (int)p->conc;
+    sp->rate = p->rate;
+    sp->burstiness = o->burstiness;
+    sp->seed = o->seed + (uint64_t)p->pi * 1000003u + (uint64_t)it * 7919u;
+    sp->requests = p->requests;
+    sp->duration_s = o->duration_s;
+    sp->warmup = p->warmup;
+    sp->body = make_body;
+    sp->request_timeout_ms = (int64_t)(o->timeout_s * 1000);
+    /* unique in the run: a server's log joins by it (t80) */
+    snprintf(idp, idlen, "gpumod-bench-%ld-%zu-%ld", (long)getpid(), p->pi, it);
+    sp->id_prefix = idp;
+    sp->progress = progress;
+    sp->ud = &L->pg;
+    sp->body_ud = &L->bc;
+    if (L->open)
+        snprintf(L->pg.label, sizeof L->pg.label, "rate %g  iteration %ld/%ld", p->rate, it + 1,
+                 o->iterations);
+    else
+        snprintf(L->pg.label, sizeof L->pg.label, "concurrency %ld  iteration %ld/%ld", p->conc,
+                 it + 1, o->iterations);
+}
+
+/* The warmup, a run of its own, so that the server's counters scraped
+ * before the measured run do not include it (the deltas then match the
+ * client's token counts).  How many warmup requests ended. */
+static size_t run_warmup(loadrun *L, const bload_spec *sp)
+{
+    bload_spec ws = *sp;
+    ws.requests = sp->warmup;
+    ws.duration_s = 0;
+    ws.warmup = 0;
+    ws.warmup_ids = true;
+    bload_result wr;
+    memset(&wr, 0, sizeof wr);
+    char werr[256] = "";
+    char lab[96];
+    size_t wdone = 0;
+    snprintf(lab, sizeof lab, "%s", L->pg.label);
+    snprintf(L->pg.label, sizeof L->pg.label, "%.70s warmup", lab);
+    if (bload_run(&ws, &wr, &interrupted, werr, sizeof werr) == 0) wdone = wr.n;
+    bload_result_release(&wr);
+    snprintf(L->pg.label, sizeof L->pg.label, "%s", lab);
+    return wdone;
+}
+
+/* Whether any request succeeded, the prompt tokens the server counted and
+ * the first error, over the run. */
+static void note_requests(loadrun *L, const bload_result *res)
+{
+    for (size_t i = 0; i < res->n; i++) {
+        if (breq_ok(&res->reqs[i])) {
+            *L->any_ok = true;
+            if (L->measured < 0 && res->reqs[i].n_in >= 0) L->measured = res->reqs[i].n_in;
+        } else if (!L->first_err[0] && res->reqs[i].error) {
+            snprintf(L->first_err, L->first_err_len, "%s", res->reqs[i].error);
+        }
+    }
+}
+
+/* The iteration into its point's list, with the warnings it calls for. */
+static void record_iteration(loadrun *L, const point *p, long it, cJSON *its,
+                             const bload_result *res, const bagg *a, const bserver_delta *sd,
+                             cJSON *mem)
+{
+    cJSON *ij = bresult_iteration(res, a, sd, mem, L->o->raw);
+    if (p->requests)
+        cJSON_AddNumberToObject(ij, "requests_planned", (double)p->requests);
+    else
+        cJSON_AddNullToObject(ij, "requests_planned");
+    cJSON_AddItemToArray(its, ij);
+    char where[96];
+    snprintf(where, sizeof where, "%s=%g iteration %ld", L->open ? "rate" : "concurrency",
+             L->open ? p->rate : (double)p->conc, it + 1);
+    cJSON *doc = L->doc;
+    if (a->failed)
+        bresult_warn(doc, "%s: %zu of %zu requests failed (see errors)", where, a->failed, a->sent);
+    if (res->self.client_bound)
+        bresult_warn(doc, "%s: the client may be the bottleneck: %s", where,
+                     res->self.n_warnings ? res->self.warnings[0] : "see self_check");
+    if (a->out_estimated)
+        bresult_warn(doc, "output token counts are estimated from the stream's events (the server "
+                          "sent no usage)");
+    if (a->k_estimated)
+        bresult_warn(
+            doc, "tokens per event were assumed 1 where the server sent no running usage count");
+    if (sd && sd->reset)
+        bresult_warn(doc, "%s: a server counter went down (restart?): server deltas are invalid",
+                     where);
+}
+
+/* A load that ran: its figures, judged, into its, unless the SIGINT came
+ * before anything was sent.  IT_NEXT or IT_STOP; takes mem, releases res. */
+static int take_iteration(loadrun *L, const point *p, long it, cJSON *its, bload_result *res,
+                          const bserver_delta *sd, cJSON *mem)
+{
+    note_requests(L, res);
+    bagg a;
+    char aerr[200] = "";
+    memset(&a, 0, sizeof a);
+    if (bagg_compute(&a, res->reqs, res->n, res->w_start, res->w_end, &L->o->slo, aerr,
+                     sizeof aerr) != 0) {
+        /* nothing completed: an empty window; keep the counts */
+        bagg_compute(&a, res->reqs, res->n, res->w_start, res->w_start + 1, &L->o->slo, aerr,
+                     sizeof aerr);
+    }
+    bself_judge(&res->self, a.itl_token.median, L->open);
+    n_ended_total += (long)res->n;
+    int next = IT_NEXT;
+    if (interrupted && !res->n && !res->n_cut) { /* nothing was sent: no iteration */
+        cJSON_Delete(mem);
+        next = IT_STOP;
+    } else {
+        record_iteration(L, p, it, its, res, &a, sd, mem);
+    }
+    bload_result_release(res);
+    return next;
+}
+
+/* Iteration it of point p: warmup, /metrics, the measured load, /metrics,
+ * then its figures into its.  IT_NEXT, IT_STOP (interrupted before it
+ * measured anything) or IT_FAILED (the load could not run; said). */
+static int run_iteration(loadrun *L, const point *p, long it, cJSON *its)
+{
+    bload_spec sp;
     char idp[96];
-    bool metrics_ok = t->metrics_url != NULL;
-    prog pg = {isatty(2) && !o->quiet, ""};
+    iteration_spec(L, p, it, &sp, idp, sizeof idp);
+    size_t wdone = 0;
+    if (p->warmup > 0) {
+        wdone = run_warmup(L, &sp);
+        sp.warmup = 0;
+        if (interrupted) { /* Ctrl-C in the warmup: no measured run */
+            if (L->pg.on) fputs("\r\033[K", stderr);
+            return IT_STOP;
+        }
+    }
+    bscrape *before = L->metrics_ok ? scrape(L->t) : NULL;
+    if (L->metrics_ok && !before) L->metrics_ok = false;
+    bload_result res;
+    memset(&res, 0, sizeof res);
+    btele *tl = btele_start(200);
+    char lerr[256] = "";
+    int lrc = bload_run(&sp, &res, &interrupted, lerr, sizeof lerr);
+    cJSON *mem = btele_stop(tl);
+    bscrape *after = before ? scrape(L->t) : NULL;
+    if (L->pg.on) fputs("\r\033[K", stderr);
+    int next = IT_FAILED;
+    if (lrc) {
+        fprintf(stderr, "gpumod: bench: %s\n", lerr);
+        cJSON_Delete(mem);
+    } else {
+        bserver_delta sd;
+        if (before && after) bserver_delta_compute(before, after, &sd);
+        res.n_warmup += wdone;
+        next = take_iteration(L, p, it, its, &res, before && after ? &sd : NULL, mem);
+    }
+    scrape_free(before);
+    scrape_free(after);
+    return next;
+}
+
+/* Point pi, each of its iterations, and its summary into doc's points.
+ * BX_OK or BX_FAILED; *ran false when interrupted before an iteration. */
+static int run_point(loadrun *L, size_t pi, bool *ran)
+{
+    const bopts *o = L->o;
+    point p = plan_point(L, pi);
+    n_planned_total += p.requests * o->iterations;
+    cJSON *pt = cJSON_CreateObject();
+    cJSON_AddStringToObject(pt, "x_name", L->open ? "rate" : "concurrency");
+    cJSON_AddNumberToObject(pt, "x", L->open ? p.rate : (double)p.conc);
+    cJSON *its = cJSON_AddArrayToObject(pt, "iterations");
+    int rc = BX_OK;
+    for (long it = 0; it < o->iterations && !interrupted; it++) {
+        int next = run_iteration(L, &p, it, its);
+        if (next == IT_FAILED) rc = BX_FAILED;
+        if (next != IT_NEXT) break;
+    }
+    *ran = cJSON_GetArraySize(its) > 0;
+    if (!*ran) { /* interrupted before it ran */
+        cJSON_Delete(pt);
+        return rc;
+    }
+    cJSON_AddItemToObject(pt, "summary", bresult_summary(its, o->seed));
+    cJSON_AddItemToArray(cJSON_GetObjectItem(L->doc, "points"), pt);
+    return rc;
+}
+
+/* The settings as they turned out, and the warnings of the whole run. */
+static void finish_run(loadrun *L)
+{
+    const bopts *o = L->o;
+    cJSON_ReplaceItemInObject(L->doc, "settings",
+                              bresult_settings(o, o->prompts_file ? false : L->exact, L->measured));
+    if (L->measured >= 0 && !o->prompts_file && L->measured != o->prompt_tokens)
+        bresult_warn(L->doc,
+                     "the server counted %ld prompt tokens for a %ld-token prompt (the %s adds the "
+                     "difference)",
+                     L->measured, o->prompt_tokens,
+                     L->bo.chat ? "chat template" : "special tokens");
+    if (!L->t->metrics_url || !L->metrics_ok)
+        bresult_warn(L->doc, "the server's /metrics could not be read: no server-side deltas");
+}
+
+/* The prompts, then each point of the sweep in turn, into doc.  BX_OK,
+ * BX_FAILED (a load could not run) or BX_USAGE (the prompts file). */
+static int run_load(cJSON *doc, bopts *o, btarget *t, bool *any_ok, char *first_err,
+                    size_t first_err_len)
+{
+    loadrun L = {
+        .doc = doc,
+        .o = o,
+        .t = t,
+        .open = o->n_rate > 0,
+        .synth = {NULL, NULL, -1},
+        .measured = -1,
+        .any_ok = any_ok,
+        .first_err = first_err,
+        .first_err_len = first_err_len,
+    };
+    if (o->prompts_file) {
+        if (load_prompt_file(&L)) return BX_USAGE;
+    } else {
+        synth_prompt(&L);
+    }
+    L.bo =
+        (bbody_opts){t->model, !o->completions, o->gen_tokens, !strcmp(t->flavor, "llamacpp"), -1};
+    L.bc =
+        (bodyctx){&L.bo, o->prompts_file ? L.file.v : &L.synth, o->prompts_file ? L.file.n : 1, 1};
+    L.url = xasprintf("%s%s", t->base_url, t->endpoint);
+    L.metrics_ok = t->metrics_url != NULL;
+    L.pg = (prog){isatty(2) && !o->quiet, ""};
+    size_t npts = L.open ? o->n_rate : o->n_conc;
     int rc = BX_OK;
     for (size_t pi = 0; pi < npts && !interrupted; pi++) {
-        long conc = open ? o->max_concurrency : o->conc[pi];
-        double rate = open ? o->rate[pi] : 0;
-        long requests = o->requests > 0 ? o->requests : 0;
-        if (!requests && o->duration_s <= 0) {
-            requests = open ? (long)ceil(rate * 10) : conc * 10;
-            if (requests < 20) requests = 20;
-        }
-        long warmup = o->warmup >= 0 ? o->warmup : open ? (conc > 0 ? conc : 1) : conc;
-        n_planned_total += requests * o->iterations;
-        cJSON *pt = cJSON_CreateObject();
-        cJSON_AddStringToObject(pt, "x_name", open ? "rate" : "concurrency");
-        cJSON_AddNumberToObject(pt, "x", open ? rate : (double)conc);
-        cJSON *its = cJSON_AddArrayToObject(pt, "iterations");
-        for (long it = 0; it < o->iterations && !interrupted; it++) {
-            bload_spec sp;
-            memset(&sp, 0, sizeof sp);
-            sp.url = url;
-            sp.headers = btarget_headers(t);
-            sp.shape = open ? BLOAD_OPEN : BLOAD_CLOSED;
-            sp.concurrency = (int)conc;
-            sp.rate = rate;
-            sp.burstiness = o->burstiness;
-            sp.seed = o->seed + (uint64_t)pi * 1000003u + (uint64_t)it * 7919u;
-            sp.requests = requests;
-            sp.duration_s = o->duration_s;
-            sp.warmup = warmup;
-            sp.body = make_body;
-            sp.request_timeout_ms = (int64_t)(o->timeout_s * 1000);
-            /* unique in the run: a server's log joins by it (t80) */
-            snprintf(idp, sizeof idp, "gpumod-bench-%ld-%zu-%ld", (long)getpid(), pi, it);
-            sp.id_prefix = idp;
-            sp.progress = progress;
-            sp.ud = &pg;
-            sp.body_ud = &bc;
-            if (open)
-                snprintf(pg.label, sizeof pg.label, "rate %g  iteration %ld/%ld", rate, it + 1, o->iterations);
-            else
-                snprintf(pg.label, sizeof pg.label, "concurrency %ld  iteration %ld/%ld", conc, it + 1, o->iterations);
-            /* the warmup is a run of its own, so that the server's
-             * counters scraped before the measured run do not include it
-             * (the deltas then match the client's token counts) */
-            size_t wdone = 0;
-            if (warmup > 0) {
-                bload_spec ws = sp;
-                ws.requests = warmup;
-                ws.duration_s = 0;
-                ws.warmup = 0;
-                ws.warmup_ids = true;
-                bload_result wr;
-                memset(&wr, 0, sizeof wr);
-                char werr[256] = "";
-                char lab[96];
-                snprintf(lab, sizeof lab, "%s", pg.label);
-                snprintf(pg.label, sizeof pg.label, "%.70s warmup", lab);
-                if (bload_run(&ws, &wr, &interrupted, werr, sizeof werr) == 0) wdone = wr.n;
-                bload_result_release(&wr);
-                snprintf(pg.label, sizeof pg.label, "%s", lab);
-                sp.warmup = 0;
-                if (interrupted) { /* Ctrl-C in the warmup: no measured run */
-                    if (pg.on) fputs("\r\033[K", stderr);
-                    break;
-                }
-            }
-            bscrape *before = metrics_ok ? scrape(t) : NULL;
-            if (metrics_ok && !before) metrics_ok = false;
-            bload_result res;
-            memset(&res, 0, sizeof res);
-            btele *tl = btele_start(200);
-            char lerr[256] = "";
-            int lrc = bload_run(&sp, &res, &interrupted, lerr, sizeof lerr);
-            cJSON *mem = btele_stop(tl);
-            bscrape *after = before ? scrape(t) : NULL;
-            if (pg.on) fputs("\r\033[K", stderr);
-            if (lrc) {
-                fprintf(stderr, "gpumod: bench: %s\n", lerr);
-                cJSON_Delete(mem);
-                scrape_free(before);
-                scrape_free(after);
-                rc = BX_FAILED;
-                break;
-            }
-            for (size_t i = 0; i < res.n; i++) {
-                if (breq_ok(&res.reqs[i])) {
-                    *any_ok = true;
-                    if (measured < 0 && res.reqs[i].n_in >= 0) measured = res.reqs[i].n_in;
-                } else if (!first_err[0] && res.reqs[i].error) {
-                    snprintf(first_err, first_err_len, "%s", res.reqs[i].error);
-                }
-            }
-            bagg a;
-            char aerr[200] = "";
-            memset(&a, 0, sizeof a);
-            if (bagg_compute(&a, res.reqs, res.n, res.w_start, res.w_end, &o->slo, aerr, sizeof aerr) != 0) {
-                /* nothing completed: an empty window; keep the counts */
-                bagg_compute(&a, res.reqs, res.n, res.w_start, res.w_start + 1, &o->slo, aerr, sizeof aerr);
-            }
-            bserver_delta sd;
-            bool have_sd = before && after;
-            if (have_sd) bserver_delta_compute(before, after, &sd);
-            bself_judge(&res.self, a.itl_token.median, open);
-            res.n_warmup += wdone;
-            n_ended_total += (long)res.n;
-            if (interrupted && !res.n && !res.n_cut) { /* nothing was sent: no iteration */
-                cJSON_Delete(mem);
-                scrape_free(before);
-                scrape_free(after);
-                bload_result_release(&res);
-                break;
-            }
-            cJSON *ij = bresult_iteration(&res, &a, have_sd ? &sd : NULL, mem, o->raw);
-            if (requests)
-                cJSON_AddNumberToObject(ij, "requests_planned", (double)requests);
-            else
-                cJSON_AddNullToObject(ij, "requests_planned");
-            cJSON_AddItemToArray(its, ij);
-            char where[96];
-            snprintf(where, sizeof where, "%s=%g iteration %ld", open ? "rate" : "concurrency",
-                     open ? rate : (double)conc, it + 1);
-            if (a.failed)
-                bresult_warn(doc, "%s: %zu of %zu requests failed (see errors)", where, a.failed, a.sent);
-            if (res.self.client_bound)
-                bresult_warn(doc, "%s: the client may be the bottleneck: %s", where,
-                             res.self.n_warnings ? res.self.warnings[0] : "see self_check");
-            if (a.out_estimated)
-                bresult_warn(doc, "output token counts are estimated from the stream's events (the server sent no usage)");
-            if (a.k_estimated)
-                bresult_warn(doc, "tokens per event were assumed 1 where the server sent no running usage count");
-            if (have_sd && sd.reset) bresult_warn(doc, "%s: a server counter went down (restart?): server deltas are invalid", where);
-            scrape_free(before);
-            scrape_free(after);
-            bload_result_release(&res);
-        }
-        if (cJSON_GetArraySize(its) == 0) { /* interrupted before it ran */
-            cJSON_Delete(pt);
-            break;
-        }
-        cJSON_AddItemToObject(pt, "summary", bresult_summary(its, o->seed));
-        cJSON_AddItemToArray(points, pt);
-        if (rc) break;
+        bool ran;
+        rc = run_point(&L, pi, &ran);
+        if (!ran || rc) break;
     }
-    free(url);
-    free(synth.text);
-    bprompts_release(&file);
-    cJSON_ReplaceItemInObject(doc, "settings", bresult_settings(o, o->prompts_file ? false : exact, measured));
-    if (measured >= 0 && !o->prompts_file && measured != o->prompt_tokens)
-        bresult_warn(doc, "the server counted %ld prompt tokens for a %ld-token prompt (the %s adds the difference)",
-                     measured, o->prompt_tokens, chat ? "chat template" : "special tokens");
-    if (!t->metrics_url || !metrics_ok)
-        bresult_warn(doc, "the server's /metrics could not be read: no server-side deltas");
+    free(L.url);
+    free(L.synth.text);
+    bprompts_release(&L.file);
+    finish_run(&L);
     return rc;
 }
 

@@ -287,178 +287,255 @@ static bool point_ok(const frame *f, const svg_series *s, size_t i)
     return isfinite(ax_val(&f->x, s->x[i])) && y_ok(s->y[i]);
 }
 
-static void chart(buf *out, const svg_chart *c, double W, double H)
+/* The plot area inside a W x H chart, below the title and the legend;
+ * ex/erow get where each legend entry goes. */
+static void place_frame(frame *f, const svg_chart *c, double W, double H, double *ex, int *erow)
 {
-    frame f = {0};
-    double *ex = xcalloc(c->n_series + 1, sizeof *ex);
-    int *erow = xcalloc(c->n_series + 1, sizeof *erow);
-    f.left = 76;
-    f.right = W - 24;
-    int rows = legend_layout(c, f.left, f.right, ex, erow);
-    f.top = (c->title && *c->title ? 38 : 14) + rows * LEGEND_ROW + (rows ? 6 : 0);
-    f.bottom = H - 50;
-    if (f.bottom < f.top + 40) f.bottom = f.top + 40;
+    f->left = 76;
+    f->right = W - 24;
+    int rows = legend_layout(c, f->left, f->right, ex, erow);
+    f->top = (c->title && *c->title ? 38 : 14) + rows * LEGEND_ROW + (rows ? 6 : 0);
+    f->bottom = H - 50;
+    if (f->bottom < f->top + 40) f->bottom = f->top + 40;
+}
 
-    /* the data's extent, to choose the axes */
-    if (c->cats) axis_cats(&f.x, c->n_cats);
-    else f.x.log2 = c->log_x;
-    /* x spans every placeable point, even one without a y (a sweep's
-     * failed step stays on the axis, and stacked charts of one sweep
-     * share their x range); y spans the finite values and intervals */
-    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
-    size_t finite = 0;
+/* the data's extent in data space, and how many points have a y */
+typedef struct extent {
+    double xlo, xhi, ylo, yhi;
+    size_t finite;
+} extent;
+
+/* x spans every placeable point, even one without a y (a sweep's failed
+ * step stays on the axis, and stacked charts of one sweep share their x
+ * range); y spans the finite values and intervals */
+static void data_extent(const frame *f, const svg_chart *c, extent *e)
+{
+    *e = (extent){INFINITY, -INFINITY, INFINITY, -INFINITY, 0};
     for (size_t s = 0; s < c->n_series; s++) {
         const svg_series *se = &c->series[s];
         for (size_t i = 0; i < se->n; i++) {
-            double xv = ax_val(&f.x, se->x[i]);
+            double xv = ax_val(&f->x, se->x[i]);
             if (!isfinite(xv)) continue;
-            if (se->x[i] < xlo) xlo = se->x[i];
-            if (se->x[i] > xhi) xhi = se->x[i];
+            if (se->x[i] < e->xlo) e->xlo = se->x[i];
+            if (se->x[i] > e->xhi) e->xhi = se->x[i];
             double ys[3] = {se->y[i], se->ylo ? se->ylo[i] : NAN, se->yhi ? se->yhi[i] : NAN};
             for (int k = 0; k < 3; k++) {
                 if (!y_ok(ys[k])) continue;
-                if (ys[k] < ylo) ylo = ys[k];
-                if (ys[k] > yhi) yhi = ys[k];
+                if (ys[k] < e->ylo) e->ylo = ys[k];
+                if (ys[k] > e->yhi) e->yhi = ys[k];
             }
-            if (y_ok(se->y[i])) finite++;
+            if (y_ok(se->y[i])) e->finite++;
         }
     }
-    bool nodata = finite == 0;
-    if (!(xlo <= xhi)) {
-        xlo = c->log_x ? 1 : 0;
-        xhi = c->log_x ? 2 : 1;
+}
+
+/* Both axes from the data's extent.  True when no point has a y. */
+static bool choose_axes(frame *f, const svg_chart *c)
+{
+    if (c->cats)
+        axis_cats(&f->x, c->n_cats);
+    else
+        f->x.log2 = c->log_x;
+    extent e;
+    data_extent(f, c, &e);
+    bool nodata = e.finite == 0;
+    if (!(e.xlo <= e.xhi)) {
+        e.xlo = c->log_x ? 1 : 0;
+        e.xhi = c->log_x ? 2 : 1;
     }
-    if (!(ylo <= yhi)) {
-        ylo = 0;
-        yhi = 1;
+    if (!(e.ylo <= e.yhi)) {
+        e.ylo = 0;
+        e.yhi = 1;
     }
     if (!c->cats) {
-        if (c->log_x) axis_log2(&f.x, xlo, xhi);
-        else axis_linear(&f.x, xlo, xhi, false);
+        if (c->log_x)
+            axis_log2(&f->x, e.xlo, e.xhi);
+        else
+            axis_linear(&f->x, e.xlo, e.xhi, false);
     }
     /* headroom, so that a marker or an interval cap on the top tick is not
      * drawn on the frame (a range that is already loose keeps its ticks) */
-    axis_linear(&f.y, ylo, nodata ? yhi : yhi + (yhi - ylo) * 0.03, c->y_from_zero);
+    axis_linear(&f->y, e.ylo, nodata ? e.yhi : e.yhi + (e.yhi - e.ylo) * 0.03, c->y_from_zero);
+    return nodata;
+}
 
-    /* title and axis labels */
+/* the title and the axis labels */
+static void draw_labels(buf *out, const svg_chart *c, const frame *f, double W, double H)
+{
     if (c->title && *c->title) {
         /* a long title is set smaller rather than cut by the edges (15 px
          * bold is about 9.2 px per character) */
         double fs = 15, tw = text_w(c->title) / CHAR_W * 9.2;
         if (tw > W - 24) fs = fmax(9, 15 * (W - 24) / tw);
-        buf_printf(out, "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"%.1f\" font-weight=\"bold\">",
+        buf_printf(out,
+                   "<text x=\"%.1f\" y=\"22\" text-anchor=\"middle\" font-size=\"%.1f\" "
+                   "font-weight=\"bold\">",
                    W / 2, fs);
         esc(out, c->title);
         buf_adds(out, "</text>\n");
     }
     if (c->x_label && *c->x_label) {
-        buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", (f.left + f.right) / 2, H - 12);
+        buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+                   (f->left + f->right) / 2, H - 12);
         esc(out, c->x_label);
         buf_adds(out, "</text>\n");
     }
     if (c->y_label && *c->y_label) {
-        double cy = (f.top + f.bottom) / 2;
-        buf_printf(out, "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">",
-                   cy, cy);
+        double cy = (f->top + f->bottom) / 2;
+        buf_printf(
+            out,
+            "<text x=\"18\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 18 %.1f)\">",
+            cy, cy);
         esc(out, c->y_label);
         buf_adds(out, "</text>\n");
     }
+}
 
-    /* grid, ticks and tick labels */
+/* the grid, the ticks with their labels and the frame */
+static void draw_grid(buf *out, const svg_chart *c, const frame *f)
+{
     char lab[64];
     buf_adds(out, "<g stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
-    for (int i = 0; i < f.y.nt; i++)
-        buf_printf(out, "<path d=\"M%.1f %.1fH%.1f\"/>\n", f.left, px_y(&f, f.y.t[i]), f.right);
-    for (int i = 0; i < f.x.nt; i++)
-        buf_printf(out, "<path d=\"M%.1f %.1fV%.1f\"/>\n", px_x(&f, f.x.t[i]), f.top, f.bottom);
+    for (int i = 0; i < f->y.nt; i++)
+        buf_printf(out, "<path d=\"M%.1f %.1fH%.1f\"/>\n", f->left, px_y(f, f->y.t[i]), f->right);
+    for (int i = 0; i < f->x.nt; i++)
+        buf_printf(out, "<path d=\"M%.1f %.1fV%.1f\"/>\n", px_x(f, f->x.t[i]), f->top, f->bottom);
     buf_adds(out, "</g>\n<g fill=\"#333\">\n");
-    for (int i = 0; i < f.y.nt; i++) {
-        double y = px_y(&f, f.y.t[i]);
-        fmt_tick(lab, sizeof lab, f.y.t[i], f.y.exp10);
-        buf_printf(out, "<path d=\"M%.1f %.1fh-5\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                   f.left, y, f.left - 8, y + 4, lab);
+    for (int i = 0; i < f->y.nt; i++) {
+        double y = px_y(f, f->y.t[i]);
+        fmt_tick(lab, sizeof lab, f->y.t[i], f->y.exp10);
+        buf_printf(out,
+                   "<path d=\"M%.1f %.1fh-5\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%.1f\" "
+                   "text-anchor=\"end\">%s</text>\n",
+                   f->left, y, f->left - 8, y + 4, lab);
     }
-    for (int i = 0; i < f.x.nt; i++) {
-        double x = px_x(&f, f.x.t[i]);
-        buf_printf(out, "<path d=\"M%.1f %.1fv5\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
-                   x, f.bottom, x, f.bottom + 19);
-        if (f.x.cat) {
-            esc(out, c->cats[(size_t)f.x.t[i]]);
+    for (int i = 0; i < f->x.nt; i++) {
+        double x = px_x(f, f->x.t[i]);
+        buf_printf(out,
+                   "<path d=\"M%.1f %.1fv5\" stroke=\"#333\"/><text x=\"%.1f\" y=\"%.1f\" "
+                   "text-anchor=\"middle\">",
+                   x, f->bottom, x, f->bottom + 19);
+        if (f->x.cat) {
+            esc(out, c->cats[(size_t)f->x.t[i]]);
         } else {
-            if (f.x.log2) fmt_tick_log2(lab, sizeof lab, (int)f.x.t[i]);
-            else fmt_tick(lab, sizeof lab, f.x.t[i], f.x.exp10);
+            if (f->x.log2)
+                fmt_tick_log2(lab, sizeof lab, (int)f->x.t[i]);
+            else
+                fmt_tick(lab, sizeof lab, f->x.t[i], f->x.exp10);
             buf_adds(out, lab);
         }
         buf_adds(out, "</text>\n");
     }
     buf_adds(out, "</g>\n");
-    buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#333\"/>\n",
-               f.left, f.top, f.right - f.left, f.bottom - f.top);
+    buf_printf(out,
+               "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+               "stroke=\"#333\"/>\n",
+               f->left, f->top, f->right - f->left, f->bottom - f->top);
+}
 
-    if (nodata)
-        buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"16\" fill=\"#777\">no data</text>\n",
-                   (f.left + f.right) / 2, (f.top + f.bottom) / 2);
-
-    /* series: lines (broken at gaps), interval bars, markers */
-    for (size_t s = 0; s < c->n_series; s++) {
-        const svg_series *se = &c->series[s];
-        const char *col = palette[s % N_PALETTE];
-        buf_printf(out, "<g class=\"series\" stroke=\"%s\" fill=\"none\">\n", col);
-        if (!c->cats) {
-            size_t run = 0;
-            for (size_t i = 0; i <= se->n; i++) {
-                bool ok = i < se->n && point_ok(&f, se, i);
-                if (ok) {
-                    buf_adds(out, run ? " " : "<polyline stroke-width=\"2\" points=\"");
-                    buf_printf(out, "%.1f,%.1f", px_x(&f, ax_val(&f.x, se->x[i])), px_y(&f, se->y[i]));
-                    run++;
-                } else if (run) {
-                    buf_adds(out, "\"/>\n");
-                    run = 0;
-                }
-            }
+/* a series' line, broken at the points that cannot be placed */
+static void draw_line(buf *out, const frame *f, const svg_series *se)
+{
+    size_t run = 0;
+    for (size_t i = 0; i <= se->n; i++) {
+        bool ok = i < se->n && point_ok(f, se, i);
+        if (ok) {
+            buf_adds(out, run ? " " : "<polyline stroke-width=\"2\" points=\"");
+            buf_printf(out, "%.1f,%.1f", px_x(f, ax_val(&f->x, se->x[i])), px_y(f, se->y[i]));
+            run++;
+        } else if (run) {
+            buf_adds(out, "\"/>\n");
+            run = 0;
         }
-        for (size_t i = 0; se->ylo && se->yhi && i < se->n; i++) {
-            double xv = ax_val(&f.x, se->x[i]);
-            if (!isfinite(xv) || !y_ok(se->ylo[i]) || !y_ok(se->yhi[i])) continue;
-            double x = px_x(&f, xv), y0 = px_y(&f, se->ylo[i]), y1 = px_y(&f, se->yhi[i]);
-            buf_printf(out, "<path class=\"interval\" stroke-width=\"1.5\" d=\"M%.1f %.1fV%.1fM%.1f %.1fh10M%.1f %.1fh10\"/>\n",
-                       x, y0, y1, x - 5, y0, x - 5, y1);
-        }
-        for (size_t i = 0; i < se->n; i++) {
-            if (!point_ok(&f, se, i)) continue;
-            marker(out, (int)s, col, px_x(&f, ax_val(&f.x, se->x[i])), px_y(&f, se->y[i]));
-            buf_adds(out, " stroke=\"none\"><title>");
-            esc(out, se->name);
-            if (c->cats && se->x[i] >= 0 && (size_t)se->x[i] < c->n_cats) {
-                buf_adds(out, " ");
-                esc(out, c->cats[(size_t)se->x[i]]);
-            } else {
-                buf_printf(out, " x=%g", se->x[i]);
-            }
-            buf_printf(out, ": %g", se->y[i]);
-            if (se->ylo && se->yhi && isfinite(se->ylo[i]) && isfinite(se->yhi[i]))
-                buf_printf(out, " [%g, %g]", se->ylo[i], se->yhi[i]);
-            buf_adds(out, "</title></");
-            buf_adds(out, (s % N_MARKERS) == 0 ? "circle" : (s % N_MARKERS) == 1 ? "rect" : "path");
-            buf_adds(out, ">\n");
-        }
-        buf_adds(out, "</g>\n");
     }
+}
 
-    /* legend, above the plot */
+/* a series' interval bars, where it has them */
+static void draw_intervals(buf *out, const frame *f, const svg_series *se)
+{
+    for (size_t i = 0; se->ylo && se->yhi && i < se->n; i++) {
+        double xv = ax_val(&f->x, se->x[i]);
+        if (!isfinite(xv) || !y_ok(se->ylo[i]) || !y_ok(se->yhi[i])) continue;
+        double x = px_x(f, xv), y0 = px_y(f, se->ylo[i]), y1 = px_y(f, se->yhi[i]);
+        buf_printf(out,
+                   "<path class=\"interval\" stroke-width=\"1.5\" d=\"M%.1f %.1fV%.1fM%.1f "
+                   "%.1fh10M%.1f %.1fh10\"/>\n",
+                   x, y0, y1, x - 5, y0, x - 5, y1);
+    }
+}
+
+/* series s's markers, each with its values as a tooltip */
+static void draw_markers(buf *out, const svg_chart *c, const frame *f, size_t s)
+{
+    const svg_series *se = &c->series[s];
+    const char *col = palette[s % N_PALETTE];
+    for (size_t i = 0; i < se->n; i++) {
+        if (!point_ok(f, se, i)) continue;
+        marker(out, (int)s, col, px_x(f, ax_val(&f->x, se->x[i])), px_y(f, se->y[i]));
+        buf_adds(out, " stroke=\"none\"><title>");
+        esc(out, se->name);
+        if (c->cats && se->x[i] >= 0 && (size_t)se->x[i] < c->n_cats) {
+            buf_adds(out, " ");
+            esc(out, c->cats[(size_t)se->x[i]]);
+        } else {
+            buf_printf(out, " x=%g", se->x[i]);
+        }
+        buf_printf(out, ": %g", se->y[i]);
+        if (se->ylo && se->yhi && isfinite(se->ylo[i]) && isfinite(se->yhi[i]))
+            buf_printf(out, " [%g, %g]", se->ylo[i], se->yhi[i]);
+        buf_adds(out, "</title></");
+        buf_adds(out, (s % N_MARKERS) == 0 ? "circle" : (s % N_MARKERS) == 1 ? "rect" : "path");
+        buf_adds(out, ">\n");
+    }
+}
+
+/* series s: its line (categorical charts draw none), interval bars, markers */
+static void draw_series(buf *out, const svg_chart *c, const frame *f, size_t s)
+{
+    const svg_series *se = &c->series[s];
+    buf_printf(out, "<g class=\"series\" stroke=\"%s\" fill=\"none\">\n", palette[s % N_PALETTE]);
+    if (!c->cats) draw_line(out, f, se);
+    draw_intervals(out, f, se);
+    draw_markers(out, c, f, s);
+    buf_adds(out, "</g>\n");
+}
+
+/* the legend, above the plot, where legend_layout placed its entries */
+static void draw_legend(buf *out, const svg_chart *c, const double *ex, const int *erow)
+{
     double ly0 = (c->title && *c->title ? 38 : 14) + 4;
     for (size_t s = 0; s < c->n_series; s++) {
         const char *col = palette[s % N_PALETTE];
         double x = ex[s], y = ly0 + erow[s] * LEGEND_ROW + 6;
         buf_adds(out, "<g class=\"legend\">");
         if (!c->cats) /* categorical charts draw no lines */
-            buf_printf(out, "<path d=\"M%.1f %.1fh22\" stroke=\"%s\" stroke-width=\"2\"/>", x, y, col);
+            buf_printf(out, "<path d=\"M%.1f %.1fh22\" stroke=\"%s\" stroke-width=\"2\"/>", x, y,
+                       col);
         marker(out, (int)s, col, x + 11, y);
         buf_printf(out, "/><text x=\"%.1f\" y=\"%.1f\">", x + 28, y + 4);
         esc(out, c->series[s].name);
         buf_adds(out, "</text></g>\n");
     }
+}
+
+/* One chart of W x H px: frame, axes, labels, grid, series, legend. */
+static void chart(buf *out, const svg_chart *c, double W, double H)
+{
+    frame f = {0};
+    double *ex = xcalloc(c->n_series + 1, sizeof *ex);
+    int *erow = xcalloc(c->n_series + 1, sizeof *erow);
+    place_frame(&f, c, W, H, ex, erow);
+    bool nodata = choose_axes(&f, c);
+    draw_labels(out, c, &f, W, H);
+    draw_grid(out, c, &f);
+    if (nodata)
+        buf_printf(out,
+                   "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"16\" "
+                   "fill=\"#777\">no data</text>\n",
+                   (f.left + f.right) / 2, (f.top + f.bottom) / 2);
+    for (size_t s = 0; s < c->n_series; s++)
+        draw_series(out, c, &f, s);
+    draw_legend(out, c, ex, erow);
     free(ex);
     free(erow);
 }

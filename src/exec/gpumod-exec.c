@@ -651,112 +651,133 @@ static void close_inherited(void)
         close(fd);
 }
 
-int main(int argc, char **argv)
+/* Block the signals we handle before anything can deliver them: the death
+ * signal's default action would kill us before we could kill the group.
+ * *set is what the signalfd will read. */
+static void block_signals(sigset_t *set)
 {
-    sup s = {.errfd = -1};
-    int r = parse_opts(argc, argv, &s.o);
-    if (r) return r > 0 ? 0 : EXIT_HELPER;
-    const char *prog = s.o.argv[0];
-
-    /* Block before anything can deliver them: the death signal's default
-     * action would kill us before we could kill the group. */
-    sigset_t set;
-    sigemptyset(&set);
+    sigemptyset(set);
     int handled[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof handled / sizeof *handled; i++)
-        sigaddset(&set, handled[i]);
-    sigaddset(&set, DEATH_SIG);
-    sigprocmask(SIG_BLOCK, &set, NULL);
+        sigaddset(set, handled[i]);
+    sigaddset(set, DEATH_SIG);
+    sigprocmask(SIG_BLOCK, set, NULL);
     /* a dead daemon's stderr pipe must not kill us before we kill the group */
     signal(SIGPIPE, SIG_IGN);
+}
 
-    s.self = getpid();
-    s.parent = s.o.parent ? s.o.parent : getppid();
-    if (setsid() < 0 && getsid(0) != s.self) { /* uv's DETACHED already did it */
+/* Become the session leader, armed with the daemon's death signal and the
+ * subreaper of our subtree.  0, or -1 with the reason said. */
+static int take_session(sup *s)
+{
+    s->self = getpid();
+    s->parent = s->o.parent ? s->o.parent : getppid();
+    if (setsid() < 0 && getsid(0) != s->self) { /* uv's DETACHED already did it */
         say("setsid: %s", strerror(errno));
-        return EXIT_HELPER;
+        return -1;
     }
     if (prctl(PR_SET_PDEATHSIG, DEATH_SIG) < 0) {
         say("prctl(PR_SET_PDEATHSIG): %s", strerror(errno));
-        return EXIT_HELPER;
+        return -1;
     }
-    if (parent_gone(&s)) {
-        say("parent %d is gone (our parent is %d): not running '%s'", (int)s.parent, (int)getppid(),
-            prog);
-        return EXIT_HELPER;
+    if (parent_gone(s)) {
+        say("parent %d is gone (our parent is %d): not running '%s'", (int)s->parent,
+            (int)getppid(), s->o.argv[0]);
+        return -1;
     }
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
         say("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
-        return EXIT_HELPER;
+        return -1;
     }
+    return 0;
+}
 
+/* Settle the fds and directory the engine inherits: 0-2 open, --log on 1
+ * and 2, --cwd, nothing else of the daemon's.  0, or -1 with the reason said. */
+static int prepare_files(const opts *o)
+{
     std_fds();
-    if (s.o.log) {
-        int fd = open(s.o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
+    if (o->log) {
+        int fd = open(o->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
         if (fd < 0) {
-            say("cannot open log '%s': %s", s.o.log, strerror(errno));
-            return EXIT_HELPER;
+            say("cannot open log '%s': %s", o->log, strerror(errno));
+            return -1;
         }
         /* dup2 clears close-on-exec on 1 and 2 */
         if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0) {
-            say("cannot use log '%s': %s", s.o.log, strerror(errno));
-            return EXIT_HELPER;
+            say("cannot use log '%s': %s", o->log, strerror(errno));
+            return -1;
         }
         close(fd);
     }
-    if (s.o.cwd && chdir(s.o.cwd) < 0) {
-        say("cannot change directory to '%s': %s", s.o.cwd, strerror(errno));
-        return EXIT_HELPER;
+    if (o->cwd && chdir(o->cwd) < 0) {
+        say("cannot change directory to '%s': %s", o->cwd, strerror(errno));
+        return -1;
     }
     close_inherited();
+    return 0;
+}
 
-    s.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+/* Open the signalfd and the two pipes, fork the engine, pass it the
+ * signals that came early and say go.  0, or -1 with the reason said. */
+static int spawn(sup *s, const sigset_t *set)
+{
+    s->sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
     int pfd[2], gfd[2];
-    if (s.sfd < 0 || pipe2(pfd, O_CLOEXEC) < 0 || pipe2(gfd, O_CLOEXEC) < 0) {
+    if (s->sfd < 0 || pipe2(pfd, O_CLOEXEC) < 0 || pipe2(gfd, O_CLOEXEC) < 0) {
         say("signalfd/pipe: %s", strerror(errno));
-        return EXIT_HELPER;
+        return -1;
     }
     fflush(NULL);
-    s.child = fork();
-    if (s.child < 0) {
+    s->child = fork();
+    if (s->child < 0) {
         say("fork: %s", strerror(errno));
-        return EXIT_HELPER;
+        return -1;
     }
-    if (s.child == 0) {
+    if (s->child == 0) { /* async-signal-safe from here: no malloc, no stdio */
         close(pfd[0]);
         close(gfd[1]);
-        close(s.sfd);
-        run_child(&s.o, s.self, pfd[1], gfd[0]);
+        close(s->sfd);
+        run_child(&s->o, s->self, pfd[1], gfd[0]);
     }
     close(pfd[1]);
     close(gfd[0]);
-    s.errfd = pfd[0];
-    fcntl(s.errfd, F_SETFL, O_NONBLOCK);
-    pass_early_signals(&s);
+    s->errfd = pfd[0];
+    fcntl(s->errfd, F_SETFL, O_NONBLOCK);
+    pass_early_signals(s);
     ssize_t w = write(gfd[1], "g", 1); /* a dead child: EPIPE, ignored */
     (void)w;
     close(gfd[1]);
+    return 0;
+}
 
-    /* the engine runs: wait for it, watching the daemon */
-    while (!s.child_done) {
-        wait_events(&s, PARENT_POLL_MS);
-        if (parent_gone(&s)) on_parent_death(&s);
-        reap(&s);
+/* The engine runs: wait for it, watching the daemon; then read whether its
+ * exec failed. */
+static void supervise(sup *s)
+{
+    while (!s->child_done) {
+        wait_events(s, PARENT_POLL_MS);
+        if (parent_gone(s)) on_parent_death(s);
+        reap(s);
     }
     /* the child is gone, so the pipe's write end is closed: this never blocks */
-    fcntl(s.errfd, F_SETFL, 0);
-    read_errpipe(&s);
+    fcntl(s->errfd, F_SETFL, 0);
+    read_errpipe(s);
+}
 
-    int code = status_code(s.child_status);
-    if (s.exec_failed) {
-        int e = s.fail.err;
-        switch (s.fail.stage) {
+/* The exit status to report: the engine's, or the exec failure's (said). */
+static int exit_code(const sup *s)
+{
+    int code = status_code(s->child_status);
+    if (s->exec_failed) {
+        int e = s->fail.err;
+        switch (s->fail.stage) {
         case STAGE_EXEC:
-            say("cannot run '%s': %s", prog, strerror(e));
+            say("cannot run '%s': %s", s->o.argv[0], strerror(e));
             code = (e == ENOENT || e == ENOTDIR || e == ENAMETOOLONG) ? EXIT_NOTFOUND : EXIT_NOEXEC;
             break;
         case STAGE_OOM:
-            say("cannot set oom_score_adj to %d: %s", s.o.oom_adj, strerror(e));
+            say("cannot set oom_score_adj to %d: %s", s->o.oom_adj, strerror(e));
             code = EXIT_HELPER;
             break;
         default:
@@ -764,17 +785,39 @@ int main(int argc, char **argv)
             break;
         }
     }
+    return code;
+}
 
-    if (s.o.kill_group) {
-        if (!kill_all(&s))
-            say("processes of group %d still running after %d ms", (int)s.self, s.o.reap_ms);
+/* The engine is gone: kill the rest of the group, or with
+ * --no-kill-group-on-exit wait for it to finish. */
+static void end_group(sup *s)
+{
+    if (s->o.kill_group) {
+        if (!kill_all(s))
+            say("processes of group %d still running after %d ms", (int)s->self, s->o.reap_ms);
     } else {
         /* leave the rest to finish, but keep guarding it: the daemon's
          * death still kills it all */
-        while (!reap(&s)) {
-            wait_events(&s, PARENT_POLL_MS);
-            if (parent_gone(&s)) on_parent_death(&s);
+        while (!reap(s)) {
+            wait_events(s, PARENT_POLL_MS);
+            if (parent_gone(s)) on_parent_death(s);
         }
     }
+}
+
+int main(int argc, char **argv)
+{
+    sup s = {.errfd = -1};
+    int r = parse_opts(argc, argv, &s.o);
+    if (r) return r > 0 ? 0 : EXIT_HELPER;
+
+    sigset_t set;
+    block_signals(&set);
+    if (take_session(&s) < 0) return EXIT_HELPER;
+    if (prepare_files(&s.o) < 0) return EXIT_HELPER;
+    if (spawn(&s, &set) < 0) return EXIT_HELPER;
+    supervise(&s);
+    int code = exit_code(&s);
+    end_group(&s);
     return code;
 }
