@@ -288,7 +288,7 @@ typedef struct switch_wait {
 } switch_wait;
 
 /* One read of GET /switches/ID: true when the wait is over. */
-static bool switch_check(void *ud)
+static bool switch_check(void *ud, const char *ended)
 {
     switch_wait *w = ud;
     char target[64];
@@ -297,9 +297,10 @@ static bool switch_check(void *ud)
     int rc = ctl_call(&w->c->paths, "GET", target, NULL, CTL_QUICK_MS, true, &g);
     if (rc) {
         fprintf(stderr,
-                "gpumod: mode switch: the daemon went away during switch %lld; once a daemon runs again, "
+                "gpumod: mode switch: the daemon %s during switch %lld; once a daemon runs again, "
                 "`gpumod mode current` and GET /switches/%lld say how it ended\n",
-                w->id, w->id);
+                ended && !strcmp(ended, "shutting_down") ? "went away (it was shutting down)" : "went away", w->id,
+                w->id);
         w->rc = rc == EXIT_TIMEOUT ? EXIT_TIMEOUT : EXIT_DAEMON;
         return true;
     }

@@ -76,7 +76,7 @@ static void finish(waiter *w, int rc)
 
 /* Read the service again; false (and done) when the daemon is gone,
  * restarted, or the answer is not the service. */
-static bool refresh(waiter *w)
+static bool refresh(waiter *w, const char *ended)
 {
     buf t = BUF_INIT;
     buf_adds(&t, "/services/");
@@ -87,10 +87,11 @@ static bool refresh(waiter *w)
     buf_release(&t);
     if (rc) {
         clear_line(w);
+        bool stopping = ended && !strcmp(ended, "shutting_down");
         fprintf(stderr, "gpumod: service start: the daemon %s while '%s' was starting (start ticket %llu); once "
                 "a daemon runs, 'gpumod service show %s' tells the state\n",
-                rc == EXIT_TIMEOUT ? "stopped answering" : "went away", w->in->id, (unsigned long long)w->seq,
-                w->in->id);
+                stopping ? "is shutting down" : rc == EXIT_TIMEOUT ? "stopped answering" : "went away", w->in->id,
+                (unsigned long long)w->seq, w->in->id);
         finish(w, rc);
         return false;
     }
@@ -154,10 +155,10 @@ static void decide(waiter *w)
     }
 }
 
-static bool check(void *ud)
+static bool check(void *ud, const char *ended)
 {
     waiter *w = ud;
-    if (refresh(w)) decide(w);
+    if (refresh(w, ended)) decide(w);
     return w->done;
 }
 

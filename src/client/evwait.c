@@ -14,6 +14,7 @@
 #include "util/clock.h"
 
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 
 #define POLL_MS 50
@@ -23,14 +24,27 @@ typedef struct evwait {
     evwait_check check;
     void *ud;
     bool done;
-    buf line; /* a partial line of the stream */
+    buf line;       /* a partial line of the stream */
+    char ended[32]; /* the reason of an {"end": ...} line, or "" */
 } evwait;
 
 static bool on_tick(void *ud)
 {
     evwait *w = ud;
-    if (!w->done) w->done = w->check(w->ud);
+    if (!w->done) w->done = w->check(w->ud, w->ended[0] ? w->ended : NULL);
     return !w->done;
+}
+
+/* The daemon's last line on a stream it ends: {"end": REASON, ...}. */
+static void note_end(evwait *w, const char *p, size_t n)
+{
+    static const char key[] = "{\"end\":\"";
+    for (size_t i = 0; i + sizeof key - 1 <= n; i++) {
+        if (memcmp(p + i, key, sizeof key - 1)) continue;
+        const char *r = p + i + sizeof key - 1, *e = memchr(r, '"', n - (size_t)(r - p));
+        if (e && (size_t)(e - r) < sizeof w->ended) snprintf(w->ended, sizeof w->ended, "%.*s", (int)(e - r), r);
+        return;
+    }
 }
 
 static bool on_body(const char *p, size_t len, void *ud)
@@ -43,6 +57,7 @@ static bool on_body(const char *p, size_t len, void *ud)
         return true;
     }
     size_t used = (size_t)(nl - w->line.p) + 1;
+    note_end(w, w->line.p, used);
     memmove(w->line.p, w->line.p + used, w->line.len - used);
     w->line.len -= used;
     w->line.p[w->line.len] = '\0';
@@ -62,6 +77,7 @@ void ev_wait(const config_paths *daemon, const char *query, int64_t tick_ms, evw
                            .ud = &w};
     for (;;) {
         buf_clear(&w.line);
+        w.ended[0] = '\0';
         http_reply r;
         /* quiet: a stream that fails (the daemon gone in the middle of
          * it) is followed by a check, which finds out and says so */

@@ -15,8 +15,10 @@
 #include "config/config.h"
 
 /* Read what the caller waits for and decide: true when done (the caller
- * keeps its own result). */
-typedef bool (*evwait_check)(void *ud);
+ * keeps its own result).  ended: the reason of the stream's last line
+ * when the daemon ended the stream ("shutting_down", "slow_reader",
+ * "error"; docs/api.md), else NULL. */
+typedef bool (*evwait_check)(void *ud, const char *ended);
 
 /* query: the stream's filters ("service=chat", "kind=switch.phase"; may
  * be ""); tick_ms: the longest wait without a check. */
