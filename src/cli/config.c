@@ -6,6 +6,7 @@
  * run; schema prints the reference tables that docs/configuration.md
  * embeds, from the same tables that parse. */
 #include "cli/cli.h"
+#include "daemon/need.h"
 #include "config/mode.h"
 #include "config/preset.h"
 #include "config/settings.h"
@@ -59,6 +60,19 @@ int cli_int_arg(const cli *c, const cmd *k, const char *opt, const char *val, in
     return 0;
 }
 
+/* A llama.cpp preset that declares less memory than its model's estimate
+ * (the need takes the estimate then): a warning, with the files. */
+static void warn_declared_below(config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_presets; i++) {
+        const preset *p = &cfg->presets[i];
+        char warn[768];
+        if (!p->has_errors && need_declared_below(p, warn, sizeof warn))
+            diags_add(&cfg->diags, DIAG_WARNING, p->pos, "%s", warn);
+    }
+    diags_sort(&cfg->diags);
+}
+
 static int config_check(cli *c, int argc, char **argv, const cmd *k)
 {
     config_opts opts = {.check_files = true, .lint = true};
@@ -70,6 +84,7 @@ static int config_check(cli *c, int argc, char **argv, const cmd *k)
     }
     config cfg;
     int rc = config_load(&cfg, &c->paths, &opts);
+    if (opts.check_files) warn_declared_below(&cfg);
     buf b = BUF_INIT;
     if (c->json) {
         buf_printf(&b, "{\"ok\":%s,\"config_dir\":", rc ? "false" : "true");

@@ -11,12 +11,13 @@
 #include "config/config.h"
 #include "core/gate.h"
 #include "core/policy.h"
+#include "daemon/verdict.h"
 #include "host/host.h"
-#include "model/need.h"
+#include "daemon/need.h"
 #include "util/buf.h"
 
-/* policy_from_settings, snapshot_opts_from_settings, verdict_json:
- * core/policy.h (the daemon uses them too). */
+/* policy_from_settings, snapshot_opts_from_settings: core/policy.h;
+ * verdict_json: daemon/verdict.h (the daemon writes it too). */
 /* "20.1 GiB", "512 MiB", "12 KiB" */
 void fmt_bytes(buf *b, uint64_t bytes);
 /* [#####.....] of width w for used/total */

@@ -15,7 +15,7 @@
 #include "cli/cli.h"
 #include "cli/ctl.h"
 #include "cli/hostview.h"
-#include "model/need.h"
+#include "daemon/need.h"
 #include "store/db.h"
 #include "util/journal.h"
 

@@ -9,7 +9,7 @@
 #include "model/estimate.h"
 #include "model/ggml_type.h"
 #include "model/gguf.h"
-#include "model/need.h"
+#include "daemon/need.h"
 #include "store/db.h"
 
 #include <stdio.h>

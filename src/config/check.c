@@ -7,7 +7,6 @@
 #include "config/schema.h"
 #include "drivers/driver.h"
 #include "drivers/flags.h"
-#include "model/need.h"
 #include "util/buf.h"
 
 #include <stdio.h>
@@ -264,10 +263,6 @@ void config_check_files(config *cfg)
             need_path(cfg, p, "models_preset", p->llama.models_preset, false);
         }
         if (p->driver == DRV_FASTAPI) need_path(cfg, p, "working_dir", p->fastapi.working_dir, true);
-        char warn[768];
-        if (!p->has_errors && need_declared_below(p, warn, sizeof warn))
-            diags_add(&cfg->diags, DIAG_WARNING, p->pos, "%s", warn);
-
         const char *bin = NULL;
         if (p->driver == DRV_COMMAND)
             bin = p->command.n ? p->command.v[0] : NULL;

@@ -12,13 +12,14 @@
  * the daemon shuts down (api_close_follows). */
 #include "daemon/api.h"
 #include "core/policy.h"
+#include "daemon/verdict.h"
 #include "util/jstrict.h"
 #include "daemon/api_modes.h"
 #include "daemon/api_events.h"
 #include "util/log.h"
 #include "daemon/logring.h"
 #include "router/router.h"
-#include "model/need.h"
+#include "daemon/need.h"
 #include "util/clock.h"
 #include "util/redact.h"
 

@@ -29,6 +29,7 @@
  * `docker stop`/`docker rm` commands of driver_stop_argv are not run yet. */
 #include "daemon/supervisor.h"
 #include "core/policy.h"
+#include "daemon/verdict.h"
 #include "util/slurp.h"
 
 #include <arpa/inet.h>
@@ -55,7 +56,7 @@
 #include "drivers/logscan.h"
 #include "host/ports.h"
 #include "host/proctree.h"
-#include "model/need.h"
+#include "daemon/need.h"
 #include "util/clock.h"
 #include "util/errf.h"
 #include "util/redact.h"

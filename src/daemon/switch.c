@@ -30,7 +30,7 @@
 #include "core/policy.h"
 #include "util/log.h"
 #include "daemon/startup.h"
-#include "model/need.h"
+#include "daemon/need.h"
 #include "util/clock.h"
 #include "util/strv.h"
 

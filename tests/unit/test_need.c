@@ -15,7 +15,7 @@
 
 #include "testenv.h"
 #include "drivers/hash.h"
-#include "model/need.h"
+#include "daemon/need.h"
 
 #define MIB ((uint64_t)1 << 20)
 

@@ -5,7 +5,7 @@
  * declared figures use the preset's devices, else GPU 0.  On a host with
  * no GPU a llama.cpp estimate puts everything on the host, which is what a
  * CPU build would do. */
-#include "model/need.h"
+#include "daemon/need.h"
 #include "drivers/hash.h"
 #include "model/ggml_type.h"
 #include "model/gguf.h"
