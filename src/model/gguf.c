@@ -21,6 +21,7 @@
  * Keys and tensor names containing NUL bytes, and keys longer than 64 KiB,
  * are refused (ggml would accept them but no real file has them). */
 #include "model/gguf.h"
+#include "util/errf.h"
 #include "util/slurp.h"
 
 #include <errno.h>
@@ -580,28 +581,26 @@ static uint64_t align_up(uint64_t x, uint64_t a, int *ovf)
     return r;
 }
 
-static int parse_tensor(rd *r, gguf_file *g, tstate *ts, uint64_t i)
+/* The name: bounded, no NUL, unique; the tensor appended with it.
+ * Returns the new tensor, or NULL after rd_fail. */
+static gguf_tensor *tensor_name(rd *r, gguf_file *g, tstate *ts, uint64_t i)
 {
-    r->item = "tensor";
-    r->idx = i;
-    r->iname = NULL;
     r->part = "name";
-    r->elem = -1;
     uint64_t at = r->pos, len;
-    if (rd_strlen(r, &len) < 0) return -1;
+    if (rd_strlen(r, &len) < 0) return NULL;
     if (len >= GGML_MAX_NAME) {
         rd_fail(r,
                 "tensor %" PRIu64 " name at byte %" PRIu64 " is %" PRIu64
                 " bytes long, the limit is %d",
                 i, at, len, GGML_MAX_NAME - 1);
-        return -1;
+        return NULL;
     }
     char name[GGML_MAX_NAME];
-    if (rd_get(r, name, (size_t)len) < 0) return -1;
+    if (rd_get(r, name, (size_t)len) < 0) return NULL;
     name[len] = 0;
     if (memchr(name, 0, (size_t)len)) {
         rd_fail(r, "tensor %" PRIu64 " name at byte %" PRIu64 " contains a NUL byte", i, at);
-        return -1;
+        return NULL;
     }
     if (g->ntensors == ts->cap) {
         ts->cap = ts->cap ? ts->cap * 2 : 16;
@@ -615,24 +614,28 @@ static int parse_tensor(rd *r, gguf_file *g, tstate *ts, uint64_t i)
         rd_fail(r, "duplicate tensor name '%s' at byte %" PRIu64 " (tensors %zu and %" PRIu64 ")",
                 name, at, dup, i);
         free(t->name);
-        return -1;
+        return NULL;
     }
     g->ntensors++;
     r->iname = t->name;
+    return t;
+}
 
+/* The dimension count and the dimensions: none negative, the element
+ * count within int64.  0 with *nelem, or -1 after rd_fail. */
+static int tensor_shape(rd *r, gguf_tensor *t, uint64_t i, int64_t *nelem)
+{
     r->part = "dimension count";
-    at = r->pos;
+    uint64_t at = r->pos;
     if (rd_u32(r, &t->n_dims) < 0) return -1;
     if (t->n_dims > GGML_MAX_DIMS) {
         rd_fail(r,
                 "tensor %" PRIu64 " '%s' has %" PRIu32 " dimensions at byte %" PRIu64
                 ", the limit is %d",
-                i, name, t->n_dims, at, GGML_MAX_DIMS);
+                i, t->name, t->n_dims, at, GGML_MAX_DIMS);
         return -1;
     }
     r->part = "dimensions";
-    int64_t nelem = 1;
-    int ovf = 0;
     for (uint32_t j = 0; j < GGML_MAX_DIMS; j++) {
         t->ne[j] = 1;
         if (j >= t->n_dims) continue;
@@ -644,74 +647,103 @@ static int parse_tensor(rd *r, gguf_file *g, tstate *ts, uint64_t i)
             rd_fail(r,
                     "tensor %" PRIu64 " '%s' dimension %" PRIu32 " is negative (%" PRId64
                     ") at byte %" PRIu64,
-                    i, name, j, t->ne[j], at);
+                    i, t->name, j, t->ne[j], at);
             return -1;
         }
     }
+    int ovf = 0;
+    *nelem = 1;
     for (uint32_t j = 0; j < GGML_MAX_DIMS; j++)
-        if (__builtin_mul_overflow(nelem, t->ne[j], &nelem)) ovf = 1;
-    if (ovf || nelem == INT64_MAX) {
+        if (__builtin_mul_overflow(*nelem, t->ne[j], nelem)) ovf = 1;
+    if (ovf || *nelem == INT64_MAX) {
         rd_fail(r,
                 "tensor %" PRIu64 " '%s' with shape (%" PRId64 ", %" PRId64 ", %" PRId64
                 ", %" PRId64 ") has more elements than int64 holds",
-                i, name, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
+                i, t->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
         return -1;
     }
+    return 0;
+}
 
+/* The type, and from it the byte size (rows a whole number of blocks);
+ * an unknown type leaves the size unknown (g->unknown_types).  0 with
+ * *ti (NULL: unknown), or -1 after rd_fail. */
+static int tensor_type(rd *r, gguf_file *g, gguf_tensor *t, uint64_t i, int64_t nelem, const ggml_type_info **ti)
+{
     r->part = "type";
-    at = r->pos;
+    uint64_t at = r->pos;
     if (rd_u32(r, &t->type) < 0) return -1;
     if ((int32_t)t->type < 0) { /* ggml reads an int32 */
         rd_fail(r, "tensor %" PRIu64 " '%s' has invalid ggml type %" PRIu32 " at byte %" PRIu64, i,
-                name, t->type, at);
+                t->name, t->type, at);
         return -1;
     }
-    const ggml_type_info *ti = ggml_type_get(t->type);
-    if (ti) {
-        if (t->ne[0] % ti->blck) {
-            rd_fail(r,
-                    "tensor %" PRIu64 " '%s' of type %s has %" PRId64
-                    " elements per row, not a multiple of the block size %" PRIu32,
-                    i, name, ti->name, t->ne[0], ti->blck);
-            return -1;
-        }
-        if (__builtin_mul_overflow((uint64_t)nelem / ti->blck, (uint64_t)ti->size, &t->nbytes)) {
-            rd_fail(r, "tensor %" PRIu64 " '%s' has more bytes than 64 bits hold", i, name);
-            return -1;
-        }
-    } else {
+    *ti = ggml_type_get(t->type);
+    if (!*ti) {
         g->unknown_types = true;
+        return 0;
     }
+    if (t->ne[0] % (*ti)->blck) {
+        rd_fail(r,
+                "tensor %" PRIu64 " '%s' of type %s has %" PRId64
+                " elements per row, not a multiple of the block size %" PRIu32,
+                i, t->name, (*ti)->name, t->ne[0], (*ti)->blck);
+        return -1;
+    }
+    if (__builtin_mul_overflow((uint64_t)nelem / (*ti)->blck, (uint64_t)(*ti)->size, &t->nbytes)) {
+        rd_fail(r, "tensor %" PRIu64 " '%s' has more bytes than 64 bits hold", i, t->name);
+        return -1;
+    }
+    return 0;
+}
 
+/* The offset: ggml requires the data packed in table order; after a
+ * tensor of unknown size all that can be checked is order and alignment.
+ * 0, or -1 after rd_fail. */
+static int tensor_offset(rd *r, gguf_file *g, tstate *ts, gguf_tensor *t, uint64_t i, bool known)
+{
     r->part = "offset";
-    at = r->pos;
+    uint64_t at = r->pos;
     if (rd_u64(r, &t->offset) < 0) return -1;
-    /* ggml requires the data to be packed in table order; after a tensor
-     * of unknown size all that can be checked is order and alignment */
     if (ts->after_unknown) {
         if (t->offset < ts->prev_off || t->offset % g->alignment) {
             rd_fail(r,
                     "tensor %" PRIu64 " '%s' has offset %" PRIu64 " at byte %" PRIu64
                     ", not aligned to %" PRIu32 " after offset %" PRIu64,
-                    i, name, t->offset, at, g->alignment, ts->prev_off);
+                    i, t->name, t->offset, at, g->alignment, ts->prev_off);
             return -1;
         }
     } else if (t->offset != ts->expect) {
         rd_fail(r,
                 "tensor %" PRIu64 " '%s' has offset %" PRIu64 " at byte %" PRIu64
                 ", expected %" PRIu64,
-                i, name, t->offset, at, ts->expect);
+                i, t->name, t->offset, at, ts->expect);
         return -1;
     }
-    ovf = 0;
+    int ovf = 0;
     uint64_t padded = align_up(t->nbytes, g->alignment, &ovf);
     if (ovf || __builtin_add_overflow(t->offset, padded, &ts->expect)) {
-        rd_fail(r, "tensor %" PRIu64 " '%s' ends beyond 2^64 bytes", i, name);
+        rd_fail(r, "tensor %" PRIu64 " '%s' ends beyond 2^64 bytes", i, t->name);
         return -1;
     }
-    ts->after_unknown = !ti;
+    ts->after_unknown = !known;
     ts->prev_off = t->offset;
     return 0;
+}
+
+/* One entry of the tensor table: name, shape, type, offset. */
+static int parse_tensor(rd *r, gguf_file *g, tstate *ts, uint64_t i)
+{
+    r->item = "tensor";
+    r->idx = i;
+    r->iname = NULL;
+    r->elem = -1;
+    gguf_tensor *t = tensor_name(r, g, ts, i);
+    if (!t) return -1;
+    int64_t nelem;
+    const ggml_type_info *ti = NULL;
+    if (tensor_shape(r, t, i, &nelem) < 0 || tensor_type(r, g, t, i, nelem, &ti) < 0) return -1;
+    return tensor_offset(r, g, ts, t, i, ti != NULL);
 }
 
 /* ---- one file or image ---- */
@@ -889,18 +921,6 @@ static int parse_path(gguf_file *g, const char *path, unsigned shard, unsigned c
 
 /* ---- split models ---- */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* llama.cpp's llama_split_path(): "<prefix>-%05d-of-%05d.gguf", 1-based. */
 static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
@@ -914,11 +934,11 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
         snprintf(suffix, sizeof suffix, "-%05" PRId64 "-of-%05u.gguf", no + 1, n);
         size_t sl = strlen(suffix);
         if (plen > sl && !strcmp(path + plen - sl, suffix))
-            return fail(err, errlen,
+            return errf_ret(-1, err, errlen,
                         "'%s': this is shard %" PRId64
                         " of %u; open the first shard '%.*s-00001-of-%05u.gguf'",
                         path, no + 1, n, (int)(plen - sl), path, n);
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "'%s': this is shard %" PRId64 " of %u (split.no %" PRId64
                     "); open the first shard",
                     path, no + 1, n, no);
@@ -926,7 +946,7 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
     snprintf(suffix, sizeof suffix, "-00001-of-%05u.gguf", n);
     size_t sl = strlen(suffix);
     if (plen <= sl || strcmp(path + plen - sl, suffix))
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "'%s': a split model (split.count %u) whose name does not end in '%s': cannot "
                     "find its other shards",
                     path, n, suffix);
@@ -942,7 +962,7 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
         gguf_get_int(&sh, "split.no", &sno);
         gguf_get_int(&sh, "split.count", &scount);
         if (sno != (int64_t)s || scount != (int64_t)n) {
-            fail(err, errlen,
+            errf_ret(-1, err, errlen,
                  "'%s': shard %u of %u has split.no %" PRId64 " and split.count %" PRId64
                  ", expected %u and %u",
                  sp, s + 1, n, sno, scount, s, n);
@@ -969,7 +989,7 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
     for (size_t i = 0; i < g->ntensors; i++) {
         size_t dup;
         if (nameset_add(&ns, g->tensors[i].name, i, &dup)) {
-            fail(err, errlen, "'%s': tensor '%s' is in shard %u and shard %u", path,
+            errf_ret(-1, err, errlen, "'%s': tensor '%s' is in shard %u and shard %u", path,
                  g->tensors[i].name, g->tensors[dup].shard + 1u, g->tensors[i].shard + 1u);
             nameset_release(&ns);
             return -1;
@@ -979,7 +999,7 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
     int64_t want;
     if (gguf_get_int(g, "split.tensors.count", &want) == 0 &&
         (want < 0 || (uint64_t)want != g->ntensors))
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "'%s': split.tensors.count is %" PRId64 " but the %u shards hold %zu tensors",
                     path, want, n, g->ntensors);
     return 0;
