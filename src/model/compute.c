@@ -328,12 +328,20 @@ static int attention(gb *b, int x)
     int64_t n_kv = w ? b->c->swa_cells : b->c->n_ctx_seq;
     kv_inputs(b, w, n_kv);
     if (b->pos < 0) b->pos = input(b, I32, T, 1, 1, 1);
-    int q = mm(b, weight(b, "attn_q.weight", E, nh * hk), x, nh * hk);
-    int k = mm(b, weight(b, "attn_k.weight", E, nkv * hk), x, nkv * hk);
-    int v = mm(b, weight(b, "attn_v.weight", E, nkv * hv), x, nkv * hv);
-    q = view(b, q, hk, nh, T, 1);
-    k = view(b, k, hk, nkv, T, 1);
-    v = view(b, v, hv, nkv, T, 1);
+    int q, k, v;
+    if (has(b, "attn_qkv.weight")) {
+        /* fused QKV (Phi-3, Falcon, GPT-NeoX, ...): one product, three
+         * views of it, which lives until the last of them is used */
+        int64_t wide = nh * hk + nkv * hk + nkv * hv;
+        int qkv = mm(b, weight(b, "attn_qkv.weight", E, wide), x, wide);
+        q = view(b, qkv, hk, nh, T, 1);
+        k = view(b, qkv, hk, nkv, T, 1);
+        v = view(b, qkv, hv, nkv, T, 1);
+    } else {
+        q = view(b, mm(b, weight(b, "attn_q.weight", E, nh * hk), x, nh * hk), hk, nh, T, 1);
+        k = view(b, mm(b, weight(b, "attn_k.weight", E, nkv * hk), x, nkv * hk), hk, nkv, T, 1);
+        v = view(b, mm(b, weight(b, "attn_v.weight", E, nkv * hv), x, nkv * hv), hv, nkv, T, 1);
+    }
     /* Q/K norms (Qwen3, Gemma-3): a new tensor the rope then works in */
     if (has(b, "attn_q_norm.weight")) q = rms(b, q, "attn_q_norm.weight");
     q = like(b, GR_ROPE, q, b->pos);
@@ -391,15 +399,23 @@ static int attention_nocache(gb *b, int x)
  * down; names are the tensors' suffixes ("ffn_up.weight", ...) */
 static int ffn(gb *b, int x, const char *up, const char *gate, const char *down, int64_t width)
 {
-    int64_t E = b->h->n_embd;
-    int u = mm(b, weight(b, up, E, width), x, width);
+    int64_t E = b->h->n_embd, tn = ne(b, x, 1);
+    const gguf_tensor *wu = file_tensor(b, up);
     int a;
-    /* a file without the layer's tensors (a bare header) counts as gated */
-    if (has(b, gate) || !has(b, up)) {
-        int g = mm(b, weight(b, gate, E, width), x, width);
-        a = node(b, GR_OTHER, F32, NE(width, ne(b, x, 1), 1, 1), g, u, -1);
+    if (wu && !has(b, gate) && wu->ne[1] == 2 * width) {
+        /* gate and up fused in one tensor (Phi-3: LLM_FFN_SWIGLU), split
+         * by ggml_swiglu */
+        int u = mm(b, weight(b, up, E, 2 * width), x, 2 * width);
+        a = node(b, GR_OTHER, F32, NE(width, tn, 1, 1), u, -1, -1);
+    } else if (wu && !has(b, gate)) {
+        /* no gate: the activation in place */
+        a = like(b, GR_INPLACE, mm(b, weight(b, up, E, width), x, width), -1);
     } else {
-        a = like(b, GR_INPLACE, u, -1);
+        /* a file without the layer's tensors (a bare header) counts as
+         * gated: up, gate, their GLU */
+        int u = mm(b, weight(b, up, E, width), x, width);
+        int g = mm(b, weight(b, gate, E, width), x, width);
+        a = node(b, GR_OTHER, F32, NE(width, tn, 1, 1), g, u, -1);
     }
     return mm(b, weight(b, down, width, E), a, E);
 }
