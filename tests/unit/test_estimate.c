@@ -1,11 +1,12 @@
 /* test_estimate.c - the llama.cpp memory estimator on synthetic GGUF
- * headers (tests/unit/gguf_synth.h): every expected figure is worked out
- * by hand in the test, from the formulas of research/memory.md §2 and
- * docs/estimate.md, with the llama.cpp rule it checks named beside it.
- * The KV tests need no tensor table (the hyperparameters drive KV); the
- * placement tests use small f32 tensors whose bytes are easy to add up.
- * The last test pins what the real llama-server (b10587) reported for the
- * two real models in tests/fixtures/models. */
+ * headers (tests/unit/gguf_synth.h): the weights, KV and state figures are
+ * worked out by hand in the test, from the formulas of research/memory.md
+ * §2 and docs/estimate.md, with the llama.cpp rule each checks named beside
+ * it.  The KV tests need no tensor table (the hyperparameters drive KV);
+ * the placement tests use small f32 tensors whose bytes are easy to add up.
+ * The last two tests pin every part, compute buffers included, to what the
+ * real llama-server (b10587) logged on the CPU and on an H200 for the two
+ * fixture models and the realistic shapes of docs/estimate.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1085,17 +1086,19 @@ static void embd_tensors(model *m, int64_t embd, int64_t vocab, bool output)
     if (output) gs_tensor(&m->s, "output.weight", F16, 2, embd, vocab, 1, 1);
 }
 
-enum { SHAPE_Z, SHAPE_Z8, SHAPE_S, SHAPE_M, SHAPE_R };
+enum { SHAPE_Z, SHAPE_Z8, SHAPE_S, SHAPE_M, SHAPE_R, SHAPE_P };
 
 /* Z: Llama-3.2-1B (16 blocks, 2048 wide, 32 heads, 8 KV heads of 64, ff
  * 8192, tied output); Z8: Llama-3-8B blocks cut to 8 (4096, 32 heads, 8 KV
  * heads of 128, ff 14336, own output); S: Gemma-3-1B (26 blocks, 1152, 4
  * heads, 1 KV head of 256, window 512); M: Qwen3-30B-A3B blocks (2, 2048,
  * 32 heads, 4 KV heads of 128, 128 experts of 768, 8 used); R: Mamba2 (8
- * blocks, 2560, d_inner 5120, d_state 128, 80 heads, conv 4) */
+ * blocks, 2560, d_inner 5120, d_state 128, 80 heads, conv 4); P: Phi-3-mini
+ * (32 blocks, 3072, 32 heads of 96, fused QKV, gate and up fused in one
+ * tensor of 2 x 8192, own output) */
 static void shape(model *m, int which)
 {
-    static const char *const arch[] = {"llama", "llama", "gemma3", "qwen3moe", "mamba2"};
+    static const char *const arch[] = {"llama", "llama", "gemma3", "qwen3moe", "mamba2", "phi3"};
     m_begin(m, arch[which]);
     blk_shape b = {0};
     int n = 0;
@@ -1123,6 +1126,18 @@ static void shape(model *m, int which)
         m_u32(m, "expert_used_count", 8);
         m_u32(m, "expert_feed_forward_length", 768);
         embd_tensors(m, 2048, 151936, true);
+        break;
+    case SHAPE_P:
+        m_shape(m, 32, 3072, 32, 32, 96, 96, 8192, 32064);
+        embd_tensors(m, 3072, 32064, true);
+        for (int il = 0; il < 32; il++) {
+            blk_tensor(m, il, "attn_norm.weight", F32, 3072, 1, 1);
+            blk_tensor(m, il, "attn_qkv.weight", F16, 3072, 3 * 3072, 1);
+            blk_tensor(m, il, "attn_output.weight", F16, 3072, 3072, 1);
+            blk_tensor(m, il, "ffn_norm.weight", F32, 3072, 1, 1);
+            blk_tensor(m, il, "ffn_up.weight", F16, 3072, 2 * 8192, 1);
+            blk_tensor(m, il, "ffn_down.weight", F16, 8192, 3072, 1);
+        }
         break;
     case SHAPE_R:
         m_u32(m, "block_count", 8);
@@ -1245,6 +1260,9 @@ static const run cpu_runs[] = {
     {"M2", SHAPE_M, 8192, 2, 0, 0, 0, 0, F16, F16, false, false, 3738216448, 33554432, 308289568, 1215488, 0, 0, 0},
     {"R1", SHAPE_R, 4096, 2, 0, 0, 0, -1, F16, F16, false, false, 901506560, 42975232, 75397184, 402304, 0, 0, 0},
     {"R2", SHAPE_R, 65536, 4, 1024, 0, 0, -1, F16, F16, false, false, 901506560, 85950464, 150794304, 804608, 0, 0, 0},
+    {"P1", SHAPE_P, 4096, 1, 0, 0, 0, -1, F16, F16, false, false, 7642558464, 1610612736, 73412640, 128256, 0, 0, 0},
+    {"P2", SHAPE_P, 4096, 2, 0, 0, 0, 0, F16, F16, false, false, 7642558464, 1610612736, 169877536, 256512, 0, 0, 0},
+    {"P3", SHAPE_P, 8192, 1, 0, 0, 0, 1, Q8, Q8, false, false, 7642558464, 1711276032, 77606944, 128256, 0, 0, 0},
 };
 /* clang-format on */
 
