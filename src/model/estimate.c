@@ -7,18 +7,21 @@
  * Design: replay llama.cpp's own placement decisions, not a heuristic.
  * The hyperparameters are read once into a per-layer table (the same
  * defaults and per-arch rules llama.cpp's load_hparams applies), then each
- * tensor, each KV / recurrent layer and each compute phase is assigned to
- * the device llama.cpp would put it on.  Weights, KV and recurrent state are
- * exact byte counts (llama.cpp's tensor shapes x ggml row sizes); only the
- * compute buffer and the per-GPU CUDA overhead are approximations, and they
- * are labelled so.  What gpumod cannot know (an unknown tensor type, a
+ * tensor and each KV / recurrent layer is assigned to the device llama.cpp
+ * would put it on.  Weights, KV and recurrent state are exact byte counts
+ * (llama.cpp's tensor shapes x ggml row sizes); the compute buffers are
+ * what ggml's scheduler and allocator make of llama.cpp's worst-case graph,
+ * replayed by model/compute.c (exact for the graphs it builds as llama.cpp
+ * does, approximate for the other architectures); the per-GPU CUDA overhead
+ * is a measured constant.  What gpumod cannot know (an unknown tensor type, a
  * missing hyperparameter, a cache layout it does not model) is an error
  * ("cannot estimate: ..."), never a guess.
  *
  * llama.cpp version modelled: ngxson/llama.cpp 3f545becc (build b10587,
  * 2026-08-22), the binary measured in docs/estimate.md.  Source files cited
  * below are relative to its tree.  Pure: no I/O. */
-#include "model/estimate.h"
+#include "model/compute.h"
+#include "model/estimate_impl.h"
 #include "model/ggml_type.h"
 
 #include <stdarg.h>
@@ -29,8 +32,6 @@
 const char *const est_part_names[] = {"weights", "kv", "rs", "compute", "output", "overhead"};
 
 #define MIB (1024ull * 1024ull)
-/* src/llama-hparams.h LLAMA_MAX_LAYERS: llama.cpp refuses more */
-#define MAX_LAYERS 512
 #define GGML_TYPE_F16 1
 /* The per-GPU memory no llama.cpp buffer line reports: CUDA context,
  * cuBLAS workspace, ggml's CUDA pool ("unaccounted" in llama-server's
@@ -115,27 +116,6 @@ static const swa_rule *swa_rule_for(const char *arch)
         if (!strcmp(swa_rules[i].arch, arch)) return &swa_rules[i];
     return NULL;
 }
-
-/* ---- the hyperparameters, as llama.cpp's load_hparams leaves them ---- */
-
-typedef struct hparams {
-    const char *arch;
-    int64_t n_layer_all; /* block_count */
-    int64_t n_layer;     /* less the NextN/MTP layers */
-    int64_t n_embd, n_vocab, n_ctx_train;
-    int64_t head[MAX_LAYERS], head_kv[MAX_LAYERS], ff[MAX_LAYERS];
-    int64_t head_k, head_v, head_k_swa, head_v_swa; /* per-head sizes */
-    bool is_swa[MAX_LAYERS], is_recr[MAX_LAYERS], has_kv[MAX_LAYERS];
-    int64_t idx_k[MAX_LAYERS]; /* DSA indexer key row per layer, elements */
-    int64_t n_swa;
-    bool mla;
-    int64_t kv_lora_rank;
-    bool recurrent_arch, hybrid, no_memory, embedding, causal;
-    /* recurrent state (src/llama-hparams.cpp n_embd_r / n_embd_s) */
-    int64_t d_conv, d_inner, d_state, n_group, dt_rank, wkv_head, token_shift, shortconv, kda_head,
-        la_head;
-    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp, n_expert_shared, n_dense_lead;
-} hparams;
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -381,12 +361,6 @@ static int load_hparams(const gguf_file *g, hparams *h, char *err, size_t errlen
 
 /* ---- placement: src/llama-model.cpp llama_model_base::load_tensors ---- */
 
-typedef struct placement {
-    size_t ndev;
-    int64_t i_gpu_start, act_gpu_layers, n_layer_all;
-    float splits[HOST_MAX_GPUS];
-} placement;
-
 /* Layers 0..n_layer_all-1 are the repeating blocks, n_layer_all is the
  * output layer.  -ngl N puts layers il >= n_layer_all + 1 - N on the GPUs:
  * the output layer first, then the last N - 1 blocks ("offloading output
@@ -419,7 +393,7 @@ static void place_init(placement *pl, const hparams *h, const est_params *p)
 }
 
 /* the GPU of layer il (0..n_layer_all), or -1 for the host */
-static int layer_dev(const placement *pl, int64_t il)
+int est_layer_dev(const placement *pl, int64_t il)
 {
     if (!pl->ndev || il < pl->i_gpu_start || il - pl->i_gpu_start >= pl->act_gpu_layers) return -1;
     float x = (float)(il - pl->i_gpu_start) / (float)pl->act_gpu_layers;
@@ -467,22 +441,17 @@ static bool is_input_tensor(const char *name)
 
 /* ---- the per-layer cache sizes ---- */
 
-typedef struct ctxsize {
-    int64_t n_seq, n_stream, n_ctx, n_ctx_seq, n_batch, n_ubatch, n_tokens, n_out, swa_cells;
-    bool v_trans, fa;
-} ctxsize;
-
 static int64_t pad256(int64_t x)
 {
     return (x + 255) / 256 * 256;
 }
 
-static int64_t head_k_of(const hparams *h, int64_t il)
+int64_t est_head_k(const hparams *h, int64_t il)
 {
     return h->is_swa[il] ? h->head_k_swa : h->head_k;
 }
 
-static int64_t head_v_of(const hparams *h, int64_t il)
+int64_t est_head_v(const hparams *h, int64_t il)
 {
     return h->is_swa[il] ? h->head_v_swa : h->head_v;
 }
@@ -512,18 +481,18 @@ static int check_cache_types(const hparams *h, const est_params *p, const ggml_t
             "cannot estimate: llama.cpp refuses a quantized V cache (%s) without flash attention",
             tv->name);
     for (int64_t il = 0; fa != 0 && il < h->n_layer; il++) {
-        if (tk->blck > 1 && head_k_of(h, il) % tk->blck)
+        if (tk->blck > 1 && est_head_k(h, il) % tk->blck)
             return fail(
                 err, errlen,
                 "cannot estimate: llama.cpp refuses K cache type %s: block size %u does not divide "
                 "the head size %lld",
-                tk->name, tk->blck, (long long)head_k_of(h, il));
-        if (tv->blck > 1 && head_v_of(h, il) % tv->blck)
+                tk->name, tk->blck, (long long)est_head_k(h, il));
+        if (tv->blck > 1 && est_head_v(h, il) % tv->blck)
             return fail(
                 err, errlen,
                 "cannot estimate: llama.cpp refuses V cache type %s: block size %u does not divide "
                 "the head size %lld",
-                tv->name, tv->blck, (long long)head_v_of(h, il));
+                tv->name, tv->blck, (long long)est_head_v(h, il));
     }
     return 0;
 }
@@ -562,11 +531,11 @@ static void ctx_init(ctxsize *c, const hparams *h, const est_params *p)
 }
 
 /* n_embd_v_gqa_max(): the width every transposed V row is padded to */
-static int64_t v_gqa_max(const hparams *h)
+int64_t est_v_gqa_max(const hparams *h)
 {
     int64_t m = 0;
     for (int64_t il = 0; il < h->n_layer_all; il++) {
-        int64_t v = head_v_of(h, il) * h->head_kv[il];
+        int64_t v = est_head_v(h, il) * h->head_kv[il];
         if (v > m) m = v;
     }
     return m;
@@ -577,8 +546,8 @@ static int64_t v_gqa_max(const hparams *h)
 static int kv_cell_bytes(const hparams *h, const ctxsize *c, const est_params *p, int64_t il,
                          uint64_t *out, char *err, size_t errlen)
 {
-    int64_t nk = head_k_of(h, il) * h->head_kv[il];
-    int64_t nv = c->v_trans ? v_gqa_max(h) : head_v_of(h, il) * h->head_kv[il];
+    int64_t nk = est_head_k(h, il) * h->head_kv[il];
+    int64_t nv = c->v_trans ? est_v_gqa_max(h) : est_head_v(h, il) * h->head_kv[il];
     uint64_t k = ggml_row_bytes(p->type_k, (uint64_t)nk);
     uint64_t v = h->mla ? 0 : ggml_row_bytes(p->type_v, (uint64_t)nv);
     if (nk > 0 && !k)
@@ -602,123 +571,27 @@ static int kv_cell_bytes(const hparams *h, const ctxsize *c, const est_params *p
 }
 
 /* src/llama-hparams.cpp n_embd_r() + n_embd_s(): one sequence's state */
+uint64_t est_rs_r(const hparams *h)
+{
+    if (h->wkv_head) return (uint64_t)(h->token_shift * h->n_embd);
+    if (h->shortconv) return (uint64_t)(h->n_embd * (h->shortconv - 1));
+    if (h->kda_head)
+        return (uint64_t)(3 * (h->d_conv > 0 ? h->d_conv - 1 : 3) * (h->head[0] * h->kda_head));
+    return (uint64_t)((h->d_conv > 0 ? h->d_conv - 1 : 0) *
+                      (h->d_inner + 2 * h->n_group * h->d_state));
+}
+
+uint64_t est_rs_s(const hparams *h)
+{
+    if (h->wkv_head) return (uint64_t)(h->n_embd * h->wkv_head);
+    if (h->kda_head) return (uint64_t)(h->kda_head * h->kda_head * h->head[0]);
+    if (h->la_head) return (uint64_t)(h->la_head * h->la_head * h->head[0]);
+    return (uint64_t)(h->d_state * h->d_inner);
+}
+
 static uint64_t rs_row_elems(const hparams *h)
 {
-    int64_t r, s;
-    if (h->wkv_head)
-        r = h->token_shift * h->n_embd;
-    else if (h->shortconv)
-        r = h->n_embd * (h->shortconv - 1);
-    else if (h->kda_head)
-        r = 3 * (h->d_conv > 0 ? h->d_conv - 1 : 3) * (h->head[0] * h->kda_head);
-    else
-        r = (h->d_conv > 0 ? h->d_conv - 1 : 0) * (h->d_inner + 2 * h->n_group * h->d_state);
-    if (h->wkv_head)
-        s = h->n_embd * h->wkv_head;
-    else if (h->kda_head)
-        s = h->kda_head * h->kda_head * h->head[0];
-    else if (h->la_head)
-        s = h->la_head * h->la_head * h->head[0];
-    else
-        s = h->d_state * h->d_inner;
-    return (uint64_t)(r + s);
-}
-
-/* ---- compute buffer (approximation; docs/estimate.md "compute") ----
- *
- * llama.cpp sizes it by allocating the worst-case graph (sched_reserve:
- * n_tokens = min(n_ctx, n_ubatch), n_outputs as in ctx_init) with
- * ggml-alloc, which frees each intermediate after its last use and reuses
- * the memory layer to layer.  Traced on the measured llama-server (its
- * allocator log, docs/estimate.md), the high-water mark is one of:
- *   layer phase:  KQ masks + 3 residual-width tensors + the larger of the
- *                 attention (scores without FA) and the FFN (gate, up, GLU
- *                 product);
- *   output phase: the logits (+ one residual-width tensor on a GPU; the
- *                 masks are dead by then);
- * plus the graph inputs (token ids, positions, output ids) and the token
- * embeddings the CPU-resident input layer produces.  All activations f32.
- * With GPUs (measured on an H200): each GPU's buffer is its own layers'
- * phase, the pinned CUDA_Host buffer keeps the inputs, the masks and 2E,
- * and the work of CPU-resident layers runs on GPU 0 (op_offload). */
-
-/* the width of a block's FFN activations: n_ff, or the used experts' */
-static uint64_t ffn_rows(const hparams *h, int64_t il)
-{
-    if (h->n_expert > 0 && il >= h->n_dense_lead)
-        return (uint64_t)(h->n_ff_exp ? h->n_ff_exp : h->ff[il]) * (uint64_t)h->n_expert_used;
-    return h->ff[il] > 0 ? (uint64_t)h->ff[il] : 0;
-}
-
-static uint64_t layer_peak(const hparams *h, const ctxsize *c, int64_t il)
-{
-    uint64_t t = (uint64_t)c->n_tokens, f = 4, e = (uint64_t)h->n_embd * t * f;
-    uint64_t attn = 0, ffn = 0, rs = 0;
-    if (h->has_kv[il]) {
-        uint64_t n_kv = (uint64_t)(h->is_swa[il] ? c->swa_cells : c->n_ctx_seq);
-        uint64_t nh = (uint64_t)h->head[il];
-        /* without FA: KQ, n_head x n_kv x n_tokens (per-stream shapes sum
-         * to n_tokens), softmaxed in place, and three more residual-width
-         * tensors live beside it (measured: a 2E leaf and a E hole); with
-         * FA: only its output */
-        attn = c->fa ? nh * (uint64_t)head_v_of(h, il) * t * f : nh * n_kv * t * f + 3 * e;
-    }
-    if (h->n_expert > 0 && il >= h->n_dense_lead) {
-        /* MoE (traced on a Qwen3-MoE shape): router logits and their
-         * argsort, gate/up/GLU of the used experts (mul_mat_id rows), their
-         * down outputs, one more residual-width tensor; shared experts */
-        uint64_t ffe = (uint64_t)(h->n_ff_exp ? h->n_ff_exp : h->ff[il]);
-        uint64_t used = (uint64_t)h->n_expert_used;
-        ffn = 3 * ffe * used * t * f + (used + 1) * e + 2 * (uint64_t)h->n_expert * t * f;
-        if (h->n_ff_shexp || h->n_expert_shared)
-            ffn += 3 *
-                   (h->n_ff_shexp ? (uint64_t)h->n_ff_shexp : ffe * (uint64_t)h->n_expert_shared) *
-                   t * f;
-    } else if (h->ff[il] > 0) {
-        ffn = 3 * (uint64_t)h->ff[il] * t * f;
-    }
-    if (h->is_recr[il]) {
-        /* Mamba-style block, traced on a Mamba2 shape: the input
-         * projection (z, xBC, dt: 2 d_inner + 2 n_group d_state + dt_rank
-         * wide), the convolution's padded input and output (conv_dim
-         * each), the scan's output (d_inner) and the updated states; RWKV,
-         * LFM2 and KDA blocks are counted on the same pattern with
-         * n_embd-wide rows (not measured) */
-        uint64_t conv = (uint64_t)(h->d_inner + 2 * h->n_group * h->d_state);
-        uint64_t in = (uint64_t)(h->d_inner + h->dt_rank) + conv, inner = (uint64_t)h->d_inner;
-        if (h->wkv_head || h->shortconv || h->kda_head) in = conv = inner = 3 * (uint64_t)h->n_embd;
-        rs = (in + 2 * conv + inner) * t * f + rs_row_elems(h) * (uint64_t)c->n_seq * f;
-    }
-    uint64_t m = attn > ffn ? attn : ffn;
-    if (rs > m) m = rs;
-    return 3 * e + m;
-}
-
-/* the output head: the logits of the output rows, and on a GPU the last
- * layer's output it projects (on the CPU that width is already counted as
- * the input embeddings, which stay live there) */
-static uint64_t output_peak(const hparams *h, const ctxsize *c, bool gpu)
-{
-    return (uint64_t)h->n_vocab * (uint64_t)c->n_out * 4 +
-           (gpu ? (uint64_t)h->n_embd * (uint64_t)c->n_tokens * 4 : 0);
-}
-
-/* the KQ masks: one per cache (full, SWA), [n_kv, n_tokens] per stream,
- * f16 with FA, f32 without */
-static uint64_t kq_masks(const hparams *h, const ctxsize *c)
-{
-    bool full = false, swa = false;
-    for (int64_t il = 0; il < h->n_layer_all; il++) {
-        if (!h->has_kv[il]) continue;
-        if (h->is_swa[il])
-            swa = true;
-        else
-            full = true;
-    }
-    uint64_t t = (uint64_t)c->n_tokens, mf = c->fa ? 2 : 4, m = 0;
-    if (full) m += (uint64_t)c->n_ctx_seq * t * mf;
-    if (swa) m += (uint64_t)c->swa_cells * t * mf;
-    return m;
+    return est_rs_r(h) + est_rs_s(h);
 }
 
 /* ---- public ---- */
@@ -786,7 +659,7 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
     out->n_ctx_seq = c.n_ctx_seq;
     int64_t rep = h->n_layer_all - pl.i_gpu_start;
     out->n_layer_gpu = p->ndev && rep > 0 ? rep : 0;
-    int out_dev = layer_dev(&pl, h->n_layer_all);
+    int out_dev = est_layer_dev(&pl, h->n_layer_all);
 
 #define ADD(d_, part_, n_)                                                                         \
     do {                                                                                           \
@@ -797,7 +670,6 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
     } while (0)
 
     /* weights */
-    uint64_t host_wmax = 0;
     for (size_t i = 0; i < g->ntensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         const char *rest = NULL;
@@ -807,20 +679,18 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
             /* NextN/MTP blocks are skipped (TENSOR_SKIP) unless
              * --spec-type draft-mtp, e.g. src/models/deepseek2.cpp */
             if (il >= h->n_layer) continue;
-            dev = layer_dev(&pl, il);
+            dev = est_layer_dev(&pl, il);
             /* --n-cpu-moe N: tensor_buft_overrides "blk\.i<regex>" to CPU
              * for i < N (common/arg.cpp) */
             if (il < p->n_cpu_moe && is_expert_tensor(rest)) dev = -1;
         } else if (is_input_tensor(t->name)) {
             dev = -1;
         } else if (!strncmp(t->name, "token_embd_norm.", 16)) {
-            dev = layer_dev(&pl, 0); /* "do the norms on the first layer" */
+            dev = est_layer_dev(&pl, 0); /* "do the norms on the first layer" */
         } else {
             dev = out_dev;
         }
         ADD(dev, EST_WEIGHTS, t->nbytes);
-        /* the largest block matrix left on the host (op_offload copies it) */
-        if (dev < 0 && il >= 0 && t->n_dims >= 2 && t->nbytes > host_wmax) host_wmax = t->nbytes;
     }
     /* tied output: token_embd is created a second time (TENSOR_DUPLICATED)
      * in the output layer's buffer, unless that buffer is the CPU one
@@ -833,7 +703,7 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
      * (offload_kqv default true) */
     uint64_t rs_row = rs_row_elems(h) * 4;
     for (int64_t il = 0; il < h->n_layer_all; il++) {
-        int dev = layer_dev(&pl, il);
+        int dev = est_layer_dev(&pl, il);
         if (h->has_kv[il]) {
             uint64_t cell = 0;
             if (kv_cell_bytes(h, &c, p, il, &cell, err, errlen)) goto done;
@@ -861,47 +731,13 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
     out->host[EST_OUTPUT] = (uint64_t)h->n_vocab * (uint64_t)c.n_seq * 4;
     if (h->embedding) out->host[EST_OUTPUT] += (uint64_t)h->n_embd * (uint64_t)c.n_seq * 4;
 
-    /* compute: per device, the larger of its layer phase and (on the
-     * output device) the output phase; see "compute buffer" above */
-    uint64_t lpeak[HOST_MAX_GPUS + 1] = {0}; /* [ndev] = host */
-    bool holds[HOST_MAX_GPUS + 1] = {false};
-    uint64_t wide = 0;
-    for (int64_t il = 0; il < h->n_layer; il++) {
-        int dev = layer_dev(&pl, il);
-        size_t k = dev < 0 ? p->ndev : (size_t)dev;
-        uint64_t lp = layer_peak(h, &c, il);
-        if (lp > lpeak[k]) lpeak[k] = lp;
-        holds[k] = true;
-        if (ffn_rows(h, il) > wide) wide = ffn_rows(h, il);
-    }
-    uint64_t t = (uint64_t)c.n_tokens, e = (uint64_t)h->n_embd * t * 4;
-    uint64_t masks = kq_masks(h, &c), small = 4 * t * 4;
-    if (!p->ndev) {
-        /* one CPU buffer: inputs, the input layer's embeddings, the rest */
-        uint64_t v = masks + lpeak[0];
-        if (output_peak(h, &c, false) > v) v = output_peak(h, &c, false);
-        out->host[EST_COMPUTE] = small + e + v;
-    } else {
-        /* CUDA_Host holds the graph inputs, the masks and two
-         * residual-width tensors, and half of one more without FA (measured on
-         * an H200); the CPU's own work is offloaded (below) */
-        out->host[EST_COMPUTE] = small + 2 * e + (c.fa ? 0 : e / 2) + masks;
-        for (size_t d = 0; d < p->ndev; d++) {
-            uint64_t v = holds[d] ? masks + lpeak[d] : 0;
-            if ((int)d == out_dev && output_peak(h, &c, true) > v) v = output_peak(h, &c, true);
-            out->dev[d][EST_COMPUTE] = v;
-        }
-        /* op_offload (default on): matmuls of CPU-resident weights with
-         * a batch >= 32 (op_offload_min_batch_size) run on the first GPU, which receives a copy of
-         * the weight in its compute buffer (ggml-cuda offload_op, ggml_backend_sched); measured:
-         * masks + 5E + the largest such weight + two FFN-wide activations */
-        if ((holds[p->ndev] || host_wmax || out_dev < 0) && t >= 32) {
-            uint64_t v = masks + 5 * e + host_wmax + 2 * wide * t * 4;
-            if (holds[p->ndev] && masks + lpeak[p->ndev] > v) v = masks + lpeak[p->ndev];
-            if (out_dev < 0 && output_peak(h, &c, true) > v) v = output_peak(h, &c, true);
-            if (v > out->dev[0][EST_COMPUTE]) out->dev[0][EST_COMPUTE] = v;
-        }
-    }
+    /* compute: the worst-case graphs replayed through ggml's scheduler and
+     * allocator (model/compute.c) */
+    uint64_t csize[HOST_MAX_GPUS + 1];
+    if (compute_buffers(g, h, &c, &pl, p, csize, err, errlen)) goto done;
+    for (size_t d = 0; d < p->ndev; d++)
+        out->dev[d][EST_COMPUTE] = csize[d];
+    out->host[EST_COMPUTE] = csize[p->ndev];
 
     for (size_t d = 0; d < p->ndev; d++)
         out->dev[d][EST_OVERHEAD] = CUDA_OVERHEAD;

@@ -1,11 +1,12 @@
 /* test_estimate.c - the llama.cpp memory estimator on synthetic GGUF
- * headers (tests/unit/gguf_synth.h): every expected figure is worked out
- * by hand in the test, from the formulas of research/memory.md §2 and
- * docs/estimate.md, with the llama.cpp rule it checks named beside it.
- * The KV tests need no tensor table (the hyperparameters drive KV); the
- * placement tests use small f32 tensors whose bytes are easy to add up.
- * The last test pins what the real llama-server (b10587) reported for the
- * two real models in tests/fixtures/models. */
+ * headers (tests/unit/gguf_synth.h): the weights, KV and state figures are
+ * worked out by hand in the test, from the formulas of research/memory.md
+ * §2 and docs/estimate.md, with the llama.cpp rule each checks named beside
+ * it.  The KV tests need no tensor table (the hyperparameters drive KV);
+ * the placement tests use small f32 tensors whose bytes are easy to add up.
+ * The last two tests pin every part, compute buffers included, to what the
+ * real llama-server (b10587) logged on the CPU and on an H200 for the two
+ * fixture models and the realistic shapes of docs/estimate.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -800,74 +801,7 @@ static void moe_experts_on_cpu(void **state)
     m_release(&m);
 }
 
-/* ---- compute, output, overhead ---- */
-
-static void compute_buffer(void **state)
-{
-    (void)state;
-    model m;
-    llama3_8b(&m);
-    est_params p = params(8192, 1, 1);
-    p.flash_attn = 1;
-    estimate e = est(&m, &p);
-    /* n_tokens = min(8192, ubatch 512) = 512; E = 4096 x 512 x 4 = 8 MiB.
-     * layer phase: masks (f16 with FA) 8192 x 512 x 2 = 8 MiB + 3E +
-     * max(FA output 32 x 128 x 512 x 4 = 8 MiB, FFN 3 x 14336 x 512 x 4 =
-     * 84 MiB) = 116 MiB; output phase: logits of one row (n_outputs =
-     * --parallel) 128256 x 4 + E < that */
-    assert_int_equal(e.dev[0][EST_COMPUTE], 116 * MIB);
-    /* host (CUDA_Host): token ids, positions, output ids (4 x 512 x 4),
-     * two residual-width tensors (2E, one of them the CPU input layer's
-     * embeddings) and the masks (8 MiB) */
-    assert_int_equal(e.host[EST_COMPUTE], 8 * KIB + 16 * MIB + 8 * MIB);
-    /* without FA: KQ 32 x 8192 x 512 x 4 = 512 MiB with 3E more beside
-     * it, masks f32 16 MiB */
-    p.flash_attn = 0;
-    e = est(&m, &p);
-    assert_int_equal(e.dev[0][EST_COMPUTE], 16 * MIB + 24 * MIB + 512 * MIB + 24 * MIB);
-    /* host: without FA half an E more, f32 masks */
-    assert_int_equal(e.host[EST_COMPUTE], 8 * KIB + 16 * MIB + 4 * MIB + 16 * MIB);
-    /* CPU only: everything in one buffer (FA on) */
-    p = params(8192, 1, 0);
-    p.flash_attn = 1;
-    e = est(&m, &p);
-    assert_int_equal(e.host[EST_COMPUTE], 8 * KIB + 8 * MIB + 116 * MIB);
-    /* a small context caps n_tokens: -c 256 -> 256 tokens */
-    p.ctx = 256;
-    e = est(&m, &p);
-    /* masks 256 x 256 x 2 = 128 KiB; 3E = 12 MiB; FFN 3 x 14336 x 256 x 4
-     * = 42 MiB; inputs 4 KiB + E 4 MiB */
-    assert_int_equal(e.host[EST_COMPUTE], 4 * KIB + 4 * MIB + 128 * KIB + 12 * MIB + 42 * MIB);
-    m_release(&m);
-}
-
-/* op_offload: with -ngl 0 (or a partial offload) on a GPU machine the
- * CPU's large-batch matmuls run on GPU 0, which copies the weight in */
-static void compute_op_offload(void **state)
-{
-    (void)state;
-    model m;
-    m_begin(&m, "llama");
-    m_shape(&m, 32, 4096, 32, 8, 128, 128, 14336, 128256);
-    uint64_t w = gs_tensor(&m.s, "blk.0.ffn_gate.weight", F16, 2, 4096, 14336, 1, 1);
-    m_end(&m);
-    assert_int_equal(w, 112 * MIB);
-    est_params p = params(8192, 1, 1);
-    p.flash_attn = 1;
-    p.ngl = 0;
-    estimate e = est(&m, &p);
-    /* masks 8 MiB + 5E 40 MiB + the weight copy 112 MiB + two FFN-wide
-     * activations 2 x 14336 x 512 x 4 = 56 MiB = 216 MiB, what the H200
-     * reported for this shape (226,494,464 B) */
-    assert_int_equal(e.dev[0][EST_COMPUTE], 216 * MIB);
-    /* the host keeps only the inputs, 2E and the masks */
-    assert_int_equal(e.host[EST_COMPUTE], 8 * KIB + 16 * MIB + 8 * MIB);
-    /* all on the GPU: nothing to offload, the layer phase (116 MiB) */
-    p.ngl = -1;
-    e = est(&m, &p);
-    assert_int_equal(e.dev[0][EST_COMPUTE], 116 * MIB);
-    m_release(&m);
-}
+/* ---- output, overhead ---- */
 
 static void output_and_overhead(void **state)
 {
@@ -1083,7 +1017,19 @@ static void part_names(void **state)
     assert_true(p.ctx > 0);
 }
 
-/* ---- the real models, against what llama-server b10587 allocated ---- */
+/* ---- against what llama-server allocated (docs/estimate.md, "measured") ----
+ *
+ * The byte counts llama-server (ngxson/llama.cpp 3f545becc) logged for its
+ * buffers, on the CPU and on an H200, for the two fixture models and for
+ * zero-weight GGUFs of realistic shapes, rebuilt here as headers: the same
+ * hyperparameters and the same tensor table (names, types, shapes: the
+ * graph has Q/K norms or post-norms where the file has those tensors, and
+ * op_offload copies the CPU's weights by their size).  Every part must
+ * match to the byte, the compute buffers too, since the estimator replays
+ * llama.cpp's graphs through ggml's own scheduler and allocator
+ * (model/compute.c, model/ggml_replay.c).  The issue's target (each part
+ * within 5 % or 256 KiB, the total within 5 %) is what the docs promise; a
+ * drift of one byte fails here first. */
 
 static char *model_path(const char *name)
 {
@@ -1091,105 +1037,289 @@ static char *model_path(const char *name)
     return xasprintf("%s/tests/fixtures/models/%s", src ? src : ".", name);
 }
 
-static void real_models(void **state)
+static void blk_tensor(model *m, int il, const char *suffix, uint32_t type, int64_t a, int64_t b,
+                       int64_t c)
 {
-    (void)state;
-    /* docs/estimate.md, "measured": the byte counts llama-server logged
-     * (CPU build, -lv 4) for these flags */
-    struct {
-        const char *file;
-        int64_t ctx, parallel;
-        bool unified;
-        uint64_t weights, kv, output;
-    } runs[] = {
-        {"llama-2-tiny-random.gguf", 256, 2, false, 1026144, 16384, 256000},
-        {"llama-2-tiny-random.gguf", 4096, 1, false, 1026144, 131072, 128000},
-        {"llama-2-tiny-random.gguf", 4096, 4, true, 1026144, 131072, 512000},
-        {"aidreams260K-f32.gguf", 256, 2, false, 1054976, 524288, 4096},
-        {"aidreams260K-f32.gguf", 2048, 1, false, 1054976, 2097152, 2048},
-    };
-    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
-        char *path = model_path(runs[i].file);
+    char n[96];
+    snprintf(n, sizeof n, "blk.%d.%s", il, suffix);
+    gs_tensor(&m->s, n, type, c > 1 ? 3 : b > 1 ? 2 : 1, a, b, c, 1);
+}
+
+/* a transformer block as the zero-weight files had it: llama's tensors,
+ * Q/K norms and Gemma's post-norms when asked, n_exp experts (with a
+ * router) instead of the dense FFN */
+typedef struct blk_shape {
+    int64_t embd, q, kv, head, ff, n_exp;
+    bool qk_norm, post;
+} blk_shape;
+
+static void attn_block(model *m, int il, const blk_shape *b)
+{
+    blk_tensor(m, il, "attn_norm.weight", F32, b->embd, 1, 1);
+    blk_tensor(m, il, "attn_q.weight", F16, b->embd, b->q, 1);
+    blk_tensor(m, il, "attn_k.weight", F16, b->embd, b->kv, 1);
+    blk_tensor(m, il, "attn_v.weight", F16, b->embd, b->kv, 1);
+    blk_tensor(m, il, "attn_output.weight", F16, b->q, b->embd, 1);
+    if (b->qk_norm) {
+        blk_tensor(m, il, "attn_q_norm.weight", F32, b->head, 1, 1);
+        blk_tensor(m, il, "attn_k_norm.weight", F32, b->head, 1, 1);
+    }
+    if (b->post) blk_tensor(m, il, "post_attention_norm.weight", F32, b->embd, 1, 1);
+    blk_tensor(m, il, "ffn_norm.weight", F32, b->embd, 1, 1);
+    if (b->n_exp) {
+        blk_tensor(m, il, "ffn_gate_inp.weight", F32, b->embd, b->n_exp, 1);
+        blk_tensor(m, il, "ffn_gate_exps.weight", F16, b->embd, b->ff, b->n_exp);
+        blk_tensor(m, il, "ffn_up_exps.weight", F16, b->embd, b->ff, b->n_exp);
+        blk_tensor(m, il, "ffn_down_exps.weight", F16, b->ff, b->embd, b->n_exp);
+    } else {
+        blk_tensor(m, il, "ffn_gate.weight", F16, b->embd, b->ff, 1);
+        blk_tensor(m, il, "ffn_up.weight", F16, b->embd, b->ff, 1);
+        blk_tensor(m, il, "ffn_down.weight", F16, b->ff, b->embd, 1);
+    }
+    if (b->post) blk_tensor(m, il, "post_ffw_norm.weight", F32, b->embd, 1, 1);
+}
+
+static void embd_tensors(model *m, int64_t embd, int64_t vocab, bool output)
+{
+    gs_tensor(&m->s, "token_embd.weight", F16, 2, embd, vocab, 1, 1);
+    gs_tensor(&m->s, "output_norm.weight", F32, 1, embd, 1, 1, 1);
+    if (output) gs_tensor(&m->s, "output.weight", F16, 2, embd, vocab, 1, 1);
+}
+
+enum { SHAPE_Z, SHAPE_Z8, SHAPE_S, SHAPE_M, SHAPE_R, SHAPE_P };
+
+/* Z: Llama-3.2-1B (16 blocks, 2048 wide, 32 heads, 8 KV heads of 64, ff
+ * 8192, tied output); Z8: Llama-3-8B blocks cut to 8 (4096, 32 heads, 8 KV
+ * heads of 128, ff 14336, own output); S: Gemma-3-1B (26 blocks, 1152, 4
+ * heads, 1 KV head of 256, window 512); M: Qwen3-30B-A3B blocks (2, 2048,
+ * 32 heads, 4 KV heads of 128, 128 experts of 768, 8 used); R: Mamba2 (8
+ * blocks, 2560, d_inner 5120, d_state 128, 80 heads, conv 4); P: Phi-3-mini
+ * (32 blocks, 3072, 32 heads of 96, fused QKV, gate and up fused in one
+ * tensor of 2 x 8192, own output) */
+static void shape(model *m, int which)
+{
+    static const char *const arch[] = {"llama", "llama", "gemma3", "qwen3moe", "mamba2", "phi3"};
+    m_begin(m, arch[which]);
+    blk_shape b = {0};
+    int n = 0;
+    switch (which) {
+    case SHAPE_Z:
+    case SHAPE_Z8:
+        n = which == SHAPE_Z ? 16 : 8;
+        b = which == SHAPE_Z ? (blk_shape){2048, 2048, 512, 64, 8192, 0, false, false}
+                             : (blk_shape){4096, 4096, 1024, 128, 14336, 0, false, false};
+        m_shape(m, n, b.embd, 32, 8, b.head, b.head, b.ff, 128256);
+        embd_tensors(m, b.embd, 128256, which == SHAPE_Z8);
+        break;
+    case SHAPE_S:
+        n = 26;
+        b = (blk_shape){1152, 1024, 256, 256, 6912, 0, true, true};
+        m_shape(m, n, 1152, 4, 1, 256, 256, 6912, 262144);
+        m_u32(m, "attention.sliding_window", 512);
+        embd_tensors(m, 1152, 262144, false);
+        break;
+    case SHAPE_M:
+        n = 2;
+        b = (blk_shape){2048, 4096, 512, 128, 768, 128, true, false};
+        m_shape(m, n, 2048, 32, 4, 128, 128, 6144, 151936);
+        m_u32(m, "expert_count", 128);
+        m_u32(m, "expert_used_count", 8);
+        m_u32(m, "expert_feed_forward_length", 768);
+        embd_tensors(m, 2048, 151936, true);
+        break;
+    case SHAPE_P:
+        m_shape(m, 32, 3072, 32, 32, 96, 96, 8192, 32064);
+        embd_tensors(m, 3072, 32064, true);
+        for (int il = 0; il < 32; il++) {
+            blk_tensor(m, il, "attn_norm.weight", F32, 3072, 1, 1);
+            blk_tensor(m, il, "attn_qkv.weight", F16, 3072, 3 * 3072, 1);
+            blk_tensor(m, il, "attn_output.weight", F16, 3072, 3072, 1);
+            blk_tensor(m, il, "ffn_norm.weight", F32, 3072, 1, 1);
+            blk_tensor(m, il, "ffn_up.weight", F16, 3072, 2 * 8192, 1);
+            blk_tensor(m, il, "ffn_down.weight", F16, 8192, 3072, 1);
+        }
+        break;
+    case SHAPE_R:
+        m_u32(m, "block_count", 8);
+        m_u32(m, "embedding_length", 2560);
+        m_u32(m, "attention.head_count", 0);
+        m_u32(m, "vocab_size", 50288);
+        m_u32(m, "ssm.conv_kernel", 4);
+        m_u32(m, "ssm.inner_size", 5120);
+        m_u32(m, "ssm.state_size", 128);
+        m_u32(m, "ssm.time_step_rank", 80);
+        m_u32(m, "ssm.group_count", 1);
+        embd_tensors(m, 2560, 50288, false);
+        for (int il = 0; il < 8; il++) {
+            blk_tensor(m, il, "attn_norm.weight", F32, 2560, 1, 1);
+            blk_tensor(m, il, "ssm_in.weight", F16, 2560, 2 * 5120 + 2 * 128 + 80, 1);
+            blk_tensor(m, il, "ssm_conv1d.weight", F32, 4, 5120 + 2 * 128, 1);
+            blk_tensor(m, il, "ssm_conv1d.bias", F32, 5120 + 2 * 128, 1, 1);
+            blk_tensor(m, il, "ssm_dt.bias", F32, 80, 1, 1);
+            blk_tensor(m, il, "ssm_a", F32, 1, 80, 1);
+            blk_tensor(m, il, "ssm_d", F32, 1, 80, 1);
+            blk_tensor(m, il, "ssm_norm.weight", F32, 5120, 1, 1);
+            blk_tensor(m, il, "ssm_out.weight", F16, 5120, 2560, 1);
+        }
+        break;
+    }
+    for (int il = 0; il < n; il++)
+        attn_block(m, il, &b);
+    m_end(m);
+}
+
+/* one llama-server run: its flags and the bytes it logged */
+typedef struct run {
+    const char *name;
+    int model; /* a SHAPE_*, or -1 llama-2-tiny-random (B), -2 aidreams260K (A) */
+    int64_t ctx, parallel, ubatch, batch, ngl;
+    int fa;
+    uint32_t tk, tv;
+    bool kvu, swa_full;
+    /* host: CPU_Mapped, KV (+ RS), compute (CPU or CUDA_Host), output;
+     * GPU (H200 runs): weights, KV, compute */
+    uint64_t w, kv, compute, out, gw, gkv, gcompute;
+} run;
+
+static est_params run_params(const run *r, size_t ndev)
+{
+    est_params p = params(r->ctx, r->parallel, ndev);
+    if (r->ubatch) p.n_ubatch = r->ubatch;
+    if (r->batch) p.n_batch = r->batch;
+    if (ndev) p.ngl = r->ngl;
+    p.flash_attn = r->fa;
+    p.type_k = r->tk;
+    p.type_v = r->tv;
+    p.kv_unified = r->kvu;
+    p.swa_full = r->swa_full;
+    return p;
+}
+
+/* equal, or fail naming the run, the part and the difference */
+static void pin(const char *name, const char *part, uint64_t got, uint64_t measured)
+{
+    if (got == measured) return;
+    fail_msg("%s %s: estimate %llu vs llama-server %llu (%+.3f %%)", name, part,
+             (unsigned long long)got, (unsigned long long)measured,
+             ((double)got - (double)measured) / (double)measured * 100);
+}
+
+static estimate run_estimate(const run *r, size_t ndev)
+{
+    est_params p = run_params(r, ndev);
+    estimate e;
+    char err[512];
+    if (r->model < 0) {
+        char *path =
+            model_path(r->model == -1 ? "llama-2-tiny-random.gguf" : "aidreams260K-f32.gguf");
         gguf_file g;
-        char err[512];
         if (gguf_open(&g, path, err, sizeof err))
             fail_msg("%s (GPUMOD_SRC=%s)", err, getenv("GPUMOD_SRC"));
-        est_params p = params(runs[i].ctx, runs[i].parallel, 0);
-        p.kv_unified = runs[i].unified;
-        estimate e;
-        if (estimate_llamacpp(&g, &p, &e, err, sizeof err)) fail_msg("%s: %s", runs[i].file, err);
-        assert_int_equal(e.host[EST_WEIGHTS], runs[i].weights);
-        assert_int_equal(e.host[EST_KV], runs[i].kv);
-        assert_int_equal(e.host[EST_OUTPUT], runs[i].output);
+        if (estimate_llamacpp(&g, &p, &e, err, sizeof err)) fail_msg("%s: %s", r->name, err);
         gguf_release(&g);
         free(path);
+    } else {
+        model m;
+        shape(&m, r->model);
+        e = est(&m, &p);
+        m_release(&m);
+    }
+    return e;
+}
+
+#define Q8 Q8_0
+#define BF16_T 30
+/* clang-format off */
+static const run cpu_runs[] = {
+    /* B: llama-2-tiny-random (1 block, 8 wide, 2 heads of 4, vocab 32000) */
+    {"B0", -1, 512, 1, 0, 0, 0, -1, F16, F16, false, false, 1026144, 16384, 634912, 128000, 0, 0, 0},
+    {"B1", -1, 256, 2, 0, 0, 0, -1, F16, F16, false, false, 1026144, 16384, 265216, 256000, 0, 0, 0},
+    {"B2", -1, 4096, 1, 0, 0, 0, -1, F16, F16, false, false, 1026144, 131072, 4304928, 128000, 0, 0, 0},
+    {"B3", -1, 4096, 4, 0, 0, 0, -1, F16, F16, true, false, 1026144, 131072, 4304928, 512000, 0, 0, 0},
+    {"B4", -1, 2048, 2, 0, 0, 0, 0, F16, F16, false, false, 1026144, 65536, 6414368, 256000, 0, 0, 0},
+    {"B6", -1, 512, 1, 128, 0, 0, 1, F16, F16, false, false, 1026144, 16384, 158752, 128000, 0, 0, 0},
+    {"B8", -1, 8192, 1, 0, 0, 0, 0, F16, F16, false, false, 1026144, 262144, 50454560, 128000, 0, 0, 0},
+    /* A: aidreams260K (4 blocks, 64 wide, 4 heads of 16, vocab 512, f32) */
+    {"A0", -2, 512, 1, 0, 0, 0, -1, F16, F16, false, false, 1054976, 524288, 2117664, 2048, 0, 0, 0},
+    {"A1", -2, 256, 2, 0, 0, 0, -1, F16, F16, false, false, 1054976, 524288, 927776, 4096, 0, 0, 0},
+    {"A2", -2, 2048, 1, 0, 0, 0, 0, F16, F16, false, false, 1054976, 2097152, 21897248, 2048, 0, 0, 0},
+    {"A3", -2, 2048, 1, 0, 0, 0, 1, F16, F16, false, false, 1054976, 2097152, 3690528, 2048, 0, 0, 0},
+    {"A5", -2, 4096, 1, 1024, 0, 0, 0, F16, F16, false, false, 1054976, 4194304, 85737504, 2048, 0, 0, 0},
+    {"A7", -2, 512, 1, 128, 0, 0, 1, F16, F16, false, false, 1054976, 524288, 529440, 2048, 0, 0, 0},
+    {"A9", -2, 1024, 2, 0, 0, 0, 0, Q8, F16, false, false, 1054976, 802816, 6168608, 4096, 0, 0, 0},
+    {"A10", -2, 1024, 2, 0, 0, 0, -1, BF16_T, BF16_T, false, false, 1054976, 1048576, 2117664, 4096, 0, 0, 0},
+    {"Z1", SHAPE_Z, 8192, 1, 0, 0, 0, -1, F16, F16, false, false, 2471763968, 268435456, 75509792, 513024, 0, 0, 0},
+    {"Z2", SHAPE_Z, 8192, 1, 0, 0, 0, 0, F16, F16, false, false, 2471763968, 268435456, 576725024, 513024, 0, 0, 0},
+    {"Z3", SHAPE_Z, 16384, 4, 0, 0, 0, -1, Q8, Q8, false, false, 2471763968, 285212672, 67153952, 2052096, 0, 0, 0},
+    {"Z4", SHAPE_Z, 32768, 4, 0, 0, 0, 1, Q4_0, Q4_0, true, false, 2471763968, 301989888, 96514080, 2052096, 0, 0, 0},
+    {"Z5", SHAPE_Z, 4096, 2, 2048, 4096, 0, -1, F16, F16, false, false, 2471763968, 134217728, 276873248, 1026048, 0, 0, 0},
+    {"S1", SHAPE_S, 8192, 2, 0, 0, 0, -1, F16, F16, false, false, 2000040448, 79691776, 56905760, 2097152, 0, 0, 0},
+    {"S2", SHAPE_S, 32768, 4, 0, 0, 0, -1, F16, F16, true, false, 2000040448, 191889408, 87838752, 4194304, 0, 0, 0},
+    {"S3", SHAPE_S, 16384, 1, 0, 0, 0, 0, F16, F16, false, true, 2000040448, 436207616, 214708256, 1048576, 0, 0, 0},
+    {"M1", SHAPE_M, 4096, 1, 0, 0, 0, -1, F16, F16, false, false, 3738216448, 16777216, 96481312, 607744, 0, 0, 0},
+    {"M2", SHAPE_M, 8192, 2, 0, 0, 0, 0, F16, F16, false, false, 3738216448, 33554432, 308289568, 1215488, 0, 0, 0},
+    {"R1", SHAPE_R, 4096, 2, 0, 0, 0, -1, F16, F16, false, false, 901506560, 42975232, 75397184, 402304, 0, 0, 0},
+    {"R2", SHAPE_R, 65536, 4, 1024, 0, 0, -1, F16, F16, false, false, 901506560, 85950464, 150794304, 804608, 0, 0, 0},
+    {"P1", SHAPE_P, 4096, 1, 0, 0, 0, -1, F16, F16, false, false, 7642558464, 1610612736, 73412640, 128256, 0, 0, 0},
+    {"P2", SHAPE_P, 4096, 2, 0, 0, 0, 0, F16, F16, false, false, 7642558464, 1610612736, 169877536, 256512, 0, 0, 0},
+    {"P3", SHAPE_P, 8192, 1, 0, 0, 0, 1, Q8, Q8, false, false, 7642558464, 1711276032, 77606944, 128256, 0, 0, 0},
+};
+/* clang-format on */
+
+static void measured_cpu(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof cpu_runs / sizeof cpu_runs[0]; i++) {
+        const run *r = &cpu_runs[i];
+        estimate e = run_estimate(r, 0);
+        pin(r->name, "weights", e.host[EST_WEIGHTS], r->w);
+        pin(r->name, "kv + rs", e.host[EST_KV] + e.host[EST_RS], r->kv);
+        pin(r->name, "compute", e.host[EST_COMPUTE], r->compute);
+        pin(r->name, "output", e.host[EST_OUTPUT], r->out);
+        pin(r->name, "total", e.host_total, r->w + r->kv + r->compute + r->out);
     }
 }
 
-/* The realistic shapes measured in docs/estimate.md (zero-weight GGUFs
- * run by llama-server b10587 on the CPU), rebuilt here from their
- * hyperparameters alone: KV and state must match the server's bytes
- * exactly, the compute buffer within 10 %. */
-static void within(uint64_t got, uint64_t measured, double tol)
-{
-    double d = ((double)got - (double)measured) / (double)measured;
-    if (d > tol || d < -tol)
-        fail_msg("estimate %llu vs measured %llu (%+.1f %%)", (unsigned long long)got,
-                 (unsigned long long)measured, d * 100);
-}
+/* on one H200, -fit off; -ngl 9 puts the output layer and blocks 8-15 of
+ * Z on the GPU, -ngl 5 the output layer and blocks 4-7 of Z8; host weights are what
+ * the CPU uses (llama-server's CPU_Mapped span differs for G3, H4, H6:
+ * docs/estimate.md) */
+/* clang-format off */
+static const run gpu_runs[] = {
+    {"G1", SHAPE_Z, 8192, 1, 0, 0, -1, 1, F16, F16, false, false, 525336576, 0, 16789536, 513024, 2471763968, 268435456, 71313536},
+    {"G2", SHAPE_Z, 8192, 1, 0, 0, -1, 0, F16, F16, false, false, 525336576, 0, 27271200, 513024, 2471763968, 268435456, 572528768},
+    {"G3", SHAPE_Z, 8192, 4, 0, 0, 9, 1, F16, F16, false, false, 1498546176, 134217728, 10498080, 2052096, 1498554368, 134217728, 88082432},
+    {"G4", SHAPE_Z, 32768, 2, 0, 0, -1, 1, Q8, Q8, false, false, 525336576, 0, 25210912, 1026048, 2471763968, 570425344, 100706432},
+    {"G5", SHAPE_Z, 8192, 1, 0, 0, 0, 1, F16, F16, false, false, 2471763968, 268435456, 16789536, 513024, 0, 0, 92276736},
+    {"G6", SHAPE_Z8, 8192, 1, 0, 0, -1, -1, F16, F16, false, false, 1050673152, 0, 25178144, 513024, 4540612608, 268435456, 121645184},
+    {"G7", SHAPE_Z8, 16384, 2, 0, 0, -1, 0, F16, F16, false, false, 1050673152, 0, 37756960, 1026048, 4540612608, 536870912, 591403136},
+    {"G8", SHAPE_Z8, 8192, 1, 2048, 2048, -1, -1, F16, F16, false, false, 1050673152, 0, 100712480, 513024, 4540612608, 268435456, 486580352},
+    {"H1", SHAPE_Z, 8192, 2, 0, 0, -1, 1, F16, F16, false, false, 525336576, 0, 12595232, 1026048, 2471763968, 268435456, 67119232},
+    {"H2", SHAPE_Z, 8192, 1, 0, 0, -1, 1, Q8, Q8, false, false, 525336576, 0, 16822304, 513024, 2471763968, 142606336, 71346304},
+    {"H3", SHAPE_Z, 32768, 1, 0, 0, -1, 1, F16, F16, false, false, 525336576, 0, 41955360, 513024, 2471763968, 1073741824, 96479360},
+    {"H4", SHAPE_Z, 8192, 1, 0, 0, 9, 1, F16, F16, false, false, 1498546176, 134217728, 16789536, 513024, 1498554368, 134217728, 92276736},
+    {"H5", SHAPE_Z8, 8192, 1, 0, 0, 0, 1, F16, F16, false, false, 5591285760, 268435456, 25178144, 513024, 0, 0, 226494464},
+    {"H6", SHAPE_Z8, 8192, 1, 0, 0, 5, 1, F16, F16, false, false, 2795634688, 134217728, 25178144, 513024, 2795651072, 134217728, 226494464},
+    {"H7", SHAPE_Z, 8192, 4, 0, 0, -1, 1, F16, F16, true, false, 525336576, 0, 16789536, 2052096, 2471763968, 268435456, 71313536},
+    {"H8", SHAPE_Z, 32768, 2, 0, 0, -1, 1, F16, F16, false, false, 525336576, 0, 25178144, 1026048, 2471763968, 1073741824, 79702144},
+};
+/* clang-format on */
 
-static void measured_shapes(void **state)
+static void measured_gpu(void **state)
 {
     (void)state;
-    model m;
-    /* S1: Gemma-3-1B shape, -c 8192 --parallel 2: 4 global + 22 SWA
-     * layers (window 512), 1 KV head x 256 */
-    m_begin(&m, "gemma3");
-    m_shape(&m, 26, 1152, 4, 1, 256, 256, 6912, 262144);
-    m_u32(&m, "attention.sliding_window", 512);
-    m_end(&m);
-    est_params p = params(8192, 2, 0);
-    estimate e = est(&m, &p);
-    /* global: 4 x 8192 cells x 1024 B; SWA: 22 x 2 streams x
-     * pad256(512 + 512) x 1024 B */
-    assert_int_equal(e.host[EST_KV], 33554432ull + 46137344ull);
-    assert_int_equal(e.host[EST_OUTPUT], 2097152);
-    within(e.host[EST_COMPUTE], 56905760, 0.10);
-    m_release(&m);
-
-    /* M1: Qwen3-MoE shape (2 layers, 128 experts, 8 used, 768 wide),
-     * -c 4096 --parallel 1 */
-    m_begin(&m, "qwen3moe");
-    m_shape(&m, 2, 2048, 32, 4, 128, 128, 6144, 151936);
-    m_u32(&m, "expert_count", 128);
-    m_u32(&m, "expert_used_count", 8);
-    m_u32(&m, "expert_feed_forward_length", 768);
-    m_end(&m);
-    p = params(4096, 1, 0);
-    e = est(&m, &p);
-    assert_int_equal(e.host[EST_KV], 16777216);
-    within(e.host[EST_COMPUTE], 96481312, 0.10);
-    m_release(&m);
-
-    /* R1: Mamba2 shape (8 layers, d_inner 5120, d_state 128, 1 group),
-     * -c 4096 --parallel 2: 8 x 2 x (3 x 5376 + 128 x 5120) x 4 */
-    m_begin(&m, "mamba2");
-    m_u32(&m, "block_count", 8);
-    m_u32(&m, "embedding_length", 2560);
-    m_u32(&m, "attention.head_count", 0);
-    m_u32(&m, "vocab_size", 50288);
-    m_u32(&m, "ssm.conv_kernel", 4);
-    m_u32(&m, "ssm.inner_size", 5120);
-    m_u32(&m, "ssm.state_size", 128);
-    m_u32(&m, "ssm.time_step_rank", 80);
-    m_u32(&m, "ssm.group_count", 1);
-    m_end(&m);
-    p = params(4096, 2, 0);
-    e = est(&m, &p);
-    assert_int_equal(e.host[EST_RS], 42975232);
-    assert_int_equal(e.host[EST_KV], 0);
-    within(e.host[EST_COMPUTE], 75397184, 0.10);
-    m_release(&m);
+    for (size_t i = 0; i < sizeof gpu_runs / sizeof gpu_runs[0]; i++) {
+        const run *r = &gpu_runs[i];
+        estimate e = run_estimate(r, 1);
+        pin(r->name, "host weights", e.host[EST_WEIGHTS], r->w);
+        pin(r->name, "host kv", e.host[EST_KV], r->kv);
+        pin(r->name, "host compute", e.host[EST_COMPUTE], r->compute);
+        pin(r->name, "output", e.host[EST_OUTPUT], r->out);
+        pin(r->name, "gpu weights", e.dev[0][EST_WEIGHTS], r->gw);
+        pin(r->name, "gpu kv", e.dev[0][EST_KV], r->gkv);
+        pin(r->name, "gpu compute", e.dev[0][EST_COMPUTE], r->gcompute);
+        assert_int_equal(e.dev[0][EST_OVERHEAD], 600 * MIB);
+    }
 }
 
 int main(void)
@@ -1211,16 +1341,14 @@ int main(void)
         cmocka_unit_test(multi_gpu_split),
         cmocka_unit_test(cpu_only),
         cmocka_unit_test(moe_experts_on_cpu),
-        cmocka_unit_test(compute_buffer),
-        cmocka_unit_test(compute_op_offload),
         cmocka_unit_test(output_and_overhead),
         cmocka_unit_test(unknown_tensor_type),
         cmocka_unit_test(missing_hparams),
         cmocka_unit_test(bad_params),
         cmocka_unit_test(describe),
         cmocka_unit_test(part_names),
-        cmocka_unit_test(measured_shapes),
-        cmocka_unit_test(real_models),
+        cmocka_unit_test(measured_cpu),
+        cmocka_unit_test(measured_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
