@@ -6,6 +6,8 @@
  * no GPU a llama.cpp estimate puts everything on the host, which is what a
  * CPU build would do. */
 #include "daemon/need.h"
+
+_Static_assert(EST_MAX_DEVICES == HOST_MAX_GPUS, "an estimate and a snapshot count the same GPUs");
 #include "drivers/hash.h"
 #include "model/ggml_type.h"
 #include "model/gguf.h"

@@ -21,6 +21,7 @@
  * 2026-08-22), the binary measured in docs/estimate.md.  Source files cited
  * below are relative to its tree.  Pure: no I/O. */
 #include "model/compute.h"
+#include "util/errf.h"
 #include "model/estimate_impl.h"
 #include "model/ggml_type.h"
 
@@ -117,18 +118,6 @@ static const swa_rule *swa_rule_for(const char *arch)
     return NULL;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int64_t arch_int(const gguf_file *g, const char *suffix, int64_t dflt)
 {
@@ -250,9 +239,9 @@ static int load_hparams(const gguf_file *g, hparams *h, char *err, size_t errlen
 {
     memset(h, 0, sizeof *h);
     h->arch = gguf_get_str(g, "general.architecture");
-    if (!h->arch) return fail(err, errlen, "cannot estimate: missing general.architecture");
+    if (!h->arch) return errf_ret(-1, err, errlen, "cannot estimate: missing general.architecture");
     if (in_list(h->arch, arch_unmodelled))
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "cannot estimate: architecture '%s' uses a cache layout gpumod does not model",
                     h->arch);
     h->recurrent_arch = in_list(h->arch, arch_recurrent);
@@ -272,30 +261,30 @@ static int load_hparams(const gguf_file *g, hparams *h, char *err, size_t errlen
         size_t n = strlen(missing);
         snprintf(missing + n, sizeof missing - n, "%s%s.%s", n ? ", " : "", h->arch, need[i]);
     }
-    if (missing[0]) return fail(err, errlen, "cannot estimate: missing %s", missing);
+    if (missing[0]) return errf_ret(-1, err, errlen, "cannot estimate: missing %s", missing);
 
     h->n_layer_all = arch_int(g, "block_count", 0);
     h->n_embd = arch_int(g, "embedding_length", 0);
     if (h->n_layer_all <= 0 || h->n_layer_all > MAX_LAYERS)
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "cannot estimate: %s.block_count %lld is outside llama.cpp's 1..%d", h->arch,
                     (long long)h->n_layer_all, MAX_LAYERS);
     if (h->n_embd <= 0)
-        return fail(err, errlen, "cannot estimate: %s.embedding_length is %lld", h->arch,
+        return errf_ret(-1, err, errlen, "cannot estimate: %s.embedding_length is %lld", h->arch,
                     (long long)h->n_embd);
     int64_t nextn = arch_int(g, "nextn_predict_layers", 0);
     if (nextn < 0 || nextn >= h->n_layer_all)
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "cannot estimate: %s.nextn_predict_layers %lld does not fit %lld layers",
                     h->arch, (long long)nextn, (long long)h->n_layer_all);
     h->n_layer = h->n_layer_all - nextn;
     h->n_ctx_train = arch_int(g, "context_length", 0);
     h->n_vocab = vocab_size(g);
     if (h->n_vocab <= 0)
-        return fail(err, errlen, "cannot estimate: missing tokenizer.ggml.tokens (the vocabulary)");
+        return errf_ret(-1, err, errlen, "cannot estimate: missing tokenizer.ggml.tokens (the vocabulary)");
 
     if (!layers_key(g, "attention.head_count", h->head, h) && !h->recurrent_arch)
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "cannot estimate: %s.attention.head_count has fewer than %lld entries", h->arch,
                     (long long)h->n_layer);
     /* head_count_kv defaults to head_count */
@@ -347,7 +336,7 @@ static int load_hparams(const gguf_file *g, hparams *h, char *err, size_t errlen
     if (in_list(h->arch, arch_dsa)) {
         int64_t k = arch_int(g, "attention.indexer.key_length", 0);
         if (k <= 0)
-            return fail(err, errlen, "cannot estimate: missing %s.attention.indexer.key_length",
+            return errf_ret(-1, err, errlen, "cannot estimate: missing %s.attention.indexer.key_length",
                         h->arch);
         int64_t types[MAX_LAYERS];
         bool typed =
@@ -471,25 +460,21 @@ static int check_cache_types(const hparams *h, const est_params *p, const ggml_t
 {
     int fa = flash_attn_of(h, p);
     if (h->mla && p->type_k != p->type_v)
-        return fail(
-            err, errlen,
+        return errf_ret(-1, err, errlen,
             "cannot estimate: llama.cpp refuses different K (%s) and V (%s) cache types for MLA",
             tk->name, tv->name);
     if (fa == 0 && tv->blck > 1)
-        return fail(
-            err, errlen,
+        return errf_ret(-1, err, errlen,
             "cannot estimate: llama.cpp refuses a quantized V cache (%s) without flash attention",
             tv->name);
     for (int64_t il = 0; fa != 0 && il < h->n_layer; il++) {
         if (tk->blck > 1 && est_head_k(h, il) % tk->blck)
-            return fail(
-                err, errlen,
+            return errf_ret(-1, err, errlen,
                 "cannot estimate: llama.cpp refuses K cache type %s: block size %u does not divide "
                 "the head size %lld",
                 tk->name, tk->blck, (long long)est_head_k(h, il));
         if (tv->blck > 1 && est_head_v(h, il) % tv->blck)
-            return fail(
-                err, errlen,
+            return errf_ret(-1, err, errlen,
                 "cannot estimate: llama.cpp refuses V cache type %s: block size %u does not divide "
                 "the head size %lld",
                 tv->name, tv->blck, (long long)est_head_v(h, il));
@@ -551,17 +536,17 @@ static int kv_cell_bytes(const hparams *h, const ctxsize *c, const est_params *p
     uint64_t k = ggml_row_bytes(p->type_k, (uint64_t)nk);
     uint64_t v = h->mla ? 0 : ggml_row_bytes(p->type_v, (uint64_t)nv);
     if (nk > 0 && !k)
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "cannot estimate: K cache type %s cannot hold rows of %lld (layer %lld)",
                     ggml_type_get(p->type_k)->name, (long long)nk, (long long)il);
     if (!h->mla && nv > 0 && !v)
-        return fail(err, errlen,
+        return errf_ret(-1, err, errlen,
                     "cannot estimate: V cache type %s cannot hold rows of %lld (layer %lld)",
                     ggml_type_get(p->type_v)->name, (long long)nv, (long long)il);
     if (h->idx_k[il]) {
         uint64_t ik = ggml_row_bytes(p->type_k, (uint64_t)h->idx_k[il]);
         if (!ik)
-            return fail(err, errlen,
+            return errf_ret(-1, err, errlen,
                         "cannot estimate: K cache type %s cannot hold indexer rows of %lld",
                         ggml_type_get(p->type_k)->name, (long long)h->idx_k[il]);
         k += ik;
@@ -613,15 +598,15 @@ static int check_tensors(const gguf_file *g, char *err, size_t errlen)
     for (size_t i = 0; i < g->ntensors; i++) {
         const gguf_tensor *t = &g->tensors[i];
         if (!ggml_type_get(t->type))
-            return fail(err, errlen,
+            return errf_ret(-1, err, errlen,
                         "cannot estimate: tensor '%s' has ggml type %u, unknown to gpumod", t->name,
                         t->type);
         if (!t->nbytes)
-            return fail(err, errlen, "cannot estimate: tensor '%s' has no computable size",
+            return errf_ret(-1, err, errlen, "cannot estimate: tensor '%s' has no computable size",
                         t->name);
     }
     if (g->unknown_types)
-        return fail(err, errlen, "cannot estimate: a tensor has a ggml type unknown to gpumod");
+        return errf_ret(-1, err, errlen, "cannot estimate: a tensor has a ggml type unknown to gpumod");
     return 0;
 }
 
@@ -630,22 +615,22 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
 {
     memset(out, 0, sizeof *out);
     if (p->ctx <= 0)
-        return fail(err, errlen, "cannot estimate: context size must be given and > 0 (got %lld)",
+        return errf_ret(-1, err, errlen, "cannot estimate: context size must be given and > 0 (got %lld)",
                     (long long)p->ctx);
-    if (p->parallel < 1) return fail(err, errlen, "cannot estimate: --parallel must be >= 1");
+    if (p->parallel < 1) return errf_ret(-1, err, errlen, "cannot estimate: --parallel must be >= 1");
     if (p->n_ubatch < 1 || p->n_batch < 1)
-        return fail(err, errlen, "cannot estimate: batch sizes must be >= 1");
-    if (p->ndev > HOST_MAX_GPUS)
-        return fail(err, errlen, "cannot estimate: more than %d GPUs", HOST_MAX_GPUS);
-    if (p->n_cpu_moe < 0) return fail(err, errlen, "cannot estimate: --n-cpu-moe must be >= 0");
+        return errf_ret(-1, err, errlen, "cannot estimate: batch sizes must be >= 1");
+    if (p->ndev > EST_MAX_DEVICES)
+        return errf_ret(-1, err, errlen, "cannot estimate: more than %d GPUs", EST_MAX_DEVICES);
+    if (p->n_cpu_moe < 0) return errf_ret(-1, err, errlen, "cannot estimate: --n-cpu-moe must be >= 0");
     const ggml_type_info *tk = ggml_type_get(p->type_k), *tv = ggml_type_get(p->type_v);
     if (!tk || !tv)
-        return fail(err, errlen, "cannot estimate: unknown KV cache type id %u",
+        return errf_ret(-1, err, errlen, "cannot estimate: unknown KV cache type id %u",
                     tk ? p->type_v : p->type_k);
     if (check_tensors(g, err, errlen)) return -1;
 
     hparams *h = calloc(1, sizeof *h);
-    if (!h) return fail(err, errlen, "cannot estimate: out of memory");
+    if (!h) return errf_ret(-1, err, errlen, "cannot estimate: out of memory");
     int rc = -1;
     if (load_hparams(g, h, err, errlen)) goto done;
     if (check_cache_types(h, p, tk, tv, err, errlen)) goto done;
@@ -733,7 +718,7 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
 
     /* compute: the worst-case graphs replayed through ggml's scheduler and
      * allocator (model/compute.c) */
-    uint64_t csize[HOST_MAX_GPUS + 1];
+    uint64_t csize[EST_MAX_DEVICES + 1];
     if (compute_buffers(g, h, &c, &pl, p, csize, err, errlen)) goto done;
     for (size_t d = 0; d < p->ndev; d++)
         out->dev[d][EST_COMPUTE] = csize[d];
@@ -777,7 +762,7 @@ int model_describe(const gguf_file *g, model_summary *out, char *err, size_t err
 {
     memset(out, 0, sizeof *out);
     const char *arch = gguf_get_str(g, "general.architecture");
-    if (!arch) return fail(err, errlen, "missing general.architecture");
+    if (!arch) return errf_ret(-1, err, errlen, "missing general.architecture");
     snprintf(out->arch, sizeof out->arch, "%s", arch);
     const char *name = gguf_get_str(g, "general.name");
     if (name) snprintf(out->name, sizeof out->name, "%s", name);
@@ -808,7 +793,7 @@ int model_describe(const gguf_file *g, model_summary *out, char *err, size_t err
 
     /* heads, SWA, recurrent: as the estimator resolves them, when it can */
     hparams *h = calloc(1, sizeof *h);
-    if (!h) return fail(err, errlen, "out of memory");
+    if (!h) return errf_ret(-1, err, errlen, "out of memory");
     char herr[256];
     if (load_hparams(g, h, herr, sizeof herr) == 0) {
         for (int64_t il = 0; il < h->n_layer_all; il++) {

@@ -10,8 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "host/types.h"
 #include "model/gguf.h"
+
+/* The most GPUs an estimate spreads a model over (host/types.h's
+ * HOST_MAX_GPUS is the same: daemon/need.c checks they agree). */
+#define EST_MAX_DEVICES 16
 
 typedef struct est_params {
     int64_t ctx;        /* -c, > 0 (gpumod always passes it) */
@@ -25,7 +28,7 @@ typedef struct est_params {
     bool kv_unified;    /* one KV pool shared by the slots */
     bool swa_full;
     size_t ndev;        /* GPUs the model is spread over; 0: CPU only */
-    double split[HOST_MAX_GPUS]; /* --tensor-split proportions; all 0: even */
+    double split[EST_MAX_DEVICES]; /* --tensor-split proportions; all 0: even */
 } est_params;
 
 typedef enum {
@@ -56,9 +59,9 @@ typedef struct model_summary {
 
 typedef struct estimate {
     size_t ndev;
-    uint64_t dev[HOST_MAX_GPUS][EST__PARTS];
+    uint64_t dev[EST_MAX_DEVICES][EST__PARTS];
     uint64_t host[EST__PARTS];
-    uint64_t dev_total[HOST_MAX_GPUS];
+    uint64_t dev_total[EST_MAX_DEVICES];
     uint64_t host_total;
     /* the arithmetic's inputs, for display */
     int64_t n_ctx;        /* after llama.cpp's padding */

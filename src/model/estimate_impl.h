@@ -34,7 +34,7 @@ typedef struct hparams {
 typedef struct placement {
     size_t ndev;
     int64_t i_gpu_start, act_gpu_layers, n_layer_all;
-    float splits[HOST_MAX_GPUS];
+    float splits[EST_MAX_DEVICES];
 } placement;
 
 /* the context llama_context's constructor sets up */

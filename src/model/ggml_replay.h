@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define GR_MAX_SRC 8
-#define GR_MAX_BACKENDS 17 /* HOST_MAX_GPUS GPUs and the CPU */
+#define GR_MAX_BACKENDS 17 /* EST_MAX_DEVICES GPUs and the CPU */
 
 typedef enum gr_op {
     GR_NONE,  /* a leaf: graph input, weight, cache */
