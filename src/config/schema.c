@@ -212,16 +212,17 @@ static bool has_range(const field *f)
     return !(f->min == 0 && f->max == 0);
 }
 
-static void range_text(char *out, size_t n, const field *f)
+/* Only on the error paths: %.15g costs a few microseconds a call, and
+ * every default of every CLI call went through here (docs/startup.md). */
+static const char *range_text(char *out, size_t n, const field *f)
 {
-    if (!has_range(f)) {
+    if (!has_range(f))
         out[0] = '\0';
-        return;
-    }
-    if (f->type == F_DURATION)
+    else if (f->type == F_DURATION)
         snprintf(out, n, " in %.15gs..%.15gs", f->min / 1000, f->max / 1000);
     else
         snprintf(out, n, " in %.15g..%.15g", f->min, f->max);
+    return out;
 }
 
 /* "'text'" for a scalar, "a list" / "a mapping" otherwise: three %s */
@@ -261,8 +262,7 @@ static void parse_str_into(schema_ctx *c, const field *f, const ynode *n, char *
 
 void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
-    char rng[64];
-    range_text(rng, sizeof rng, f);
+    char rng[64]; /* the range, written only when an error needs it */
 
     if (f->flags & FL_IGNORED)
         schema_warn(c, n, "key '%s' is accepted but gpumod does not act on it%s%s", f->key,
@@ -286,11 +286,13 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
             break;
         }
         if (n->kind != Y_SCALAR || parse_int64(n->s, &v)) {
-            schema_error(c, n, "%s: expected an integer%s, found %s%s%s", f->key, rng, FOUND(n));
+            schema_error(c, n, "%s: expected an integer%s, found %s%s%s", f->key, range_text(rng, sizeof rng, f),
+                         FOUND(n));
             break;
         }
         if (has_range(f) && (v < f->min || v > f->max)) {
-            schema_error(c, n, "%s: %s is out of range: expected an integer%s", f->key, n->s, rng);
+            schema_error(c, n, "%s: %s is out of range: expected an integer%s", f->key, n->s,
+                         range_text(rng, sizeof rng, f));
             break;
         }
         *AT(obj, f->off, int64_t) = v;
@@ -299,11 +301,13 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
     case F_FLOAT: {
         double v;
         if (n->kind != Y_SCALAR || !is_num_text(n->s, &v)) {
-            schema_error(c, n, "%s: expected a number%s, found %s%s%s", f->key, rng, FOUND(n));
+            schema_error(c, n, "%s: expected a number%s, found %s%s%s", f->key, range_text(rng, sizeof rng, f),
+                         FOUND(n));
             break;
         }
         if (has_range(f) && (v < f->min || v > f->max)) {
-            schema_error(c, n, "%s: %s is out of range: expected a number%s", f->key, n->s, rng);
+            schema_error(c, n, "%s: %s is out of range: expected a number%s", f->key, n->s,
+                         range_text(rng, sizeof rng, f));
             break;
         }
         *AT(obj, f->off, double) = v;
@@ -336,11 +340,12 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
         int64_t v;
         if (n->kind != Y_SCALAR || parse_duration_ms(n->s, &v)) {
             schema_error(c, n, "%s: expected a duration (seconds, or a number with ms, s, m or h)%s, found %s%s%s",
-                         f->key, rng, FOUND(n));
+                         f->key, range_text(rng, sizeof rng, f), FOUND(n));
             break;
         }
         if (has_range(f) && (v < f->min || v > f->max)) {
-            schema_error(c, n, "%s: %s is out of range: expected a duration%s", f->key, n->s, rng);
+            schema_error(c, n, "%s: %s is out of range: expected a duration%s", f->key, n->s,
+                         range_text(rng, sizeof rng, f));
             break;
         }
         *AT(obj, f->off, int64_t) = v;
