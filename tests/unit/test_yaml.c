@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/yaml.h"
@@ -181,6 +182,56 @@ static void missing_file(void **state)
     diags_release(&d);
 }
 
+/* text -> the peek's answer and value */
+static void peek_is(const char *text, int want, const char *want_val)
+{
+    char *v = (char *)"unset";
+    int rc = yaml_peek_key(text, strlen(text), "id", &v);
+    if (rc != want) fail_msg("peek of '%s': %d, expected %d", text, rc, want);
+    if (want_val)
+        assert_string_equal(v, want_val);
+    else
+        assert_null(v);
+    free(v);
+}
+
+static void peek_finds_top_level_key(void **state)
+{
+    peek_is("id: chat\ndriver: llamacpp\n", 1, "chat");
+    /* after nested mappings and lists, which are skipped */
+    peek_is("name: x\nunit_vars: {a: [1, {id: no}], b: 2}\nenv:\n  id: no\nargs: [--id, no]\nid: 'late one'\n", 1,
+            "late one");
+    peek_is("{\"id\": flow}", 1, "flow");
+    peek_is("\"id\": quoted-key\n", 1, "quoted-key");
+    peek_is("id: &a anchored\n", 1, "anchored");
+    /* the value as text, however the schema would judge it */
+    peek_is("id: 123\n", 1, "123");
+    peek_is("id:\n", 1, "");
+    /* found before an error further on: the caller loads the whole file,
+     * which reports it */
+    peek_is("id: early\nx: [unclosed\n", 1, "early");
+}
+
+static void peek_says_absent(void **state)
+{
+    peek_is("", 0, NULL);
+    peek_is("# only a comment\n", 0, NULL);
+    peek_is("name: x\nmodel: {id: nested}\n", 0, NULL);
+    peek_is("- id: in a list\n", 0, NULL);
+    peek_is("just a scalar\n", 0, NULL);
+}
+
+static void peek_cannot_tell(void **state)
+{
+    /* a merge key or an alias may bring the key in: only the tree knows */
+    peek_is("base: &b {id: merged}\n<<: *b\n", -1, NULL);
+    peek_is("k: &k id\n*k : aliased-key\n", -1, NULL);
+    peek_is("other: &o x\nid: *o\n", -1, NULL);
+    peek_is("id: [a, list]\n", -1, NULL);
+    peek_is("? [complex, key]\n: v\nid: x\n", -1, NULL);
+    peek_is("name: [unclosed\nid: x\n", -1, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,7 +241,8 @@ int main(void)
         cmocka_unit_test(syntax_error_has_position), cmocka_unit_test(second_document_is_error),
         cmocka_unit_test(non_scalar_key_is_error),   cmocka_unit_test(alias_bomb_is_bounded),
         cmocka_unit_test(deep_nesting_is_bounded),   cmocka_unit_test(empty_document),
-        cmocka_unit_test(missing_file),
+        cmocka_unit_test(missing_file),             cmocka_unit_test(peek_finds_top_level_key),
+        cmocka_unit_test(peek_says_absent),         cmocka_unit_test(peek_cannot_tell),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
