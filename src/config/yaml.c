@@ -241,14 +241,16 @@ int yaml_read_file(buf *out, const char *path, const char *file, diags *d)
         diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "cannot read: %s", why);
         return -1;
     }
-    char tmp[8192];
     ssize_t got;
-    while ((got = read(fd, tmp, sizeof tmp)) != 0) {
+    for (;;) { /* straight into out: no 8 KB chunk on the stack */
+        buf_grow(out, 8192);
+        got = read(fd, out->p + out->len, 8192);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) break;
-        buf_add(out, tmp, (size_t)got);
+        if (got <= 0) break;
+        out->len += (size_t)got;
         if (out->len > YAML_MAX_FILE) break;
     }
+    out->p[out->len] = '\0';
     int rerr = got < 0 ? errno : 0;
     close(fd);
     if (rerr) {

@@ -39,13 +39,13 @@ static const char *pick(const char *opt, const char *env, const char *def)
  * preflight; docs/startup.md), and nvidia-smi could only fail the same way. */
 static bool driver_possible(const char *proc_root, const char *dev_root, char *why, size_t whylen)
 {
-    char p[3][4096];
-    snprintf(p[0], sizeof p[0], "%s/driver/nvidia", proc_root);
-    snprintf(p[1], sizeof p[1], "%s/nvidiactl", dev_root);
-    snprintf(p[2], sizeof p[2], "%s/dxg", dev_root);
-    for (int i = 0; i < 3; i++)
-        if (access(p[i], F_OK) == 0) return true;
-    snprintf(why, whylen, "no NVIDIA driver: none of %.200s, %.200s, %.200s exists", p[0], p[1], p[2]);
+    const char *root[3] = {proc_root, dev_root, dev_root}, *name[3] = {"driver/nvidia", "nvidiactl", "dxg"};
+    for (int i = 0; i < 3; i++) {
+        char p[4096];
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", root[i], name[i]) < sizeof p && access(p, F_OK) == 0) return true;
+    }
+    snprintf(why, whylen, "no NVIDIA driver: none of %.200s/driver/nvidia, %.200s/nvidiactl, %.200s/dxg exists",
+             proc_root, dev_root, dev_root);
     return false;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/yaml.h"
 
@@ -182,6 +183,34 @@ static void missing_file(void **state)
     diags_release(&d);
 }
 
+/* yaml_read_file reads straight into the buffer: all of a file, never
+ * more than 4 MiB of one */
+static void read_file_whole_and_bounded(void **state)
+{
+    char path[] = "/tmp/gpumod-test-yaml-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    char block[8192];
+    memset(block, '#', sizeof block);
+    for (int i = 0; i < 3; i++) assert_int_equal(write(fd, block, sizeof block), (ssize_t)sizeof block);
+    assert_int_equal(write(fd, "\nid: x\n", 7), 7);
+    diags d = {0};
+    buf b = BUF_INIT;
+    assert_int_equal(yaml_read_file(&b, path, "t.yaml", &d), 0);
+    assert_int_equal(b.len, 3 * sizeof block + 7);
+    assert_string_equal(b.p + 3 * sizeof block, "\nid: x\n");
+    buf_release(&b);
+    for (int i = 0; i < 4 * 1024 * 1024 / (int)sizeof block; i++)
+        assert_int_equal(write(fd, block, sizeof block), (ssize_t)sizeof block);
+    close(fd);
+    assert_int_equal(yaml_read_file(&b, path, "t.yaml", &d), -1);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.v[0].msg, "file larger than 4 MiB");
+    buf_release(&b);
+    diags_release(&d);
+    unlink(path);
+}
+
 /* text -> the peek's answer and value */
 static void peek_is(const char *text, int want, const char *want_val)
 {
@@ -243,6 +272,7 @@ int main(void)
         cmocka_unit_test(deep_nesting_is_bounded),   cmocka_unit_test(empty_document),
         cmocka_unit_test(missing_file),             cmocka_unit_test(peek_finds_top_level_key),
         cmocka_unit_test(peek_says_absent),         cmocka_unit_test(peek_cannot_tell),
+        cmocka_unit_test(read_file_whole_and_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
