@@ -19,6 +19,7 @@
 #include "store/db.h"
 #include "util/journal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 typedef struct pf {
     cli *c;
     config cfg;
-    snapshot snap;
+    snapshot *snap; /* taken after the configuration: on the heap (16 KB), in what the YAML parsing freed */
     store *st;
     gate_policy policy;
     /* one per service judged (a mode's count), on the heap: 2.7 KB each,
@@ -67,7 +68,7 @@ static int judge(pf *f, const preset *p, buf *out, bool *ok)
 {
     need_detail *nd = &f->details[f->nres < f->cap ? f->nres : f->cap - 1];
     char err[512];
-    if (service_need(p, &f->cfg.set, &f->snap, f->st, nd, err, sizeof err)) {
+    if (service_need(p, &f->cfg.set, f->snap, f->st, nd, err, sizeof err)) {
         fprintf(stderr, "gpumod: preflight: %s\n", err);
         return -1;
     }
@@ -76,10 +77,10 @@ static int judge(pf *f, const preset *p, buf *out, bool *ok)
         memset(&v, 0, sizeof v);
         v.ok = true;
     } else {
-        gate_check(&f->snap, &nd->n, f->res, f->nres, p->id, &f->policy, &v);
+        gate_check(f->snap, &nd->n, f->res, f->nres, p->id, &f->policy, &v);
     }
     if (f->c->json) {
-        verdict_json(out, "standalone", p->id, &v, nd, &f->snap);
+        verdict_json(out, "standalone", p->id, &v, nd, f->snap);
     } else if (v.ok) {
         buf_printf(out, "ok: '%s' fits: ", p->id);
         need_text(out, nd);
@@ -130,6 +131,12 @@ static void daemon_verdict_text(buf *out, const cJSON *v)
  * exit code, the verdict printed.  cfg: this command's configuration. */
 static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mode_id)
 {
+    /* no socket file, no daemon: not even the connect (the HTTP client's
+     * code and its error text are page faults a refused connect pays) */
+    char *sock = ctl_socket_path(c);
+    bool none = strchr(sock, '/') && access(sock, F_OK) != 0 && errno == ENOENT;
+    free(sock);
+    if (none) return -1;
     buf body = BUF_INIT;
     buf_adds(&body, svc ? "{\"service\":" : "{\"mode\":");
     buf_json_str(&body, svc ? svc : mode_id);
@@ -279,7 +286,7 @@ static int judge_mode(pf *f, const mode *m, const char *mode_id, buf *out, bool 
 static void timing_out(const pf *f, const double t[4])
 {
     fprintf(stderr, "timing config %.3f snapshot %.3f nvml %lld store %.3f need+gate %.3f total %.3f ms\n",
-            t[1] - t[0], t[2] - t[1], (long long)f->snap.nvml_ms, t[3] - t[2], clock_mono_ms_f() - t[3],
+            t[1] - t[0], t[2] - t[1], (long long)f->snap->nvml_ms, t[3] - t[2], clock_mono_ms_f() - t[3],
             clock_mono_ms_f() - t[0]);
 }
 
@@ -291,7 +298,8 @@ static int standalone(pf *f, const char *svc, const char *mode_id, double t[4], 
     int rc = pf_find(f, svc, mode_id, &p, &m);
     if (rc != EXIT_OK) return rc;
     policy_from_settings(&f->cfg.set, &f->policy);
-    snapshot_for(&f->cfg.set, &f->snap);
+    f->snap = xcalloc(1, sizeof *f->snap);
+    snapshot_for(&f->cfg.set, f->snap);
     t[2] = clock_mono_ms_f();
     char err[512];
     bool missing;
@@ -363,7 +371,8 @@ static int preflight_run(cli *c, int argc, char **argv)
     free(f.res);
     free(f.details);
     store_close(f.st);
-    snapshot_release(&f.snap);
+    if (f.snap) snapshot_release(f.snap);
+    free(f.snap);
     config_release(&f.cfg);
     return rc;
 }
