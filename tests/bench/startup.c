@@ -5,8 +5,9 @@
  * Each command is run N times, interleaved (so a change in machine load
  * hits all of them alike), by fork+execv with stdout to /dev/null; the wall
  * time from fork to reaped exit is taken with CLOCK_MONOTONIC.  Prints the
- * median, p10 and p90 per command and the ratio of each median to the
- * first command's.  A command must exit the same way every time: as its
+ * median, p10 and p90 per command, the ratio of each median to the first
+ * command's, and the same ratio of the p10s (the runs no other process
+ * got in the way of, on a shared machine).  A command must exit the same way every time: as its
  * first (warm-up) run did, so a refusal (preflight's exit 1) can be timed
  * too; a different status, or a signal, stops the run. */
 #include <fcntl.h>
@@ -97,20 +98,24 @@ int main(int argc, char **argv)
     }
     for (int r = 0; r < n; r++)
         for (int c = 0; c < ncmd; c++) t[c * n + r] = run_expect(cmds[c], want[c]);
-    double base = 0;
-    printf("%-40s %10s %10s %10s %8s\n", "command", "median ms", "p10 ms", "p90 ms", "ratio");
+    double base = 0, base10 = 0;
+    printf("%-40s %10s %10s %10s %8s %9s\n", "command", "median ms", "p10 ms", "p90 ms", "ratio", "p10 ratio");
     for (int c = 0; c < ncmd; c++) {
         double *v = t + c * n;
         qsort(v, (size_t)n, sizeof *v, cmp);
         double med = v[n / 2];
-        if (c == 0) base = med;
+        if (c == 0) {
+            base = med;
+            base10 = v[n / 10];
+        }
         char name[256] = "";
         for (char **a = cmds[c]; *a; a++) {
             strncat(name, *a, sizeof name - strlen(name) - 2);
             strcat(name, " ");
         }
         if (want[c]) snprintf(name + strlen(name), sizeof name - strlen(name), "(exit %d)", want[c]);
-        printf("%-40s %10.3f %10.3f %10.3f %8.2f\n", name, med, v[n / 10], v[n * 9 / 10], med / base);
+        printf("%-40s %10.3f %10.3f %10.3f %8.2f %9.2f\n", name, med, v[n / 10], v[n * 9 / 10], med / base,
+               v[n / 10] / base10);
     }
     free(t);
     return 0;
