@@ -34,7 +34,7 @@ static const char *pick(const char *opt, const char *env, const char *def)
 /* Can an NVIDIA driver be there at all?  NVML needs the kernel module
  * (/proc/driver/nvidia, also inside containers) and its device nodes, or
  * on WSL /dev/dxg.  Without any of them the default library is not
- * dlopened: the search of the library path (~60 failing opens) and the
+ * dlopened: the search of the library path (~85 failing opens and stats) and the
  * NVML thread's start were most of a CPU-only host's snapshot (~1 ms of
  * preflight; docs/startup.md), and nvidia-smi could only fail the same way. */
 static bool driver_possible(const char *proc_root, const char *dev_root, char *why, size_t whylen)
@@ -53,6 +53,8 @@ static void take_gpus(snapshot *s, const snapshot_opts *o, const char *proc_root
 {
     char nerr[256] = "", serr[256] = "", none[640] = "";
     const char *lib = pick(o->nvml_lib, "GPUMOD_NVML_LIB", NULL), *smi = pick(o->smi_path, "GPUMOD_NVIDIA_SMI", NULL);
+    /* a named library or nvidia-smi is always tried, a default only where a
+     * driver can be (not looked for when both are named) */
     bool driver = (lib && smi) || driver_possible(proc_root, o->dev_root ? o->dev_root : "/dev", none, sizeof none);
     if (!lib && !driver) {
         snprintf(nerr, sizeof nerr, "%s", none);
