@@ -19,6 +19,7 @@
 #include "store/db.h"
 #include "util/journal.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +30,14 @@
 typedef struct pf {
     cli *c;
     config cfg;
-    snapshot snap;
+    snapshot *snap; /* taken after the configuration: on the heap (16 KB), in what the YAML parsing freed */
     store *st;
     gate_policy policy;
-    reservation res[64];
-    need_detail details[64];
-    size_t nres;
+    /* one per service judged (a mode's count), on the heap: 2.7 KB each,
+     * where 64 on the stack cost --for 47 page faults (docs/startup.md) */
+    reservation *res;
+    need_detail *details;
+    size_t nres, cap;
 } pf;
 
 /* Under systemd (INVOCATION_ID set) the verdict also goes to the journal:
@@ -63,9 +66,9 @@ static int preset_usable(pf *f, const preset *p)
 /* Judge one service; its need stays reserved for the next (a mode). */
 static int judge(pf *f, const preset *p, buf *out, bool *ok)
 {
-    need_detail *nd = &f->details[f->nres < 64 ? f->nres : 63];
+    need_detail *nd = &f->details[f->nres < f->cap ? f->nres : f->cap - 1];
     char err[512];
-    if (service_need(p, &f->cfg.set, &f->snap, f->st, nd, err, sizeof err)) {
+    if (service_need(p, &f->cfg.set, f->snap, f->st, nd, err, sizeof err)) {
         fprintf(stderr, "gpumod: preflight: %s\n", err);
         return -1;
     }
@@ -74,10 +77,10 @@ static int judge(pf *f, const preset *p, buf *out, bool *ok)
         memset(&v, 0, sizeof v);
         v.ok = true;
     } else {
-        gate_check(&f->snap, &nd->n, f->res, f->nres, p->id, &f->policy, &v);
+        gate_check(f->snap, &nd->n, f->res, f->nres, p->id, &f->policy, &v);
     }
     if (f->c->json) {
-        verdict_json(out, "standalone", p->id, &v, nd, &f->snap);
+        verdict_json(out, "standalone", p->id, &v, nd, f->snap);
     } else if (v.ok) {
         buf_printf(out, "ok: '%s' fits: ", p->id);
         need_text(out, nd);
@@ -86,7 +89,7 @@ static int judge(pf *f, const preset *p, buf *out, bool *ok)
         need_text(out, nd);
     }
     *ok = v.ok;
-    if (f->nres < 64) {
+    if (f->nres < f->cap) {
         f->res[f->nres].service = p->id;
         f->res[f->nres].need = nd->n;
         f->nres++;
@@ -128,6 +131,12 @@ static void daemon_verdict_text(buf *out, const cJSON *v)
  * exit code, the verdict printed.  cfg: this command's configuration. */
 static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mode_id)
 {
+    /* no socket file, no daemon: not even the connect (the HTTP client's
+     * code and its error text are page faults a refused connect pays) */
+    char *sock = ctl_socket_path(&c->paths);
+    bool none = strchr(sock, '/') && access(sock, F_OK) != 0 && errno == ENOENT;
+    free(sock);
+    if (none) return -1;
     buf body = BUF_INIT;
     buf_adds(&body, svc ? "{\"service\":" : "{\"mode\":");
     buf_json_str(&body, svc ? svc : mode_id);
@@ -217,18 +226,119 @@ int cmd_preflight(cli *c, int argc, char **argv)
     return rc;
 }
 
+/* The services to judge: the preset of --for, or a mode's (none for the
+ * mode "none").  EXIT_USAGE, said, when one is missing or has errors. */
+static int pf_find(pf *f, const char *svc, const char *mode_id, const preset **p, const mode **m)
+{
+    *p = NULL;
+    *m = NULL;
+    if (svc && !(*p = config_preset(&f->cfg, svc))) {
+        fprintf(stderr, "gpumod: preflight: no preset '%s' in %s\n", svc, f->cfg.config_dir);
+        return EXIT_USAGE;
+    }
+    if (mode_id && strcmp(mode_id, "none") && !(*m = config_mode(&f->cfg, mode_id))) {
+        fprintf(stderr, "gpumod: preflight: no mode '%s' in %s\n", mode_id, f->cfg.config_dir);
+        return EXIT_USAGE;
+    }
+    if (*p && preset_usable(f, *p)) return EXIT_USAGE;
+    for (size_t i = 0; *m && i < (*m)->services.n; i++) {
+        const preset *q = config_preset(&f->cfg, (*m)->services.v[i]);
+        if (!q) {
+            cli_print_diags(&f->cfg, (*m)->pos.file);
+            return EXIT_USAGE;
+        }
+        if (preset_usable(f, q)) return EXIT_USAGE;
+    }
+    f->cap = *m && (*m)->services.n ? (*m)->services.n : 1;
+    f->res = xcalloc(f->cap, sizeof *f->res);
+    f->details = xcalloc(f->cap, sizeof *f->details);
+    return EXIT_OK;
+}
+
+/* A mode from nothing: each service in start order, earlier ones
+ * reserved; start_first services go first, as a switch would start them. */
+static int judge_mode(pf *f, const mode *m, const char *mode_id, buf *out, bool *all_ok)
+{
+    bool json = f->c->json, ok;
+    if (json) {
+        buf_adds(out, "{\"mode\":");
+        buf_json_str(out, mode_id);
+        buf_adds(out, ",\"verdicts\":[");
+    }
+    size_t n = m ? m->services.n : 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < n; i++) {
+            const preset *q = config_preset(&f->cfg, m->services.v[i]);
+            if (q->start_first != (pass == 0)) continue;
+            if (json && f->nres) buf_addc(out, ',');
+            if (judge(f, q, out, &ok)) return EXIT_USAGE;
+            *all_ok = *all_ok && ok;
+        }
+    }
+    if (json)
+        buf_printf(out, "],\"ok\":%s}\n", *all_ok ? "true" : "false");
+    else
+        buf_printf(out, "mode '%s': %s\n", mode_id, *all_ok ? "fits" : "does not fit");
+    return EXIT_OK;
+}
+
+/* --timing: the phases (ms since t[0]: configuration, snapshot, store, end) */
+static void timing_out(const pf *f, const double t[4])
+{
+    fprintf(stderr, "timing config %.3f snapshot %.3f nvml %lld store %.3f need+gate %.3f total %.3f ms\n",
+            t[1] - t[0], t[2] - t[1], (long long)f->snap->nvml_ms, t[3] - t[2], clock_mono_ms_f() - t[3],
+            clock_mono_ms_f() - t[0]);
+}
+
+/* The gate here, on this process's own snapshot. */
+static int standalone(pf *f, const char *svc, const char *mode_id, double t[4], bool timing)
+{
+    const preset *p;
+    const mode *m;
+    int rc = pf_find(f, svc, mode_id, &p, &m);
+    if (rc != EXIT_OK) return rc;
+    policy_from_settings(&f->cfg.set, &f->policy);
+    f->snap = xcalloc(1, sizeof *f->snap);
+    snapshot_for(&f->cfg.set, f->snap);
+    t[2] = clock_mono_ms_f();
+    char err[512];
+    bool missing;
+    if (store_open(&f->st, f->cfg.set.state_dir, false, 200, &missing, err, sizeof err) && !missing)
+        fprintf(stderr, "gpumod: preflight: measured footprints unavailable: %s\n", err);
+    t[3] = clock_mono_ms_f();
+
+    buf out = BUF_INIT;
+    bool all_ok = true;
+    if (p) {
+        if (judge(f, p, &out, &all_ok)) rc = EXIT_USAGE;
+        if (f->c->json) buf_addc(&out, '\n');
+    } else {
+        rc = judge_mode(f, m, mode_id, &out, &all_ok);
+    }
+    if (rc == EXIT_OK) {
+        if (f->c->json)
+            fputs(out.p, stdout);
+        else
+            verdict_out(out.p, !all_ok);
+        if (!all_ok) rc = EXIT_REFUSED;
+    }
+    if (timing) timing_out(f, t);
+    buf_release(&out);
+    return rc;
+}
+
 static int preflight_run(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("preflight");
     const char *svc = NULL, *mode_id = NULL;
     bool timing = false; /* --timing: phase durations on stderr, for make bench-preflight */
-    bool standalone = false;
-    double t0 = clock_mono_ms_f(), t_cfg = 0, t_snap = 0, t_store = 0;
+    bool alone = false;
+    double t[4] = {clock_mono_ms_f(), 0, 0, 0};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--timing"))
             timing = true;
         else if (!strcmp(argv[i], "--standalone"))
-            standalone = true;
+            alone = true;
         else if (!strcmp(argv[i], "--for") && i + 1 < argc)
             svc = argv[++i];
         else if (!strncmp(argv[i], "--for=", 6))
@@ -242,104 +352,27 @@ static int preflight_run(cli *c, int argc, char **argv)
     }
     if (!svc == !mode_id) return cli_usage_error(c, k, "preflight: give exactly one of --for SERVICE or --mode MODE");
     /* parsed once: for the daemon's socket, to tell whether the daemon
-     * reads this configuration, and for the standalone gate */
+     * reads this configuration, and for the standalone gate.  --for reads
+     * the one preset it gates (what ExecStartPre= runs before every
+     * start); a mode needs its services and itself, so everything. */
     pf f = {.c = c};
-    config_opts opts = {.check_files = false};
-    config_load(&f.cfg, &c->paths, &opts);
-    t_cfg = clock_mono_ms_f();
-    if (!standalone) {
+    if (svc)
+        config_load_preset(&f.cfg, &c->paths, svc);
+    else
+        config_load(&f.cfg, &c->paths, &(config_opts){.check_files = false});
+    t[1] = clock_mono_ms_f();
+    int rc = -1;
+    if (!alone) {
         ctl_prime_socket(f.cfg.set.socket);
-        int drc = via_daemon(c, &f.cfg, svc, mode_id);
-        if (drc >= 0) {
-            if (timing) fprintf(stderr, "timing via daemon total %.3f ms\n", clock_mono_ms_f() - t0);
-            config_release(&f.cfg);
-            return drc;
-        }
+        rc = via_daemon(c, &f.cfg, svc, mode_id);
+        if (rc >= 0 && timing) fprintf(stderr, "timing via daemon total %.3f ms\n", clock_mono_ms_f() - t[0]);
     }
-    int rc = EXIT_OK;
-    const preset *p = NULL;
-    const mode *m = NULL;
-    if (svc && !(p = config_preset(&f.cfg, svc))) {
-        fprintf(stderr, "gpumod: preflight: no preset '%s' in %s\n", svc, f.cfg.config_dir);
-        config_release(&f.cfg);
-        return EXIT_USAGE;
-    }
-    if (mode_id && strcmp(mode_id, "none") && !(m = config_mode(&f.cfg, mode_id))) {
-        fprintf(stderr, "gpumod: preflight: no mode '%s' in %s\n", mode_id, f.cfg.config_dir);
-        config_release(&f.cfg);
-        return EXIT_USAGE;
-    }
-    if (p && preset_usable(&f, p)) {
-        config_release(&f.cfg);
-        return EXIT_USAGE;
-    }
-    for (size_t i = 0; m && i < m->services.n; i++) {
-        const preset *q = config_preset(&f.cfg, m->services.v[i]);
-        if (!q) {
-            cli_print_diags(&f.cfg, m->pos.file);
-            config_release(&f.cfg);
-            return EXIT_USAGE;
-        }
-        if (preset_usable(&f, q)) {
-            config_release(&f.cfg);
-            return EXIT_USAGE;
-        }
-    }
-
-    policy_from_settings(&f.cfg.set, &f.policy);
-    snapshot_for(&f.cfg.set, &f.snap);
-    t_snap = clock_mono_ms_f();
-    char err[512];
-    bool missing;
-    if (store_open(&f.st, f.cfg.set.state_dir, false, 200, &missing, err, sizeof err) && !missing)
-        fprintf(stderr, "gpumod: preflight: measured footprints unavailable: %s\n", err);
-    t_store = clock_mono_ms_f();
-
-    buf out = BUF_INIT;
-    bool all_ok = true, ok = true;
-    if (p) {
-        if (judge(&f, p, &out, &ok)) rc = EXIT_USAGE;
-        all_ok = ok;
-        if (c->json) buf_addc(&out, '\n');
-    } else {
-        /* a mode from nothing: each service in start order, earlier ones reserved */
-        if (c->json) {
-            buf_adds(&out, "{\"mode\":");
-            buf_json_str(&out, mode_id);
-            buf_adds(&out, ",\"verdicts\":[");
-        }
-        size_t n = m ? m->services.n : 0;
-        /* start_first services go first, as a switch would start them */
-        for (int pass = 0; pass < 2 && rc == EXIT_OK; pass++) {
-            for (size_t i = 0; i < n; i++) {
-                const preset *q = config_preset(&f.cfg, m->services.v[i]);
-                if (q->start_first != (pass == 0)) continue;
-                if (c->json && f.nres) buf_addc(&out, ',');
-                if (judge(&f, q, &out, &ok)) {
-                    rc = EXIT_USAGE;
-                    break;
-                }
-                all_ok = all_ok && ok;
-            }
-        }
-        if (c->json) buf_printf(&out, "],\"ok\":%s}\n", all_ok ? "true" : "false");
-        else if (rc == EXIT_OK) buf_printf(&out, "mode '%s': %s\n", mode_id, all_ok ? "fits" : "does not fit");
-    }
-    if (rc == EXIT_OK) {
-        if (c->json)
-            fputs(out.p, stdout);
-        else
-            verdict_out(out.p, !all_ok);
-        if (!all_ok) rc = EXIT_REFUSED;
-    }
-    if (timing) {
-        double t_end = clock_mono_ms_f();
-        fprintf(stderr, "timing config %.3f snapshot %.3f nvml %lld store %.3f need+gate %.3f total %.3f ms\n",
-                t_cfg - t0, t_snap - t_cfg, (long long)f.snap.nvml_ms, t_store - t_snap, t_end - t_store, t_end - t0);
-    }
-    buf_release(&out);
+    if (rc < 0) rc = standalone(&f, svc, mode_id, t, timing);
+    free(f.res);
+    free(f.details);
     store_close(f.st);
-    snapshot_release(&f.snap);
+    if (f.snap) snapshot_release(f.snap);
+    free(f.snap);
     config_release(&f.cfg);
     return rc;
 }

@@ -264,6 +264,16 @@ typedef struct config_opts {
  * (warnings allowed), -1 otherwise; cfg is filled either way and must be
  * released. */
 int config_load(config *cfg, const config_paths *paths, const config_opts *opts);
+/* What `preflight --for ID` reads: gpumod.yaml and the paths as
+ * config_load resolves them, and of the presets only the one with this
+ * id, the one config_preset would find after config_load (the first in
+ * file order).  The other preset files are read but not parsed (their
+ * top-level id is peeked at), modes are not read, and nothing is checked
+ * across files: a broken preset elsewhere does not stand in the way.  The
+ * diags are those of gpumod.yaml, the directory walk and the preset's own
+ * file.  Returns as config_load; n_presets is 0 when there is no such
+ * preset. */
+int config_load_preset(config *cfg, const config_paths *paths, const char *id);
 /* Only gpumod.yaml and the paths resolved exactly as config_load does
  * (state_dir, log_dir, socket): what a client of the daemon needs to find
  * its socket, without reading presets or modes. */

@@ -132,7 +132,9 @@ static void walk_dir(yaml_walk *w, const char *dir, const dir_chain *chain)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         char *p = xasprintf("%s/%s", dir, e->d_name);
         struct stat st;
-        if (stat(p, &st) != 0)
+        if (e->d_type == DT_REG) { /* a plain file: no stat (links and DT_UNKNOWN are followed below) */
+            if (has_yaml_ext(e->d_name)) strv_push(w->out, p);
+        } else if (stat(p, &st) != 0)
             walk_unresolved(w, p, e->d_name);
         else if (S_ISDIR(st.st_mode))
             walk_subdir(w, p, e->d_name, &st, chain);
@@ -221,36 +223,75 @@ static bool not_a_dir(config *cfg, const char *path, const char *what)
     return true;
 }
 
+/* false (and said so) when the presets directory is not there */
+static bool presets_dir_ok(config *cfg, bool explicit_dir)
+{
+    if (is_dir(cfg->presets_dir)) return true;
+    if (!not_a_dir(cfg, cfg->presets_dir, "presets"))
+        diags_add(&cfg->diags, explicit_dir ? DIAG_ERROR : DIAG_WARNING, (srcpos){cfg->presets_dir, 0, 0},
+                  "presets directory does not exist");
+    return false;
+}
+
+/* One preset file's document into *p: true when it yields a preset (one
+ * with an id), which the caller keeps. */
+static bool preset_from_doc(const config *cfg, const ydoc *doc, const char *file, diags *d, preset *p)
+{
+    if (!doc->root) {
+        diags_add(d, DIAG_ERROR, (srcpos){file, 1, 1}, "empty preset file");
+        return false;
+    }
+    preset_parse(p, doc->root, file, d);
+    preset_resolve_paths(p, cfg->config_abs);
+    if (p->id) return true;
+    preset_release(p);
+    return false;
+}
+
 static void load_presets(config *cfg, bool explicit_dir)
 {
-    if (!is_dir(cfg->presets_dir)) {
-        if (!not_a_dir(cfg, cfg->presets_dir, "presets"))
-            diags_add(&cfg->diags, explicit_dir ? DIAG_ERROR : DIAG_WARNING, (srcpos){cfg->presets_dir, 0, 0},
-                      "presets directory does not exist");
-        return;
-    }
+    if (!presets_dir_ok(cfg, explicit_dir)) return;
     strv files = STRV_INIT;
     list_yaml(cfg, cfg->presets_dir, true, &files);
     cfg->presets = xcalloc(files.n + 1, sizeof *cfg->presets);
     for (size_t i = 0; i < files.n; i++) {
         const char *file = add_file(cfg, files.v[i]);
         ydoc doc;
-        if (yaml_load_file(&doc, files.v[i], file, &cfg->diags) == 0) {
-            if (!doc.root) {
-                diags_add(&cfg->diags, DIAG_ERROR, (srcpos){file, 1, 1}, "empty preset file");
-            } else {
-                preset *p = &cfg->presets[cfg->n_presets];
-                preset_parse(p, doc.root, file, &cfg->diags);
-                preset_resolve_paths(p, cfg->config_abs);
-                if (p->id)
-                    cfg->n_presets++;
-                else
-                    preset_release(p);
-            }
-        }
+        if (yaml_load_file(&doc, files.v[i], file, &cfg->diags) == 0 &&
+            preset_from_doc(cfg, &doc, file, &cfg->diags, &cfg->presets[cfg->n_presets]))
+            cfg->n_presets++;
         yaml_release(&doc);
     }
     strv_release(&files);
+}
+
+/* Is the preset in this file the one with this id?  Its text is read and
+ * only peeked at (yaml_peek_key); the whole tree is built only when the id
+ * matches or cannot be told without it.  Its diags join cfg's only when
+ * it is the one. */
+static bool load_preset_if(config *cfg, const char *path, const char *id)
+{
+    buf text = BUF_INIT;
+    diags d = {0};
+    bool found = false;
+    char *v = NULL;
+    /* unreadable: config_load skips it too */
+    int r = yaml_read_file(&text, path, path, &d) ? 0 : yaml_peek_key(text.p, text.len, "id", &v);
+    if (r < 0 || (r == 1 && !strcmp(v, id))) {
+        const char *file = add_file(cfg, path);
+        ydoc doc;
+        preset *p = &cfg->presets[0];
+        if (yaml_load_string(&doc, text.p, text.len, file, &d) == 0 && preset_from_doc(cfg, &doc, file, &d, p)) {
+            found = !strcmp(p->id, id);
+            if (!found) preset_release(p);
+        }
+        yaml_release(&doc);
+    }
+    for (size_t i = 0; found && i < d.n; i++) diags_add(&cfg->diags, d.v[i].level, d.v[i].pos, "%s", d.v[i].msg);
+    free(v);
+    diags_release(&d);
+    buf_release(&text);
+    return found;
 }
 
 static void load_modes(config *cfg, bool explicit_dir)
@@ -329,6 +370,24 @@ int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
     config_check_cross(cfg);
     if (opts && opts->lint) config_lint(cfg);
     if (opts && opts->check_files) config_check_files(cfg);
+    diags_sort(&cfg->diags);
+    return cfg->diags.errors ? -1 : 0;
+}
+
+int config_load_preset(config *cfg, const config_paths *paths, const char *id)
+{
+    bool explicit_presets, explicit_modes;
+    resolve_dirs(cfg, paths, &explicit_presets, &explicit_modes);
+    load_settings(cfg);
+    resolve_paths(cfg, paths);
+    cfg->presets = xcalloc(2, sizeof *cfg->presets);
+    if (presets_dir_ok(cfg, explicit_presets)) {
+        strv files = STRV_INIT;
+        list_yaml(cfg, cfg->presets_dir, true, &files);
+        for (size_t i = 0; i < files.n && !cfg->n_presets; i++)
+            if (load_preset_if(cfg, files.v[i], id)) cfg->n_presets = 1;
+        strv_release(&files);
+    }
     diags_sort(&cfg->diags);
     return cfg->diags.errors ? -1 : 0;
 }

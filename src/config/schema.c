@@ -213,16 +213,17 @@ static bool has_range(const field *f)
     return !(f->min == 0 && f->max == 0);
 }
 
-static void range_text(char *out, size_t n, const field *f)
+/* Only on the error paths: %.15g costs a few microseconds a call, and
+ * every default of every CLI call went through here (docs/startup.md). */
+static const char *range_text(char *out, size_t n, const field *f)
 {
-    if (!has_range(f)) {
+    if (!has_range(f))
         out[0] = '\0';
-        return;
-    }
-    if (f->type == F_DURATION)
+    else if (f->type == F_DURATION)
         snprintf(out, n, " in %.15gs..%.15gs", f->min / 1000, f->max / 1000);
     else
         snprintf(out, n, " in %.15g..%.15g", f->min, f->max);
+    return out;
 }
 
 /* "'text'" for a scalar, "a list" / "a mapping" otherwise: three %s */
@@ -261,41 +262,47 @@ static void parse_str_into(schema_ctx *c, const field *f, const ynode *n, char *
 }
 
 /* an integer, or -1 for "auto" where the key takes it */
-static void parse_v_int(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_int(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
+    char rng[64]; /* the range, written only when an error needs it */
     int64_t v;
     if (n->kind == Y_SCALAR && (f->flags & FL_NULLABLE_INT) && !strcmp(n->s, "auto")) {
         *AT(obj, f->off, int64_t) = -1;
         return;
     }
     if (n->kind != Y_SCALAR || parse_int64(n->s, &v)) {
-        schema_error(c, n, "%s: expected an integer%s, found %s%s%s", f->key, rng, FOUND(n));
+        schema_error(c, n, "%s: expected an integer%s, found %s%s%s", f->key, range_text(rng, sizeof rng, f),
+                     FOUND(n));
         return;
     }
     if (has_range(f) && (v < f->min || v > f->max)) {
-        schema_error(c, n, "%s: %s is out of range: expected an integer%s", f->key, n->s, rng);
+        schema_error(c, n, "%s: %s is out of range: expected an integer%s", f->key, n->s,
+                     range_text(rng, sizeof rng, f));
         return;
     }
     *AT(obj, f->off, int64_t) = v;
 }
 
 /* a number */
-static void parse_v_float(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_float(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
+    char rng[64]; /* the range, written only when an error needs it */
     double v;
     if (n->kind != Y_SCALAR || !is_num_text(n->s, &v)) {
-        schema_error(c, n, "%s: expected a number%s, found %s%s%s", f->key, rng, FOUND(n));
+        schema_error(c, n, "%s: expected a number%s, found %s%s%s", f->key, range_text(rng, sizeof rng, f),
+                     FOUND(n));
         return;
     }
     if (has_range(f) && (v < f->min || v > f->max)) {
-        schema_error(c, n, "%s: %s is out of range: expected a number%s", f->key, n->s, rng);
+        schema_error(c, n, "%s: %s is out of range: expected a number%s", f->key, n->s,
+                     range_text(rng, sizeof rng, f));
         return;
     }
     *AT(obj, f->off, double) = v;
 }
 
 /* true or false (and pydantic's lax 1/0), or auto for a tri-state */
-static void parse_v_bool(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_bool(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
     int b = yscalar_bool(n);
     if (b < 0 && n->kind == Y_SCALAR) {
@@ -319,23 +326,25 @@ static void parse_v_bool(schema_ctx *c, const field *f, const ynode *n, void *ob
 }
 
 /* a duration: seconds, or a number with ms, s, m or h */
-static void parse_v_duration(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_duration(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
+    char rng[64]; /* the range, written only when an error needs it */
     int64_t v;
     if (n->kind != Y_SCALAR || parse_duration_ms(n->s, &v)) {
         schema_error(c, n, "%s: expected a duration (seconds, or a number with ms, s, m or h)%s, found %s%s%s",
-                     f->key, rng, FOUND(n));
+                     f->key, range_text(rng, sizeof rng, f), FOUND(n));
         return;
     }
     if (has_range(f) && (v < f->min || v > f->max)) {
-        schema_error(c, n, "%s: %s is out of range: expected a duration%s", f->key, n->s, rng);
+        schema_error(c, n, "%s: %s is out of range: expected a duration%s", f->key, n->s,
+                     range_text(rng, sizeof rng, f));
         return;
     }
     *AT(obj, f->off, int64_t) = v;
 }
 
 /* one of the names (did-you-mean on a near miss) */
-static void parse_v_enum(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_enum(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
     if (n->kind == Y_SCALAR) {
         for (int i = 0; f->names[i]; i++) {
@@ -356,7 +365,7 @@ static void parse_v_enum(schema_ctx *c, const field *f, const ynode *n, void *ob
 }
 
 /* a list of strings */
-static void parse_v_strv(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_strv(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
     strv *sv = AT(obj, f->off, strv);
     if (n->kind != Y_SEQ) {
@@ -379,7 +388,7 @@ static void parse_v_strv(schema_ctx *c, const field *f, const ynode *n, void *ob
 }
 
 /* a mapping of environment variable names to strings */
-static void parse_v_env(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_env(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
     kvlist *kl = AT(obj, f->off, kvlist);
     if (n->kind != Y_MAP) {
@@ -411,7 +420,7 @@ static void parse_v_env(schema_ctx *c, const field *f, const ynode *n, void *obj
 }
 
 /* a nested mapping, parsed with the section's own table */
-static void parse_v_section(schema_ctx *c, const field *f, const ynode *n, void *obj, const char *rng)
+static void parse_v_section(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
     if (n->kind != Y_MAP) {
         schema_error(c, n, "%s: expected a mapping, found %s", f->key, ykind_name(n));
@@ -427,9 +436,6 @@ static void parse_v_section(schema_ctx *c, const field *f, const ynode *n, void 
 
 void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj)
 {
-    char rng[64];
-    range_text(rng, sizeof rng, f);
-
     if (f->flags & FL_IGNORED)
         schema_warn(c, n, "key '%s' is accepted but gpumod does not act on it%s%s", f->key,
                     f->doc ? ": " : "", f->doc ? f->doc : "");
@@ -443,15 +449,15 @@ void schema_parse_value(schema_ctx *c, const field *f, const ynode *n, void *obj
 
     switch (f->type) {
     case F_STR: parse_str_into(c, f, n, AT(obj, f->off, char *)); break;
-    case F_INT: parse_v_int(c, f, n, obj, rng); break;
-    case F_FLOAT: parse_v_float(c, f, n, obj, rng); break;
+    case F_INT: parse_v_int(c, f, n, obj); break;
+    case F_FLOAT: parse_v_float(c, f, n, obj); break;
     case F_BOOL:
-    case F_TRI: parse_v_bool(c, f, n, obj, rng); break;
-    case F_DURATION: parse_v_duration(c, f, n, obj, rng); break;
-    case F_ENUM: parse_v_enum(c, f, n, obj, rng); break;
-    case F_STRV: parse_v_strv(c, f, n, obj, rng); break;
-    case F_ENV: parse_v_env(c, f, n, obj, rng); break;
-    case F_SECTION: parse_v_section(c, f, n, obj, rng); break;
+    case F_TRI: parse_v_bool(c, f, n, obj); break;
+    case F_DURATION: parse_v_duration(c, f, n, obj); break;
+    case F_ENUM: parse_v_enum(c, f, n, obj); break;
+    case F_STRV: parse_v_strv(c, f, n, obj); break;
+    case F_ENV: parse_v_env(c, f, n, obj); break;
+    case F_SECTION: parse_v_section(c, f, n, obj); break;
     case F_CUSTOM: f->parse(c, f, n, obj); break;
     }
 }

@@ -231,10 +231,8 @@ int yaml_load_string(ydoc *doc, const char *text, size_t len, const char *file, 
     return rc;
 }
 
-int yaml_load_file(ydoc *doc, const char *path, const char *file, diags *d)
+int yaml_read_file(buf *out, const char *path, const char *file, diags *d)
 {
-    doc->root = NULL;
-    doc->arena = NULL;
     char why[256];
     /* never fopen(): a FIFO (a preset named x.yaml made by mkfifo) would
      * block the daemon's loop in open() until someone writes to it */
@@ -243,28 +241,127 @@ int yaml_load_file(ydoc *doc, const char *path, const char *file, diags *d)
         diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "cannot read: %s", why);
         return -1;
     }
-    buf b = BUF_INIT;
-    char tmp[8192];
     ssize_t got;
-    while ((got = read(fd, tmp, sizeof tmp)) != 0) {
+    for (;;) { /* straight into out: no 8 KB chunk on the stack */
+        buf_grow(out, 8192);
+        got = read(fd, out->p + out->len, 8192);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) break;
-        buf_add(&b, tmp, (size_t)got);
-        if (b.len > YAML_MAX_FILE) break;
+        if (got <= 0) break;
+        out->len += (size_t)got;
+        if (out->len > YAML_MAX_FILE) break;
     }
+    out->p[out->len] = '\0';
     int rerr = got < 0 ? errno : 0;
     close(fd);
-    int rc;
     if (rerr) {
         diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "read error: %s", strerror(rerr));
-        rc = -1;
-    } else if (b.len > YAML_MAX_FILE) {
-        diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "file larger than %d MiB", YAML_MAX_FILE >> 20);
-        rc = -1;
-    } else {
-        rc = yaml_load_string(doc, b.p, b.len, file, d);
+        return -1;
     }
+    if (out->len > YAML_MAX_FILE) {
+        diags_add(d, DIAG_ERROR, (srcpos){file, 0, 0}, "file larger than %d MiB", YAML_MAX_FILE >> 20);
+        return -1;
+    }
+    return 0;
+}
+
+int yaml_load_file(ydoc *doc, const char *path, const char *file, diags *d)
+{
+    doc->root = NULL;
+    doc->arena = NULL;
+    buf b = BUF_INIT;
+    int rc = yaml_read_file(&b, path, file, d);
+    if (rc == 0) rc = yaml_load_string(doc, b.p, b.len, file, d);
     buf_release(&b);
+    return rc;
+}
+
+/* Skip the rest of the node whose start event was just read (depth 1 at
+ * a collection's start).  false on a parse error. */
+static bool skip_node(yaml_parser_t *p, int depth)
+{
+    while (depth > 0) {
+        yaml_event_t e;
+        if (!yaml_parser_parse(p, &e)) return false;
+        if (e.type == YAML_MAPPING_START_EVENT || e.type == YAML_SEQUENCE_START_EVENT) depth++;
+        if (e.type == YAML_MAPPING_END_EVENT || e.type == YAML_SEQUENCE_END_EVENT) depth--;
+        bool end = e.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&e);
+        if (end) return false;
+    }
+    return true;
+}
+
+/* One event of the top-level mapping: the key's text, or why not. */
+typedef enum { PK_KEY, PK_END, PK_UNSURE } peek_step;
+
+static peek_step next_key(yaml_parser_t *p, char **key)
+{
+    yaml_event_t e;
+    if (!yaml_parser_parse(p, &e)) return PK_UNSURE;
+    peek_step r = PK_UNSURE; /* an alias or a collection as a key */
+    if (e.type == YAML_MAPPING_END_EVENT) r = PK_END;
+    if (e.type == YAML_SCALAR_EVENT) {
+        *key = xstrndup((const char *)e.data.scalar.value, e.data.scalar.length);
+        r = PK_KEY;
+    }
+    yaml_event_delete(&e);
+    return r;
+}
+
+static int peek_map(yaml_parser_t *p, const char *key, char **val)
+{
+    for (;;) {
+        char *k = NULL;
+        peek_step st = next_key(p, &k);
+        if (st == PK_END) return 0;
+        if (st == PK_UNSURE) return -1;
+        /* a merge key may bring the key in: only the whole tree can tell */
+        bool merge = !strcmp(k, "<<"), want = !strcmp(k, key);
+        free(k);
+        if (merge) return -1;
+        yaml_event_t e;
+        if (!yaml_parser_parse(p, &e)) return -1;
+        int rc = 2; /* not yet */
+        if (want) {
+            rc = -1; /* an alias or a collection as the value */
+            if (e.type == YAML_SCALAR_EVENT) {
+                *val = xstrndup((const char *)e.data.scalar.value, e.data.scalar.length);
+                rc = 1;
+            }
+        } else if (e.type == YAML_MAPPING_START_EVENT || e.type == YAML_SEQUENCE_START_EVENT) {
+            if (!skip_node(p, 1)) rc = -1;
+        }
+        yaml_event_delete(&e);
+        if (rc != 2) return rc;
+    }
+}
+
+int yaml_peek_key(const char *text, size_t len, const char *key, char **val)
+{
+    *val = NULL;
+    yaml_parser_t p;
+    yaml_parser_initialize(&p);
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int rc = -1;
+    /* stream start, document start (or the stream's end: an empty file),
+     * then the root node */
+    yaml_event_t e;
+    for (int i = 0; i < 3; i++) {
+        if (!yaml_parser_parse(&p, &e)) goto out;
+        yaml_event_type_t t = e.type;
+        yaml_event_delete(&e);
+        if (t == YAML_STREAM_END_EVENT) {
+            rc = 0;
+            goto out;
+        }
+        if (i < 2) continue;
+        if (t == YAML_MAPPING_START_EVENT)
+            rc = peek_map(&p, key, val);
+        else if (t != YAML_ALIAS_EVENT)
+            rc = 0; /* a scalar or a list holds no key */
+    }
+out:
+    yaml_parser_delete(&p);
     return rc;
 }
 

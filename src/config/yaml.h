@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "config/config.h"
+#include "util/buf.h"
 
 typedef enum { Y_SCALAR, Y_SEQ, Y_MAP } ykind;
 
@@ -43,6 +44,16 @@ typedef struct ydoc {
  * with an error diag; doc must be released either way. */
 int yaml_load_file(ydoc *doc, const char *path, const char *file, diags *d);
 int yaml_load_string(ydoc *doc, const char *text, size_t len, const char *file, diags *d);
+/* The text of path appended to out, read as yaml_load_file reads it
+ * (never blocking on a FIFO, at most 4 MiB).  0, or -1 with an error diag. */
+int yaml_read_file(buf *out, const char *path, const char *file, diags *d);
+/* The value of key in the top-level mapping of text, reading only as far
+ * as that key: libyaml's events, no tree (a preset's id is its first line,
+ * most often).  1: found, *val the scalar's text (caller frees); 0: the
+ * document has no such key (empty, not a mapping, or a mapping without
+ * it); -1: only yaml_load_string can tell (a merge key or an alias before
+ * the key, a value that is not a scalar, invalid YAML up to it). */
+int yaml_peek_key(const char *text, size_t len, const char *key, char **val);
 void yaml_release(ydoc *doc);
 
 const ynode *ymap_get(const ynode *map, const char *key);

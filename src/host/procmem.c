@@ -149,16 +149,25 @@ static void meminfo_clear(host_mem *m)
     m->meminfo_ok = false;
 }
 
+/* the index in mfields of the host_mem member at off */
+static size_t mfield_at(size_t off)
+{
+    size_t i = 0;
+    while (i < NMFIELDS - 1 && mfields[i].off != off) i++;
+    return i;
+}
+
 static int parse_meminfo(host_mem *m, const char *text, const char *label, char *err, size_t errlen)
 {
-    host_mem t; /* commit to m only when the whole file parsed */
+    /* committed to m only when the whole file parsed: the fields alone,
+     * not a host_mem (10 KB of stack, 3 page faults deep in preflight) */
+    uint64_t t[NMFIELDS] = {0};
     bool seen[NMFIELDS] = {false};
     line l = {0};
     const char *cur = text;
     bool any = false;
 
     meminfo_clear(m);
-    memset(&t, 0, sizeof t);
     while (next_line(&cur, &l)) {
         if (blank(&l)) continue;
         any = true;
@@ -200,7 +209,7 @@ static int parse_meminfo(host_mem *m, const char *text, const char *label, char 
                  mfields[fi].name, WORD_ARG(num), rc == -2 ? "too large" : "not a number");
             return -1;
         }
-        *mfield_ptr(&t, fi) = mfields[fi].kb ? v * 1024 : v;
+        t[fi] = mfields[fi].kb ? v * 1024 : v;
     }
     if (!any) {
         errf(err, errlen, "'%s' is empty", label);
@@ -215,13 +224,15 @@ static int parse_meminfo(host_mem *m, const char *text, const char *label, char 
         }
     }
     /* HugePages_* are page counts; host_mem holds bytes throughout. */
-    if (__builtin_mul_overflow(t.hugepages_total, t.hugepage_size, &t.hugepages_total) ||
-        __builtin_mul_overflow(t.hugepages_free, t.hugepage_size, &t.hugepages_free)) {
+    uint64_t *hp_total = &t[mfield_at(offsetof(host_mem, hugepages_total))],
+             *hp_free = &t[mfield_at(offsetof(host_mem, hugepages_free))],
+             hp_size = t[mfield_at(offsetof(host_mem, hugepage_size))];
+    if (__builtin_mul_overflow(*hp_total, hp_size, hp_total) || __builtin_mul_overflow(*hp_free, hp_size, hp_free)) {
         errf(err, errlen, "'%s': huge page bytes overflow 64 bits", label);
         return -1;
     }
     for (size_t i = 0; i < NMFIELDS; i++)
-        *mfield_ptr(m, i) = *mfield_ptr(&t, i);
+        *mfield_ptr(m, i) = t[i];
     m->meminfo_ok = true;
     return 0;
 }

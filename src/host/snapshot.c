@@ -31,14 +31,39 @@ static const char *pick(const char *opt, const char *env, const char *def)
     return e && *e ? e : def;
 }
 
-static void take_gpus(snapshot *s, const snapshot_opts *o)
+/* Can an NVIDIA driver be there at all?  NVML needs the kernel module
+ * (/proc/driver/nvidia, also inside containers) and its device nodes, or
+ * on WSL /dev/dxg.  Without any of them the default library is not
+ * dlopened: the search of the library path (~85 failing opens and stats) and the
+ * NVML thread's start were most of a CPU-only host's snapshot (~1 ms of
+ * preflight; docs/startup.md), and nvidia-smi could only fail the same way. */
+static bool driver_possible(const char *proc_root, const char *dev_root, char *why, size_t whylen)
 {
-    char nerr[256] = "", serr[256] = "";
-    int64_t t0 = clock_mono_ms();
-    s->nvml = nvml_query(s, pick(o->nvml_lib, "GPUMOD_NVML_LIB", "libnvidia-ml.so.1"),
-                         o->nvml_timeout_ms > 0 ? o->nvml_timeout_ms : DEFAULT_NVML_TIMEOUT_MS,
-                         nerr, sizeof nerr);
-    s->nvml_ms = clock_mono_ms() - t0;
+    const char *root[3] = {proc_root, dev_root, dev_root}, *name[3] = {"driver/nvidia", "nvidiactl", "dxg"};
+    for (int i = 0; i < 3; i++) {
+        char p[4096];
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", root[i], name[i]) < sizeof p && access(p, F_OK) == 0) return true;
+    }
+    snprintf(why, whylen, "no NVIDIA driver: none of %.200s/driver/nvidia, %.200s/nvidiactl, %.200s/dxg exists",
+             proc_root, dev_root, dev_root);
+    return false;
+}
+
+static void take_gpus(snapshot *s, const snapshot_opts *o, const char *proc_root)
+{
+    char nerr[256] = "", serr[256] = "", none[640] = "";
+    const char *lib = pick(o->nvml_lib, "GPUMOD_NVML_LIB", NULL), *smi = pick(o->smi_path, "GPUMOD_NVIDIA_SMI", NULL);
+    /* a named library or nvidia-smi is always tried, a default only where a
+     * driver can be (not looked for when both are named) */
+    bool driver = (lib && smi) || driver_possible(proc_root, o->dev_root ? o->dev_root : "/dev", none, sizeof none);
+    if (!lib && !driver) {
+        snprintf(nerr, sizeof nerr, "%s", none);
+    } else {
+        int64_t t0 = clock_mono_ms();
+        s->nvml = nvml_query(s, lib ? lib : "libnvidia-ml.so.1",
+                             o->nvml_timeout_ms > 0 ? o->nvml_timeout_ms : DEFAULT_NVML_TIMEOUT_MS, nerr, sizeof nerr);
+        s->nvml_ms = clock_mono_ms() - t0;
+    }
     if (s->nvml == NVML_OK) {
         s->source = GPU_SRC_NVML;
         return;
@@ -47,10 +72,16 @@ static void take_gpus(snapshot *s, const snapshot_opts *o)
         snprintf(s->gpu_error, sizeof s->gpu_error, "nvml: %s", nerr);
         return;
     }
+    if (!smi && !driver) { /* it would go through NVML: not tried */
+        if (lib)
+            snprintf(s->gpu_error, sizeof s->gpu_error, "nvml: %s; nvidia-smi: not tried (no NVIDIA driver)", nerr);
+        else
+            snprintf(s->gpu_error, sizeof s->gpu_error, "%s", none);
+        return;
+    }
     bool found = false;
-    if (smi_query(s, pick(o->smi_path, "GPUMOD_NVIDIA_SMI", "nvidia-smi"),
-                  o->smi_timeout_ms > 0 ? o->smi_timeout_ms : DEFAULT_SMI_TIMEOUT_MS, &found, serr,
-                  sizeof serr) == 0) {
+    if (smi_query(s, smi ? smi : "nvidia-smi", o->smi_timeout_ms > 0 ? o->smi_timeout_ms : DEFAULT_SMI_TIMEOUT_MS,
+                  &found, serr, sizeof serr) == 0) {
         s->source = GPU_SRC_SMI;
         s->nvidia_driver = true;
         /* kept for display: why the figures came the slow way */
@@ -100,7 +131,7 @@ void snapshot_take(snapshot *s, const snapshot_opts *o)
     procmem_read_psi(&s->host, root, err, sizeof err);
 
     if (!o->skip_gpus) {
-        take_gpus(s, o);
+        take_gpus(s, o, root);
         fill_unified(s);
     }
     if (!s->nvidia_driver) {

@@ -95,8 +95,13 @@ typedef struct snapshot {
 
 typedef struct snapshot_opts {
     const char *proc_root;  /* NULL: $GPUMOD_PROC_ROOT, else "/proc" */
-    const char *nvml_lib;   /* NULL: $GPUMOD_NVML_LIB, else "libnvidia-ml.so.1" */
-    const char *smi_path;   /* NULL: $GPUMOD_NVIDIA_SMI, else "nvidia-smi" in PATH */
+    const char *dev_root;   /* NULL: "/dev" (where nvidiactl and dxg are looked for) */
+    /* NULL: $GPUMOD_NVML_LIB, else "libnvidia-ml.so.1", tried only when an
+     * NVIDIA driver can be there: <proc_root>/driver/nvidia,
+     * <dev_root>/nvidiactl or <dev_root>/dxg (WSL) exists.  A library
+     * named here or in the environment is always tried. */
+    const char *nvml_lib;
+    const char *smi_path;   /* NULL: $GPUMOD_NVIDIA_SMI, else "nvidia-smi" in PATH, on the same terms */
     int64_t nvml_timeout_ms;
     int64_t smi_timeout_ms;
     bool skip_gpus;         /* host memory only */

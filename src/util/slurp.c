@@ -79,21 +79,24 @@ int slurp_text(const char *path, size_t max, buf *b, char *err, size_t errlen)
         errf(err, errlen, "'%s': %s", path, why);
         return -1; /* errno from slurp_open */
     }
-    char chunk[4096];
-    for (;;) {
-        ssize_t r = read(fd, chunk, sizeof chunk);
+    for (;;) { /* straight into b: no chunk on the stack */
+        buf_grow(b, 4096);
+        ssize_t r = read(fd, b->p + b->len, 4096);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
             int e = errno;
+            b->p[b->len] = '\0';
             errf(err, errlen, "'%s': %s", path, strerror(e));
             return fail(fd, e);
         }
         if (r == 0) break;
-        if (memchr(chunk, '\0', (size_t)r)) {
+        if (memchr(b->p + b->len, '\0', (size_t)r)) { /* b keeps what came before, as it was */
+            b->p[b->len] = '\0';
             errf(err, errlen, "'%s' contains a NUL byte", path);
             return fail(fd, EINVAL);
         }
-        buf_add(b, chunk, (size_t)r);
+        b->len += (size_t)r;
+        b->p[b->len] = '\0';
         if (b->len > max) {
             errf(err, errlen, "'%s' is larger than %zu bytes", path, max);
             return fail(fd, EFBIG);

@@ -5,8 +5,11 @@
  * Each command is run N times, interleaved (so a change in machine load
  * hits all of them alike), by fork+execv with stdout to /dev/null; the wall
  * time from fork to reaped exit is taken with CLOCK_MONOTONIC.  Prints the
- * median, p10 and p90 per command and the ratio of each median to the
- * first command's. */
+ * median, p10 and p90 per command, the ratio of each median to the first
+ * command's, and the same ratio of the p10s (the runs no other process
+ * got in the way of, on a shared machine).  A command must exit the same way every time: as its
+ * first (warm-up) run did, so a refusal (preflight's exit 1) can be timed
+ * too; a different status, or a signal, stops the run. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +31,8 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double run_once(char **argv)
+/* wall ms of one run; *status: its exit status (-1 when it did not exit) */
+static double run_once(char **argv, int *status)
 {
     double t0 = now_ms();
     pid_t pid = fork();
@@ -46,11 +50,23 @@ static double run_once(char **argv)
         _exit(127);
     }
     int st;
-    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "bench-startup: '%s' failed\n", argv[0]);
+    if (waitpid(pid, &st, 0) < 0) {
+        perror("waitpid");
         exit(1);
     }
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     return now_ms() - t0;
+}
+
+static double run_expect(char **argv, int want)
+{
+    int st;
+    double ms = run_once(argv, &st);
+    if (st != want) {
+        fprintf(stderr, "bench-startup: '%s' exited %d, its first run %d\n", argv[0], st, want);
+        exit(1);
+    }
+    return ms;
 }
 
 int main(int argc, char **argv)
@@ -72,22 +88,34 @@ int main(int argc, char **argv)
         if (i < argc) argv[i] = NULL;
     }
     double *t = calloc((size_t)n * (size_t)ncmd, sizeof *t);
-    for (int c = 0; c < ncmd; c++) run_once(cmds[c]); /* warm the page cache */
+    int want[16];
+    for (int c = 0; c < ncmd; c++) { /* warm the page cache; the status to expect */
+        run_once(cmds[c], &want[c]);
+        if (want[c] < 0) {
+            fprintf(stderr, "bench-startup: '%s' did not exit\n", cmds[c][0]);
+            return 1;
+        }
+    }
     for (int r = 0; r < n; r++)
-        for (int c = 0; c < ncmd; c++) t[c * n + r] = run_once(cmds[c]);
-    double base = 0;
-    printf("%-40s %10s %10s %10s %8s\n", "command", "median ms", "p10 ms", "p90 ms", "ratio");
+        for (int c = 0; c < ncmd; c++) t[c * n + r] = run_expect(cmds[c], want[c]);
+    double base = 0, base10 = 0;
+    printf("%-40s %10s %10s %10s %8s %9s\n", "command", "median ms", "p10 ms", "p90 ms", "ratio", "p10 ratio");
     for (int c = 0; c < ncmd; c++) {
         double *v = t + c * n;
         qsort(v, (size_t)n, sizeof *v, cmp);
         double med = v[n / 2];
-        if (c == 0) base = med;
+        if (c == 0) {
+            base = med;
+            base10 = v[n / 10];
+        }
         char name[256] = "";
         for (char **a = cmds[c]; *a; a++) {
             strncat(name, *a, sizeof name - strlen(name) - 2);
             strcat(name, " ");
         }
-        printf("%-40s %10.3f %10.3f %10.3f %8.2f\n", name, med, v[n / 10], v[n * 9 / 10], med / base);
+        if (want[c]) snprintf(name + strlen(name), sizeof name - strlen(name), "(exit %d)", want[c]);
+        printf("%-40s %10.3f %10.3f %10.3f %8.2f %9.2f\n", name, med, v[n / 10], v[n * 9 / 10], med / base,
+               v[n / 10] / base10);
     }
     free(t);
     return 0;

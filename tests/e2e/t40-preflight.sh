@@ -291,6 +291,32 @@ t_jq out .binding host.mem_available
 t_jq out .reason "MemAvailable unknown: /proc/meminfo could not be read"
 t_end
 
+t_begin "--for reads the one preset it gates: a broken preset or mode elsewhere does not stand in its way"
+C3=$T/config-neighbours
+mkdir -p "$C3/presets/more" "$C3/modes"
+printf 'id: [unclosed\n' >"$C3/presets/a-broken.yaml"
+printf 'id: wrong\ndriver: nope\nport: 7080\n' >"$C3/presets/b-wrong.yaml"
+printf 'id: gated\ndriver: command\nport: 7081\ncommand: [/bin/sleep, "1"]\nmemory: {host_mb: 16}\n' \
+    >"$C3/presets/more/z-gated.yaml"
+printf 'id: m\nservices: [gated, missing]\n' >"$C3/modes/m.yaml"
+no_gpu
+GPUMOD_PROC_ROOT=$P/healthy t_run 0 gpumod --config-dir "$C3" preflight --for gated --json
+t_jq out .ok true
+t_jq out .need.source declared
+t_lacks err "a-broken.yaml"
+t_lacks err "b-wrong.yaml"
+# the preset's own errors still refuse it, with its diags only
+GPUMOD_PROC_ROOT=$P/healthy t_run 2 gpumod --config-dir "$C3" preflight --for wrong
+t_has err "b-wrong.yaml:2:9: error: preset 'wrong': driver: expected one of"
+t_has err "preflight: preset 'wrong' has configuration errors"
+t_lacks err "a-broken.yaml"
+GPUMOD_PROC_ROOT=$P/healthy t_run 2 gpumod --config-dir "$C3" preflight --for nope
+t_has err "no preset 'nope' in $C3"
+# a mode needs the whole configuration: its missing service is an error
+GPUMOD_PROC_ROOT=$P/healthy t_run 2 gpumod --config-dir "$C3" preflight --mode m
+t_has err "mode 'm': unknown preset 'missing'"
+t_end
+
 t_begin "usage and configuration errors exit 2"
 t_run 2 pf
 t_has err "give exactly one of --for SERVICE or --mode MODE"

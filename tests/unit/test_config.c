@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testenv.h"
 #include "config/config.h"
 
 static const char *src_dir(void)
@@ -136,11 +137,123 @@ static void demo_relative_paths(void **state)
     config_release(&cfg);
 }
 
+static void load_one(config *cfg, const char *dir, const char *id)
+{
+    unsetenv("GPUMOD_PRESETS_DIR");
+    unsetenv("GPUMOD_MODES_DIR");
+    config_paths paths = {.config_dir = dir, .state_dir = "/tmp/gpumod-unit-state"};
+    config_load_preset(cfg, &paths, id);
+}
+
+/* preflight --for reads one preset: the same one, parsed the same way, as
+ * config_load then config_preset, for every preset of both trees */
+static void one_preset_as_the_whole_load(void **state)
+{
+    const char *trees[] = {"tests/fixtures/config/python-compat", "examples/demo"};
+    for (size_t t = 0; t < 2; t++) {
+        char *dir = src_path(trees[t]);
+        config all;
+        config_paths paths = {.config_dir = dir, .state_dir = "/tmp/gpumod-unit-state"};
+        config_load(&all, &paths, &(config_opts){0});
+        assert_true(all.n_presets >= 3);
+        for (size_t i = 0; i < all.n_presets; i++) {
+            const preset *want = &all.presets[i];
+            config one;
+            load_one(&one, dir, want->id);
+            assert_int_equal(one.n_presets, 1);
+            assert_int_equal(one.n_modes, 0);
+            const preset *got = config_preset(&one, want->id);
+            assert_non_null(got);
+            assert_string_equal(got->pos.file, want->pos.file);
+            assert_int_equal(got->port, want->port);
+            assert_int_equal(got->driver, want->driver);
+            assert_int_equal(got->vram_mb, want->vram_mb);
+            assert_int_equal(got->has_errors, want->has_errors);
+            assert_string_equal(got->model_path ? got->model_path : "-", want->model_path ? want->model_path : "-");
+            assert_string_equal(one.set.state_dir, all.set.state_dir);
+            assert_string_equal(one.set.socket, all.set.socket);
+            assert_string_equal(one.set.driver_binary[DRV_LLAMACPP], all.set.driver_binary[DRV_LLAMACPP]);
+            assert_string_equal(one.config_abs, all.config_abs);
+            config_release(&one);
+        }
+        config outside;
+        load_one(&outside, dir, "nope");
+        assert_int_equal(outside.n_presets, 0);
+        assert_null(config_preset(&outside, "nope"));
+        config_release(&outside);
+        config_release(&all);
+        free(dir);
+    }
+}
+
+/* Files that the peek cannot settle, a broken neighbour, a duplicate id:
+ * the preset found is config_load's; only its own file's diags are kept. */
+static void one_preset_among_odd_files(void **state)
+{
+    char tmpl[] = "/tmp/gpumod-test-config-XXXXXX";
+    char *dir = mkdtemp(tmpl);
+    assert_non_null(dir);
+    char *pd = xasprintf("%s/presets", dir), *sub = xasprintf("%s/presets/sub", dir);
+    assert_int_equal(mkdir(pd, 0755), 0);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    struct {
+        const char *name, *text;
+    } files[] = {
+        {"a-broken.yaml", "id: [unclosed\n"},
+        /* the id comes in through a merge key: loaded in full to tell */
+        {"b-merged.yaml", "base: &b {id: merged, driver: command, port: 7001, command: [/bin/true]}\n<<: *b\n"},
+        /* the id matches but the file is invalid further on: not a preset */
+        {"c-late-error.yaml", "id: dup\ndriver: command\nport: 7002\nx: [unclosed\n"},
+        {"d-dup.yaml", "id: dup\ndriver: command\nport: 7003\ncommand: [/bin/true]\n"},
+        {"sub/e-dup.yaml", "id: dup\ndriver: command\nport: 7004\ncommand: [/bin/true]\n"},
+        {"f-bad-field.yaml", "id: typo\ndriver: command\nport: 7005\ncommand: [/bin/true]\nmemory: {gpu_mb: lots}\n"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char *p = xasprintf("%s/%s", pd, files[i].name);
+        write_file(p, files[i].text, 0644);
+        free(p);
+    }
+    config all, one;
+    config_paths paths = {.config_dir = dir, .state_dir = "/tmp/gpumod-unit-state"};
+    config_load(&all, &paths, &(config_opts){0});
+    const char *ids[] = {"merged", "dup", "typo"};
+    for (size_t i = 0; i < 3; i++) {
+        load_one(&one, dir, ids[i]);
+        const preset *got = config_preset(&one, ids[i]), *want = config_preset(&all, ids[i]);
+        assert_non_null(got);
+        assert_non_null(want);
+        assert_int_equal(got->port, want->port);
+        assert_string_equal(got->pos.file, want->pos.file);
+        assert_int_equal(got->has_errors, want->has_errors);
+        /* the diags of its own file, as config_load has them, and none
+         * about another file: the broken neighbour is not parsed */
+        size_t mine = 0;
+        for (size_t d = 0; d < all.diags.n; d++)
+            if (all.diags.v[d].pos.file && !strcmp(all.diags.v[d].pos.file, want->pos.file)) mine++;
+        assert_int_equal(one.diags.n, mine);
+        for (size_t d = 0; d < one.diags.n; d++) assert_string_equal(one.diags.v[d].pos.file, got->pos.file);
+        if (!strcmp(ids[i], "typo")) {
+            assert_true(got->has_errors);
+            /* the range is written only on this error path now, and still written */
+            assert_non_null(strstr(one.diags.v[0].msg, "gpu_mb: expected an integer in 0..16777216, found 'lots'"));
+        }
+        config_release(&one);
+    }
+    assert_int_equal(config_preset(&all, "dup")->port, 7003);
+    assert_true(all.diags.errors >= 3); /* the broken file, the late error, the duplicate id */
+    config_release(&all);
+    rm_rf(dir);
+    free(pd);
+    free(sub);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(python_compat_typed_values),
         cmocka_unit_test(demo_relative_paths),
+        cmocka_unit_test(one_preset_as_the_whole_load),
+        cmocka_unit_test(one_preset_among_odd_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

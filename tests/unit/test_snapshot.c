@@ -3,7 +3,8 @@
  * fallback, no NVIDIA at all, the driver flag, a hung NVML (bounded, and
  * answered at once while still stuck, then recovered), a hanging or
  * garbage nvidia-smi, and a real fakellm whose GPU memory shows up under
- * its pid and is released release_delay_ms after it is killed. */
+ * its pid and is released release_delay_ms after it is killed; without any
+ * sign of an NVIDIA driver the default library is never loaded. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -232,6 +233,83 @@ static void no_nvidia(void **state)
                                      "nvidia-smi: '/nonexistent/nvidia-smi': no such file or "
                                      "directory");
     snapshot_release(&s);
+}
+
+/* No NVIDIA driver can be there (no <proc_root>/driver/nvidia, no
+ * nvidiactl or dxg device): the default library is not dlopened (no NVML
+ * thread) and nvidia-smi is not looked for; said so. */
+static void no_driver_nothing_loaded(void **state)
+{
+    (void)state;
+    char *dev = xasprintf("%s/dev-none", tmpdir);
+    assert_int_equal(mkdir(dev, 0755), 0);
+    snapshot_opts o = opts();
+    o.dev_root = dev;
+    o.nvml_lib = o.smi_path = NULL; /* the defaults: nothing named */
+    snapshot s;
+    snapshot_take(&s, &o);
+    host_is_healthy(&s);
+    assert_int_equal(s.nvml, NVML_ABSENT);
+    assert_int_equal(s.source, GPU_SRC_NONE);
+    assert_int_equal(s.nvml_ms, -1); /* NVML not used at all */
+    assert_false(s.nvidia_driver);
+    char *want = xasprintf("no NVIDIA driver: none of %s/driver/nvidia, %s/nvidiactl, %s/dxg exists", healthy, dev,
+                           dev);
+    assert_string_equal(s.gpu_error, want);
+    free(want);
+    snapshot_release(&s);
+
+    /* a library named explicitly is loaded all the same (the fakes in
+     * every test); nvidia-smi, not named, is not looked for */
+    write_state("ok", "");
+    o.nvml_lib = lib_path;
+    snapshot_take(&s, &o);
+    assert_int_equal(s.source, GPU_SRC_NVML);
+    assert_int_equal(s.ngpus, 1);
+    snapshot_release(&s);
+    o.nvml_lib = "/nonexistent/libnvidia-ml.so.1";
+    snapshot_take(&s, &o);
+    assert_int_equal(s.source, GPU_SRC_NONE);
+    assert_string_equal(s.gpu_error, "nvml: cannot load '/nonexistent/libnvidia-ml.so.1': cannot open shared "
+                                     "object file: No such file or directory; nvidia-smi: not tried (no NVIDIA "
+                                     "driver)");
+    snapshot_release(&s);
+    rmdir(dev);
+    free(dev);
+}
+
+/* One sign of a driver (a device node; on WSL /dev/dxg) and the defaults
+ * are tried: nvidia-smi from PATH here (the fake), or the host's own NVML
+ * where it has one. */
+static void driver_node_defaults_tried(void **state)
+{
+    (void)state;
+    write_state("ok", "");
+    const char *nodes[] = {"nvidiactl", "dxg"};
+    for (size_t i = 0; i < 2; i++) {
+        char *dev = xasprintf("%s/dev-%s", tmpdir, nodes[i]), *node = xasprintf("%s/%s", dev, nodes[i]);
+        assert_int_equal(mkdir(dev, 0755), 0);
+        write_file(node, "", 0644);
+        char *path = getenv("PATH") ? xstrdup(getenv("PATH")) : NULL;
+        char *smi_dir = build_path("fakes");
+        setenv("PATH", smi_dir, 1);
+        snapshot_opts o = opts();
+        o.dev_root = dev;
+        o.nvml_lib = o.smi_path = NULL;
+        snapshot s;
+        snapshot_take(&s, &o);
+        if (path) setenv("PATH", path, 1);
+        assert_true(s.nvml_ms >= 0); /* NVML was asked */
+        assert_int_not_equal(s.source, GPU_SRC_NONE);
+        assert_int_equal(s.ngpus, 1);
+        snapshot_release(&s);
+        unlink(node);
+        rmdir(dev);
+        free(path);
+        free(smi_dir);
+        free(dev);
+        free(node);
+    }
 }
 
 /* <proc_root>/driver/nvidia says a driver is loaded, GPUs or not. */
@@ -626,7 +704,8 @@ int main(void)
         cmocka_unit_test(driver_dir),      cmocka_unit_test(skip_gpus),
         cmocka_unit_test(smi_hangs),       cmocka_unit_test(smi_garbage),
         cmocka_unit_test(nvml_hung),       cmocka_unit_test(exit_while_stuck),
-        cmocka_unit_test(fakellm_memory),
+        cmocka_unit_test(fakellm_memory),  cmocka_unit_test(no_driver_nothing_loaded),
+        cmocka_unit_test(driver_node_defaults_tried),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

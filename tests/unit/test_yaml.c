@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/yaml.h"
 
@@ -181,6 +183,84 @@ static void missing_file(void **state)
     diags_release(&d);
 }
 
+/* yaml_read_file reads straight into the buffer: all of a file, never
+ * more than 4 MiB of one */
+static void read_file_whole_and_bounded(void **state)
+{
+    char path[] = "/tmp/gpumod-test-yaml-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    char block[8192];
+    memset(block, '#', sizeof block);
+    for (int i = 0; i < 3; i++) assert_int_equal(write(fd, block, sizeof block), (ssize_t)sizeof block);
+    assert_int_equal(write(fd, "\nid: x\n", 7), 7);
+    diags d = {0};
+    buf b = BUF_INIT;
+    assert_int_equal(yaml_read_file(&b, path, "t.yaml", &d), 0);
+    assert_int_equal(b.len, 3 * sizeof block + 7);
+    assert_string_equal(b.p + 3 * sizeof block, "\nid: x\n");
+    buf_release(&b);
+    for (int i = 0; i < 4 * 1024 * 1024 / (int)sizeof block; i++)
+        assert_int_equal(write(fd, block, sizeof block), (ssize_t)sizeof block);
+    close(fd);
+    assert_int_equal(yaml_read_file(&b, path, "t.yaml", &d), -1);
+    assert_int_equal(d.n, 1);
+    assert_string_equal(d.v[0].msg, "file larger than 4 MiB");
+    buf_release(&b);
+    diags_release(&d);
+    unlink(path);
+}
+
+/* text -> the peek's answer and value */
+static void peek_is(const char *text, int want, const char *want_val)
+{
+    char *v = (char *)"unset";
+    int rc = yaml_peek_key(text, strlen(text), "id", &v);
+    if (rc != want) fail_msg("peek of '%s': %d, expected %d", text, rc, want);
+    if (want_val)
+        assert_string_equal(v, want_val);
+    else
+        assert_null(v);
+    free(v);
+}
+
+static void peek_finds_top_level_key(void **state)
+{
+    peek_is("id: chat\ndriver: llamacpp\n", 1, "chat");
+    /* after nested mappings and lists, which are skipped */
+    peek_is("name: x\nunit_vars: {a: [1, {id: no}], b: 2}\nenv:\n  id: no\nargs: [--id, no]\nid: 'late one'\n", 1,
+            "late one");
+    peek_is("{\"id\": flow}", 1, "flow");
+    peek_is("\"id\": quoted-key\n", 1, "quoted-key");
+    peek_is("id: &a anchored\n", 1, "anchored");
+    /* the value as text, however the schema would judge it */
+    peek_is("id: 123\n", 1, "123");
+    peek_is("id:\n", 1, "");
+    /* found before an error further on: the caller loads the whole file,
+     * which reports it */
+    peek_is("id: early\nx: [unclosed\n", 1, "early");
+}
+
+static void peek_says_absent(void **state)
+{
+    peek_is("", 0, NULL);
+    peek_is("# only a comment\n", 0, NULL);
+    peek_is("name: x\nmodel: {id: nested}\n", 0, NULL);
+    peek_is("- id: in a list\n", 0, NULL);
+    peek_is("just a scalar\n", 0, NULL);
+}
+
+static void peek_cannot_tell(void **state)
+{
+    /* a merge key or an alias may bring the key in: only the tree knows */
+    peek_is("base: &b {id: merged}\n<<: *b\n", -1, NULL);
+    peek_is("k: &k id\n*k : aliased-key\n", -1, NULL);
+    peek_is("other: &o x\nid: *o\n", -1, NULL);
+    peek_is("id: [a, list]\n", -1, NULL);
+    peek_is("? [complex, key]\n: v\nid: x\n", -1, NULL);
+    peek_is("name: [unclosed\nid: x\n", -1, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -190,7 +270,9 @@ int main(void)
         cmocka_unit_test(syntax_error_has_position), cmocka_unit_test(second_document_is_error),
         cmocka_unit_test(non_scalar_key_is_error),   cmocka_unit_test(alias_bomb_is_bounded),
         cmocka_unit_test(deep_nesting_is_bounded),   cmocka_unit_test(empty_document),
-        cmocka_unit_test(missing_file),
+        cmocka_unit_test(missing_file),             cmocka_unit_test(peek_finds_top_level_key),
+        cmocka_unit_test(peek_says_absent),         cmocka_unit_test(peek_cannot_tell),
+        cmocka_unit_test(read_file_whole_and_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
