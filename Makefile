@@ -87,7 +87,7 @@ help:
 	@echo "make bench-startup  gpumod --version start-up time against /bin/true"
 	@echo "make bench-preflight  gpumod preflight process time against /bin/true, with a breakdown"
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
-	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N"
+	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N; where a start's time goes beside the engine's own load"
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
