@@ -74,7 +74,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch bench-proxy bench-streams bench-agree test-real
+        bench-status bench-cycles bench-switch bench-proxy bench-streams bench-agree bench-estimate test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
 help:
@@ -92,6 +92,7 @@ help:
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
+	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
 	@echo "make test-real  gpumod-bench against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
@@ -171,6 +172,14 @@ bench-proxy: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
 # CPU, lags and client_bound verdict (docs/bench.md "Client capacity").
 bench-streams: $(FAKELLM) $(HELPERS)
 	@BUILD=$(BUILD) N=$${N:-1000} scripts/bench-streams
+
+# The estimator beside the bytes a real llama-server logged for each
+# recorded run (CPU runs on this kind of VM, H200 runs on the lent GPU
+# machine; docs/estimate.md), a line each; test_estimate pins them.
+bench-estimate: $(BUILD)/tests/test_estimate
+	@echo "machine: $$(nproc) cores, $$(awk '/MemTotal/{printf "%.0f GiB", $$2/1048576}' /proc/meminfo), $$(uname -sr)"
+	@echo "estimate / llama-server bytes (recorded runs, docs/estimate.md 'Measured'); GPU lines: the device's weights + KV + compute"
+	@GPUMOD_SRC=$(CURDIR) GPUMOD_ESTIMATE_REPORT=1 CMOCKA_MESSAGE_OUTPUT=TAP $(BUILD)/tests/test_estimate | grep '^# [A-Z]'
 
 # gpumod-bench's TTFT, TPOT and throughput against fakellm's request log at
 # concurrency 1 and 64: load-dependent, so judged here, not in make test

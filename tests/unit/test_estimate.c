@@ -1195,6 +1195,20 @@ static est_params run_params(const run *r, size_t ndev)
     return p;
 }
 
+/* `make bench-estimate` (GPUMOD_ESTIMATE_REPORT=1): one line per run,
+ * the estimate beside the bytes llama-server logged, before the pins */
+static void report(const run *r, const char *where, uint64_t compute_est, uint64_t compute_ls, uint64_t total_est,
+                   uint64_t total_ls)
+{
+    const char *v = getenv("GPUMOD_ESTIMATE_REPORT");
+    if (!v || strcmp(v, "1")) return;
+    printf("# %-4s %-4s compute %12llu / %12llu (%+7.3f %%)   total %12llu / %12llu (%+7.3f %%)\n", r->name, where,
+           (unsigned long long)compute_est, (unsigned long long)compute_ls,
+           compute_ls ? ((double)compute_est - (double)compute_ls) / (double)compute_ls * 100 : 0.0,
+           (unsigned long long)total_est, (unsigned long long)total_ls,
+           total_ls ? ((double)total_est - (double)total_ls) / (double)total_ls * 100 : 0.0);
+}
+
 /* equal, or fail naming the run, the part and the difference */
 static void pin(const char *name, const char *part, uint64_t got, uint64_t measured)
 {
@@ -1272,6 +1286,7 @@ static void measured_cpu(void **state)
     for (size_t i = 0; i < sizeof cpu_runs / sizeof cpu_runs[0]; i++) {
         const run *r = &cpu_runs[i];
         estimate e = run_estimate(r, 0);
+        report(r, "cpu", e.host[EST_COMPUTE], r->compute, e.host_total, r->w + r->kv + r->compute + r->out);
         pin(r->name, "weights", e.host[EST_WEIGHTS], r->w);
         pin(r->name, "kv + rs", e.host[EST_KV] + e.host[EST_RS], r->kv);
         pin(r->name, "compute", e.host[EST_COMPUTE], r->compute);
@@ -1311,6 +1326,8 @@ static void measured_gpu(void **state)
     for (size_t i = 0; i < sizeof gpu_runs / sizeof gpu_runs[0]; i++) {
         const run *r = &gpu_runs[i];
         estimate e = run_estimate(r, 1);
+        report(r, "gpu", e.dev[0][EST_COMPUTE], r->gcompute, e.dev[0][EST_WEIGHTS] + e.dev[0][EST_KV] + e.dev[0][EST_COMPUTE],
+               r->gw + r->gkv + r->gcompute);
         pin(r->name, "host weights", e.host[EST_WEIGHTS], r->w);
         pin(r->name, "host kv", e.host[EST_KV], r->kv);
         pin(r->name, "host compute", e.host[EST_COMPUTE], r->compute);
