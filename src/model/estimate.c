@@ -610,31 +610,101 @@ static int check_tensors(const gguf_file *g, char *err, size_t errlen)
     return 0;
 }
 
-int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, char *err,
-                      size_t errlen)
+/* The flags an estimate needs, each in its range.  0, or -1 with err. */
+static int check_params(const est_params *p, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
     if (p->ctx <= 0)
         return errf_ret(-1, err, errlen, "cannot estimate: context size must be given and > 0 (got %lld)",
-                    (long long)p->ctx);
+                        (long long)p->ctx);
     if (p->parallel < 1) return errf_ret(-1, err, errlen, "cannot estimate: --parallel must be >= 1");
     if (p->n_ubatch < 1 || p->n_batch < 1)
         return errf_ret(-1, err, errlen, "cannot estimate: batch sizes must be >= 1");
     if (p->ndev > EST_MAX_DEVICES)
         return errf_ret(-1, err, errlen, "cannot estimate: more than %d GPUs", EST_MAX_DEVICES);
     if (p->n_cpu_moe < 0) return errf_ret(-1, err, errlen, "cannot estimate: --n-cpu-moe must be >= 0");
-    const ggml_type_info *tk = ggml_type_get(p->type_k), *tv = ggml_type_get(p->type_v);
-    if (!tk || !tv)
-        return errf_ret(-1, err, errlen, "cannot estimate: unknown KV cache type id %u",
-                    tk ? p->type_v : p->type_k);
-    if (check_tensors(g, err, errlen)) return -1;
+    return 0;
+}
 
-    hparams *h = calloc(1, sizeof *h);
-    if (!h) return errf_ret(-1, err, errlen, "cannot estimate: out of memory");
-    int rc = -1;
-    if (load_hparams(g, h, err, errlen)) goto done;
-    if (check_cache_types(h, p, tk, tv, err, errlen)) goto done;
+/* n bytes of part on device d (-1: the host). */
+static void add(estimate *out, int d, int part, uint64_t n)
+{
+    if (d < 0)
+        out->host[part] += n;
+    else
+        out->dev[d][part] += n;
+}
 
+/* The weights, each tensor on its layer's device (the input layer on
+ * the host, the norms of token_embd with the first layer, the rest with
+ * the output layer). */
+static void add_weights(const gguf_file *g, const hparams *h, const placement *pl, const est_params *p,
+                        int out_dev, estimate *out)
+{
+    for (size_t i = 0; i < g->ntensors; i++) {
+        const gguf_tensor *t = &g->tensors[i];
+        const char *rest = NULL;
+        int64_t il = tensor_layer(t->name, &rest);
+        int dev;
+        if (il >= 0 && il < h->n_layer_all) {
+            /* NextN/MTP blocks are skipped (TENSOR_SKIP) unless
+             * --spec-type draft-mtp, e.g. src/models/deepseek2.cpp */
+            if (il >= h->n_layer) continue;
+            dev = est_layer_dev(pl, il);
+            /* --n-cpu-moe N: tensor_buft_overrides "blk\.i<regex>" to CPU
+             * for i < N (common/arg.cpp) */
+            if (il < p->n_cpu_moe && is_expert_tensor(rest)) dev = -1;
+        } else if (is_input_tensor(t->name)) {
+            dev = -1;
+        } else if (!strncmp(t->name, "token_embd_norm.", 16)) {
+            dev = est_layer_dev(pl, 0); /* "do the norms on the first layer" */
+        } else {
+            dev = out_dev;
+        }
+        add(out, dev, EST_WEIGHTS, t->nbytes);
+    }
+    /* tied output: token_embd is created a second time (TENSOR_DUPLICATED)
+     * in the output layer's buffer, unless that buffer is the CPU one
+     * (src/llama-model-loader.cpp create_tensor) */
+    const gguf_tensor *embd = gguf_tensor_find(g, "token_embd.weight");
+    if (!gguf_tensor_find(g, "output.weight") && embd && out_dev >= 0 && !h->no_memory)
+        add(out, out_dev, EST_WEIGHTS, embd->nbytes);
+}
+
+/* KV (full and SWA caches) and recurrent state, on the layer's device
+ * (offload_kqv default true).  0, or -1 with err. */
+static int add_caches(const hparams *h, const ctxsize *c, const placement *pl, const est_params *p, estimate *out,
+                      char *err, size_t errlen)
+{
+    uint64_t rs_row = rs_row_elems(h) * 4;
+    for (int64_t il = 0; il < h->n_layer_all; il++) {
+        int dev = est_layer_dev(pl, il);
+        if (h->has_kv[il]) {
+            uint64_t cell = 0;
+            if (kv_cell_bytes(h, c, p, il, &cell, err, errlen)) return -1;
+            uint64_t cells = (uint64_t)(h->is_swa[il] ? c->swa_cells : c->n_ctx_seq) * (uint64_t)c->n_stream;
+            add(out, dev, EST_KV, cells * cell);
+            out->kv_layers++;
+            if (h->is_swa[il])
+                out->swa_layers++;
+            else
+                out->kv_bytes_per_token += cell;
+        }
+        if (h->is_recr[il]) {
+            /* src/llama-memory-recurrent.cpp: F32 r and s rows, one per
+             * sequence, whatever -ctk/-ctv say */
+            add(out, dev, EST_RS, rs_row * (uint64_t)c->n_seq);
+            out->recurrent_layers++;
+        }
+    }
+    out->swa_cells = out->swa_layers ? c->swa_cells * c->n_stream : 0;
+    return 0;
+}
+
+/* The parts of one model on its devices and the host, once the
+ * hyperparameters are known.  0, or -1 with err. */
+static int estimate_parts(const gguf_file *g, const hparams *h, const est_params *p, estimate *out, char *err,
+                          size_t errlen)
+{
     placement pl;
     place_init(&pl, h, p);
     ctxsize c;
@@ -646,69 +716,8 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
     out->n_layer_gpu = p->ndev && rep > 0 ? rep : 0;
     int out_dev = est_layer_dev(&pl, h->n_layer_all);
 
-#define ADD(d_, part_, n_)                                                                         \
-    do {                                                                                           \
-        if ((d_) < 0)                                                                              \
-            out->host[part_] += (n_);                                                              \
-        else                                                                                       \
-            out->dev[d_][part_] += (n_);                                                           \
-    } while (0)
-
-    /* weights */
-    for (size_t i = 0; i < g->ntensors; i++) {
-        const gguf_tensor *t = &g->tensors[i];
-        const char *rest = NULL;
-        int64_t il = tensor_layer(t->name, &rest);
-        int dev;
-        if (il >= 0 && il < h->n_layer_all) {
-            /* NextN/MTP blocks are skipped (TENSOR_SKIP) unless
-             * --spec-type draft-mtp, e.g. src/models/deepseek2.cpp */
-            if (il >= h->n_layer) continue;
-            dev = est_layer_dev(&pl, il);
-            /* --n-cpu-moe N: tensor_buft_overrides "blk\.i<regex>" to CPU
-             * for i < N (common/arg.cpp) */
-            if (il < p->n_cpu_moe && is_expert_tensor(rest)) dev = -1;
-        } else if (is_input_tensor(t->name)) {
-            dev = -1;
-        } else if (!strncmp(t->name, "token_embd_norm.", 16)) {
-            dev = est_layer_dev(&pl, 0); /* "do the norms on the first layer" */
-        } else {
-            dev = out_dev;
-        }
-        ADD(dev, EST_WEIGHTS, t->nbytes);
-    }
-    /* tied output: token_embd is created a second time (TENSOR_DUPLICATED)
-     * in the output layer's buffer, unless that buffer is the CPU one
-     * (src/llama-model-loader.cpp create_tensor) */
-    const gguf_tensor *embd = gguf_tensor_find(g, "token_embd.weight");
-    if (!gguf_tensor_find(g, "output.weight") && embd && out_dev >= 0 && !h->no_memory)
-        ADD(out_dev, EST_WEIGHTS, embd->nbytes);
-
-    /* KV (full and SWA caches) and recurrent state, on the layer's device
-     * (offload_kqv default true) */
-    uint64_t rs_row = rs_row_elems(h) * 4;
-    for (int64_t il = 0; il < h->n_layer_all; il++) {
-        int dev = est_layer_dev(&pl, il);
-        if (h->has_kv[il]) {
-            uint64_t cell = 0;
-            if (kv_cell_bytes(h, &c, p, il, &cell, err, errlen)) goto done;
-            uint64_t cells =
-                (uint64_t)(h->is_swa[il] ? c.swa_cells : c.n_ctx_seq) * (uint64_t)c.n_stream;
-            ADD(dev, EST_KV, cells * cell);
-            out->kv_layers++;
-            if (h->is_swa[il])
-                out->swa_layers++;
-            else
-                out->kv_bytes_per_token += cell;
-        }
-        if (h->is_recr[il]) {
-            /* src/llama-memory-recurrent.cpp: F32 r and s rows, one per
-             * sequence, whatever -ctk/-ctv say */
-            ADD(dev, EST_RS, rs_row * (uint64_t)c.n_seq);
-            out->recurrent_layers++;
-        }
-    }
-    out->swa_cells = out->swa_layers ? c.swa_cells * c.n_stream : 0;
+    add_weights(g, h, &pl, p, out_dev, out);
+    if (add_caches(h, &c, &pl, p, out, err, errlen)) return -1;
 
     /* output buffer (src/llama-context.cpp output_reserve(n_seq_max)):
      * logits of n_seq_max rows, plus embeddings for embedding models; a
@@ -719,22 +728,32 @@ int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, ch
     /* compute: the worst-case graphs replayed through ggml's scheduler and
      * allocator (model/compute.c) */
     uint64_t csize[EST_MAX_DEVICES + 1];
-    if (compute_buffers(g, h, &c, &pl, p, csize, err, errlen)) goto done;
-    for (size_t d = 0; d < p->ndev; d++)
-        out->dev[d][EST_COMPUTE] = csize[d];
+    if (compute_buffers(g, h, &c, &pl, p, csize, err, errlen)) return -1;
+    for (size_t d = 0; d < p->ndev; d++) out->dev[d][EST_COMPUTE] = csize[d];
     out->host[EST_COMPUTE] = csize[p->ndev];
 
+    for (size_t d = 0; d < p->ndev; d++) out->dev[d][EST_OVERHEAD] = CUDA_OVERHEAD;
     for (size_t d = 0; d < p->ndev; d++)
-        out->dev[d][EST_OVERHEAD] = CUDA_OVERHEAD;
+        for (int k = 0; k < EST__PARTS; k++) out->dev_total[d] += out->dev[d][k];
+    for (int k = 0; k < EST__PARTS; k++) out->host_total += out->host[k];
+    return 0;
+}
 
-    for (size_t d = 0; d < p->ndev; d++)
-        for (int k = 0; k < EST__PARTS; k++)
-            out->dev_total[d] += out->dev[d][k];
-    for (int k = 0; k < EST__PARTS; k++)
-        out->host_total += out->host[k];
-#undef ADD
-    rc = 0;
-done:
+int estimate_llamacpp(const gguf_file *g, const est_params *p, estimate *out, char *err,
+                      size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (check_params(p, err, errlen)) return -1;
+    const ggml_type_info *tk = ggml_type_get(p->type_k), *tv = ggml_type_get(p->type_v);
+    if (!tk || !tv)
+        return errf_ret(-1, err, errlen, "cannot estimate: unknown KV cache type id %u", tk ? p->type_v : p->type_k);
+    if (check_tensors(g, err, errlen)) return -1;
+
+    hparams *h = calloc(1, sizeof *h);
+    if (!h) return errf_ret(-1, err, errlen, "cannot estimate: out of memory");
+    int rc = -1;
+    if (!load_hparams(g, h, err, errlen) && !check_cache_types(h, p, tk, tv, err, errlen))
+        rc = estimate_parts(g, h, p, out, err, errlen);
     free(h);
     return rc;
 }
