@@ -7,6 +7,7 @@
  * embeds, from the same tables that parse. */
 #include "cli/cli.h"
 #include "daemon/need.h"
+#include "drivers/check.h"
 #include "config/mode.h"
 #include "config/preset.h"
 #include "config/settings.h"
@@ -70,21 +71,26 @@ static void warn_declared_below(config *cfg)
         if (!p->has_errors && need_declared_below(p, warn, sizeof warn))
             diags_add(&cfg->diags, DIAG_WARNING, p->pos, "%s", warn);
     }
-    diags_sort(&cfg->diags);
 }
 
 static int config_check(cli *c, int argc, char **argv, const cmd *k)
 {
-    config_opts opts = {.check_files = true, .lint = true};
+    bool files = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--no-files"))
-            opts.check_files = false;
+            files = false;
         else
             return cli_usage_error(c, k, "config check: unexpected argument '%s'", argv[i]);
     }
     config cfg;
-    int rc = config_load(&cfg, &c->paths, &opts);
-    if (opts.check_files) warn_declared_below(&cfg);
+    config_load(&cfg, &c->paths);
+    drivers_lint(&cfg);
+    if (files) {
+        drivers_check_files(&cfg);
+        warn_declared_below(&cfg);
+    }
+    diags_sort(&cfg.diags);
+    int rc = cfg.diags.errors ? -1 : 0;
     buf b = BUF_INIT;
     if (c->json) {
         buf_printf(&b, "{\"ok\":%s,\"config_dir\":", rc ? "false" : "true");
@@ -303,10 +309,12 @@ static int config_show(cli *c, int argc, char **argv, const cmd *k)
         if (argv[i][0] == '-' || id) return cli_usage_error(c, k, "config show: unexpected argument '%s'", argv[i]);
         id = argv[i];
     }
-    config_opts opts = {.check_files = false, .lint = true};
     config cfg;
-    int lrc = config_load(&cfg, &c->paths, &opts);
-    if (lrc) cli_print_diags(&cfg, NULL);
+    config_load(&cfg, &c->paths);
+    drivers_lint(&cfg);
+    diags_sort(&cfg.diags);
+    bool cfg_errors = cfg.diags.errors > 0;
+    if (cfg_errors) cli_print_diags(&cfg, NULL);
     int rc;
     const preset *p = id ? config_preset(&cfg, id) : NULL;
     const mode *m = id ? config_mode(&cfg, id) : NULL;
@@ -334,7 +342,7 @@ static int config_show(cli *c, int argc, char **argv, const cmd *k)
         rc = EXIT_USAGE;
     }
     config_release(&cfg);
-    return lrc ? EXIT_USAGE : rc;
+    return cfg_errors ? EXIT_USAGE : rc;
 }
 
 static int config_schema(cli *c, int argc, char **argv, const cmd *k)

@@ -165,8 +165,7 @@ int cmd_doctor(cli *c, int argc, char **argv)
     if (argc > 1) return cli_usage_error(c, k, "doctor: unexpected argument '%s'", argv[1]);
 
     config cfg;
-    config_opts opts = {.check_files = false};
-    bool cfg_bad = config_load(&cfg, &c->paths, &opts) < 0;
+    bool cfg_bad = config_load(&cfg, &c->paths) < 0;
 
     doc_host *h = xcalloc(1, sizeof *h);
     doctor_probe_opts po = {.nvml_timeout_ms = cfg.set.memory.nvml_timeout_ms};

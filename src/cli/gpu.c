@@ -157,9 +157,8 @@ int cmd_gpu(cli *c, int argc, char **argv)
     const cmd *k = cli_find("gpu");
     if (argc > 1) return cli_usage_error(c, k, "gpu: unexpected argument '%s'", argv[1]);
     config cfg;
-    config_opts opts = {.check_files = false};
     /* the snapshot needs only settings: a broken preset does not stop it */
-    config_load(&cfg, &c->paths, &opts);
+    config_load(&cfg, &c->paths);
     snapshot snap;
     snapshot_for(&cfg.set, &snap);
     buf b = BUF_INIT;

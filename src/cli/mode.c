@@ -47,8 +47,7 @@ static cJSON *modes_doc(cli *c, bool *standalone, int *rc)
     }
     if (*rc != EXIT_DAEMON) return NULL;
     config cfg;
-    config_opts o = {.check_files = false};
-    if (config_load(&cfg, &c->paths, &o)) {
+    if (config_load(&cfg, &c->paths)) {
         cli_print_diags(&cfg, NULL);
         fprintf(stderr, "gpumod: mode: the configuration in %s has errors\n", cfg.config_dir);
         config_release(&cfg);

@@ -359,7 +359,7 @@ static int preflight_run(cli *c, int argc, char **argv)
     if (svc)
         config_load_preset(&f.cfg, &c->paths, svc);
     else
-        config_load(&f.cfg, &c->paths, &(config_opts){.check_files = false});
+        config_load(&f.cfg, &c->paths);
     t[1] = clock_mono_ms_f();
     int rc = -1;
     if (!alone) {

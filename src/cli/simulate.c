@@ -348,8 +348,7 @@ int cmd_simulate(cli *c, int argc, char **argv)
         if (!r) return cli_usage_error(c, k, "simulate: unexpected argument '%s'", argv[i]);
     }
     sim s = {.c = c};
-    config_opts opts = {.check_files = false};
-    config_load(&s.cfg, &c->paths, &opts);
+    config_load(&s.cfg, &c->paths);
     const preset *p = is_mode ? NULL : config_preset(&s.cfg, id);
     const mode *m = is_mode ? config_mode(&s.cfg, id) : NULL;
     if (!p && !m) {

@@ -398,8 +398,7 @@ int cmd_template(cli *c, int argc, char **argv)
                                              : "template render: which service? give its id");
 
     config cfg;
-    config_opts copts = {.check_files = false};
-    config_load(&cfg, &c->paths, &copts);
+    config_load(&cfg, &c->paths);
     int rc = EXIT_OK;
     char err[512];
     buf text = BUF_INIT;

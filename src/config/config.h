@@ -254,16 +254,11 @@ typedef struct config_paths {
     const char *socket;      /* --socket or NULL */
 } config_paths;
 
-typedef struct config_opts {
-    bool check_files; /* model paths, binaries, --help flag discovery */
-    bool lint;        /* build every preset's argv and look at it */
-} config_opts;
-
 /* Resolve paths (flag > env > gpumod.yaml > default), read every file,
  * validate each and then across files.  Returns 0 when there is no error
  * (warnings allowed), -1 otherwise; cfg is filled either way and must be
  * released. */
-int config_load(config *cfg, const config_paths *paths, const config_opts *opts);
+int config_load(config *cfg, const config_paths *paths);
 /* What `preflight --for ID` reads: gpumod.yaml and the paths as
  * config_load resolves them, and of the presets only the one with this
  * id, the one config_preset would find after config_load (the first in

@@ -359,7 +359,7 @@ static void resolve_dirs(config *cfg, const config_paths *paths, bool *explicit_
     }
 }
 
-int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
+int config_load(config *cfg, const config_paths *paths)
 {
     bool explicit_presets, explicit_modes;
     resolve_dirs(cfg, paths, &explicit_presets, &explicit_modes);
@@ -368,8 +368,6 @@ int config_load(config *cfg, const config_paths *paths, const config_opts *opts)
     load_presets(cfg, explicit_presets);
     load_modes(cfg, explicit_modes);
     config_check_cross(cfg);
-    if (opts && opts->lint) config_lint(cfg);
-    if (opts && opts->check_files) config_check_files(cfg);
     diags_sort(&cfg->diags);
     return cfg->diags.errors ? -1 : 0;
 }

@@ -1450,8 +1450,7 @@ static void log_diag_warnings(const config *nc, const char *what)
 void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
 {
     config *nc = xcalloc(1, sizeof *nc);
-    config_opts opts = {.check_files = false};
-    config_load(nc, &d->paths, &opts);
+    config_load(nc, &d->paths);
     buf_clear(out);
     if (nc->diags.errors) {
         buf detail = BUF_INIT, msg = BUF_INIT;

@@ -520,8 +520,7 @@ static int load_config(dmn *m, const daemon_opts *o)
     gpumodd *g = &m->g;
     char err[512];
     g->cfg = xcalloc(1, sizeof *g->cfg);
-    config_opts copts = {.check_files = false};
-    if (config_load(g->cfg, &g->paths, &copts)) {
+    if (config_load(g->cfg, &g->paths)) {
         buf db = BUF_INIT;
         diags_text(&db, &g->cfg->diags, NULL);
         fputs(db.p, stderr);

@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config/check.h"
+#include "drivers/check.h"
 #include "daemon/health.h"
 #include "util/log.h"
 #include "daemon/logring.h"

@@ -8,7 +8,7 @@
  * what the process takes.  "v1" leads, so a later
  * change of the form changes every hash instead of colliding. */
 #include "drivers/hash.h"
-#include "config/check.h"
+#include "drivers/check.h"
 #include "drivers/driver.h"
 #include "util/sha256.h"
 

@@ -26,8 +26,7 @@ static void load_fixture(config *cfg, const char *name, int want_rc)
     unsetenv("GPUMOD_PRESETS_DIR");
     unsetenv("GPUMOD_MODES_DIR");
     config_paths paths = {.config_dir = dir, .state_dir = "/tmp/gpumod-unit-state"};
-    config_opts opts = {.check_files = false};
-    int rc = config_load(cfg, &paths, &opts);
+    int rc = config_load(cfg, &paths);
     for (size_t i = 0; rc != want_rc && i < cfg->diags.n; i++) fprintf(stderr, "%s\n", cfg->diags.v[i].msg);
     assert_int_equal(rc, want_rc);
 }
@@ -119,9 +118,8 @@ static void demo_relative_paths(void **state)
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/examples/demo", src_dir());
     config_paths paths = {.config_dir = dir, .state_dir = "/tmp/gpumod-unit-state"};
-    config_opts opts = {.check_files = false};
     config cfg;
-    assert_int_equal(config_load(&cfg, &paths, &opts), 0);
+    assert_int_equal(config_load(&cfg, &paths), 0);
     const preset *p = config_preset(&cfg, "demo-chat");
     assert_non_null(p);
     assert_true(p->model_path[0] == '/');
@@ -154,7 +152,7 @@ static void one_preset_as_the_whole_load(void **state)
         char *dir = src_path(trees[t]);
         config all;
         config_paths paths = {.config_dir = dir, .state_dir = "/tmp/gpumod-unit-state"};
-        config_load(&all, &paths, &(config_opts){0});
+        config_load(&all, &paths);
         assert_true(all.n_presets >= 3);
         for (size_t i = 0; i < all.n_presets; i++) {
             const preset *want = &all.presets[i];
@@ -215,7 +213,7 @@ static void one_preset_among_odd_files(void **state)
     }
     config all, one;
     config_paths paths = {.config_dir = dir, .state_dir = "/tmp/gpumod-unit-state"};
-    config_load(&all, &paths, &(config_opts){0});
+    config_load(&all, &paths);
     const char *ids[] = {"merged", "dup", "typo"};
     for (size_t i = 0; i < 3; i++) {
         load_one(&one, dir, ids[i]);

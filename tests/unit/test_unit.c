@@ -54,8 +54,7 @@ static int setup(void **state)
     fx *f = xcalloc(1, sizeof *f);
     char *dir = src_path("tests/fixtures/units/config");
     config_paths paths = {.config_dir = dir};
-    config_opts opts = {.check_files = false};
-    int rc = config_load(&f->cfg, &paths, &opts);
+    int rc = config_load(&f->cfg, &paths);
     for (size_t i = 0; i < f->cfg.diags.n; i++) fprintf(stderr, "# %s\n", f->cfg.diags.v[i].msg);
     free(dir);
     *state = f;
