@@ -11,6 +11,7 @@
 #include "cli/hostview.h"
 #include "cli/svcwait.h"
 #include "util/clock.h"
+#include "util/url.h"
 
 #include <poll.h>
 #include <stdio.h>
@@ -23,12 +24,7 @@
 static void path_for(buf *t, const char *id, const char *suffix)
 {
     buf_adds(t, "/services/");
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-_.~", *p))
-            buf_addc(t, (char)*p);
-        else
-            buf_printf(t, "%%%02X", *p);
-    }
+    url_query_escape(t, id); /* unreserved characters kept, the rest %XX: a path segment too */
     if (suffix) buf_adds(t, suffix);
 }
 

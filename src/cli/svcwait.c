@@ -11,6 +11,7 @@
 #include "cli/ctl.h"
 #include "client/evwait.h"
 #include "util/clock.h"
+#include "util/url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,16 +31,6 @@ typedef struct waiter {
     bool done;
     int rc;
 } waiter;
-
-static void url_id(buf *t, const char *id)
-{
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-_.~", *p))
-            buf_addc(t, (char)*p);
-        else
-            buf_printf(t, "%%%02X", *p);
-    }
-}
 
 static void clear_line(const waiter *w)
 {
@@ -80,7 +71,7 @@ static bool refresh(waiter *w, const char *ended)
 {
     buf t = BUF_INIT;
     buf_adds(&t, "/services/");
-    url_id(&t, w->in->id);
+    url_query_escape(&t, w->in->id);
     buf_adds(&t, "?daemon=1");
     http_reply r;
     int rc = ctl_call(&w->c->paths, "GET", t.p, NULL, CTL_QUICK_MS, true, &r);
@@ -173,7 +164,7 @@ int svc_wait_start(cli *c, const svc_wait_in *in, cJSON **svc)
     if (!w.done) {
         buf q = BUF_INIT;
         buf_adds(&q, "service=");
-        url_id(&q, in->id);
+        url_query_escape(&q, in->id);
         int64_t tick = in->tty ? TICK_TTY_MS : TICK_MS;
         ev_wait(&c->paths, q.p, in->limit_ms < tick ? in->limit_ms + 1 : tick, check, &w);
         buf_release(&q);
