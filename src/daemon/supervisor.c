@@ -79,7 +79,7 @@ typedef struct waiter {
     struct waiter *next;
 } waiter;
 
-typedef struct svc svc;
+typedef struct sup_svc svc; /* a service's record: the handle supervisor.h lends */
 
 struct sup_log_watch {
     char *id;
@@ -89,9 +89,10 @@ struct sup_log_watch {
     sup_log_watch *next;
 };
 
-struct svc {
+struct sup_svc {
     sup *s;
     char *id;
+    const preset *p; /* its preset in s->cfg (bind_presets), NULL when no longer configured */
     svc *next_q; /* load-slot queue */
     uint64_t gen;
 
@@ -247,7 +248,7 @@ static void set_str(char **dst, const char *src)
 
 static const preset *preset_of(const svc *v)
 {
-    return config_preset(v->s->cfg, v->id);
+    return v->p;
 }
 
 static const settings *set_of(const sup *s)
@@ -270,6 +271,7 @@ static svc *add_svc(sup *s, const char *id)
     v->state = SVC_DOWN;
     v->since_ms = wall_ms();
     v->progress = -1;
+    v->p = config_preset(s->cfg, id);
     s->svcs = xrealloc(s->svcs, (s->nsvcs + 1) * sizeof *s->svcs);
     s->svcs[s->nsvcs++] = v;
     return v;
@@ -1702,20 +1704,44 @@ bool sup_origin_is_person(const char *origin)
     return !origin || !strcmp(origin, "cli") || !strcmp(origin, "api");
 }
 
+sup_svc *sup_lookup(sup *s, const char *id)
+{
+    return id ? find(s, id) : NULL;
+}
+
+const char *sup_svc_id(const sup_svc *v)
+{
+    return v->id;
+}
+
+static void answer_not_configured(sup_cb cb, void *ud, const char *id)
+{
+    char *m = xasprintf("no service '%s' is configured", id);
+    answer_now(cb, ud, 404, "not_found", m, NULL);
+    free(m);
+}
+
 uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
 {
     svc *v = find(s, id);
-    if (!config_preset(s->cfg, id) && (!v || v->state == SVC_DOWN || v->state == SVC_FAILED)) {
-        char *m = xasprintf("no service '%s' is configured", id);
-        answer_now(cb, ud, 404, "not_found", m, NULL);
-        free(m);
+    if (!v) {
+        answer_not_configured(cb, ud, id);
+        return 0;
+    }
+    return sup_start_svc(s, v, origin, cb, ud);
+}
+
+uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
+{
+    const char *id = v->id;
+    if (!v->p && (v->state == SVC_DOWN || v->state == SVC_FAILED)) {
+        answer_not_configured(cb, ud, id);
         return 0;
     }
     if (s->shutting) {
         answer_now(cb, ud, 503, "shutting_down", "the daemon is shutting down", NULL);
         return 0;
     }
-    if (!v) v = add_svc(s, id);
     switch (v->state) {
     case SVC_READY: {
         v->seq = ++s->seq;
@@ -1772,16 +1798,15 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
 {
     svc *v = find(s, id);
-    if (!v) {
-        if (config_preset(s->cfg, id)) {
-            answer_now(cb, ud, 200, NULL, NULL, NULL);
-        } else {
-            char *m = xasprintf("no service '%s' is configured", id);
-            answer_now(cb, ud, 404, "not_found", m, NULL);
-            free(m);
-        }
-        return;
-    }
+    if (!v)
+        answer_not_configured(cb, ud, id);
+    else
+        sup_stop_svc(s, v, origin, cb, ud);
+}
+
+void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
+{
+    const char *id = v->id;
     char words[64], by[48];
     snprintf(by, sizeof by, "a stop (%s)", origin ? origin : "api");
     cancel_restart_for(v, by);
@@ -1840,7 +1865,7 @@ static void restart_stopped(const sup_result *r, void *ud)
 
 void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
 {
-    if ((find(s, id) || config_preset(s->cfg, id)) && guarded(s, id, origin, cb, ud)) return;
+    if (find(s, id) && guarded(s, id, origin, cb, ud)) return;
     restart_ctx *c = xcalloc(1, sizeof *c);
     c->s = s;
     c->id = xstrdup(id);
@@ -1875,6 +1900,21 @@ void sup_watchdog_stop(sup *s, const char *id, const char *reason, const char *d
 
 /* ------------------------------------------------------------------ */
 /* construction, config */
+
+/* Every configured preset has a record (a handle that lives until
+ * sup_free), and every record its preset of s->cfg: the one place a
+ * service's id is looked up in the configuration. */
+static void bind_presets(sup *s)
+{
+    for (size_t i = 0; i < s->nsvcs; i++) s->svcs[i]->p = NULL;
+    for (size_t i = 0; i < s->cfg->n_presets; i++) {
+        const preset *p = &s->cfg->presets[i];
+        if (!p->id) continue;
+        svc *v = find(s, p->id);
+        if (!v) v = add_svc(s, p->id);
+        v->p = p;
+    }
+}
 
 sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen)
 {
@@ -1911,8 +1951,7 @@ sup *sup_new(const sup_env *env, const config *cfg, char *err, size_t errlen)
     } else {
         s->run = runner_spawn_new(env->loop, s->exec_helper);
     }
-    for (size_t i = 0; i < cfg->n_presets; i++)
-        if (cfg->presets[i].id && !find(s, cfg->presets[i].id)) add_svc(s, cfg->presets[i].id);
+    bind_presets(s);
     return s;
 }
 
@@ -1929,12 +1968,11 @@ int sup_set_config(sup *s, const config *cfg, strv *changed, char *err, size_t e
         return -1;
     }
     s->cfg = cfg;
-    for (size_t i = 0; i < cfg->n_presets; i++)
-        if (cfg->presets[i].id && !find(s, cfg->presets[i].id)) add_svc(s, cfg->presets[i].id);
+    bind_presets(s);
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
         if (!live(v) || !v->run_hash[0]) continue;
-        const preset *p = config_preset(cfg, v->id);
+        const preset *p = v->p;
         if (!p) continue;
         char h[65], e[256];
         if (config_hash(p, &cfg->set, h, NULL, e, sizeof e) != 0 || strcmp(h, v->run_hash) != 0) {
@@ -2117,17 +2155,13 @@ static void service_json(sup *s, svc *v, buf *out)
 
 static bool listed(sup *s, const svc *v)
 {
-    return config_preset(s->cfg, v->id) || (v->state != SVC_DOWN && v->state != SVC_FAILED) || v->killing;
+    return v->p || (v->state != SVC_DOWN && v->state != SVC_FAILED) || v->killing;
 }
 
 int sup_service_json(sup *s, const char *id, buf *out)
 {
     svc *v = find(s, id);
-    if (!v) {
-        if (!config_preset(s->cfg, id)) return -1;
-        v = add_svc(s, id);
-    }
-    if (!listed(s, v)) return -1;
+    if (!v || !listed(s, v)) return -1;
     service_json(s, v, out);
     return 0;
 }
@@ -2141,14 +2175,13 @@ void sup_services_json(sup *s, buf *out)
         const char *id = s->cfg->presets[i].id;
         if (!id) continue;
         svc *v = find(s, id);
-        if (!v) v = add_svc(s, id);
         if (!first) buf_addc(out, ',');
         first = false;
         service_json(s, v, out);
     }
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
-        if (config_preset(s->cfg, v->id) || !listed(s, v)) continue;
+        if (v->p || !listed(s, v)) continue;
         if (!first) buf_addc(out, ',');
         first = false;
         service_json(s, v, out);
@@ -2174,8 +2207,8 @@ void sup_slot_json(sup *s, buf *out)
 int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *out, uint64_t *next)
 {
     svc *v = find(s, id);
-    if (!v && !config_preset(s->cfg, id)) return -1;
-    if (!v || !v->log) {
+    if (!v) return -1;
+    if (!v->log) {
         if (next) *next = 0;
         return 0;
     }
@@ -2186,15 +2219,20 @@ int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *ou
 int sup_run_tail(sup *s, const char *id, size_t n_lines, buf *out)
 {
     svc *v = find(s, id);
-    if (!v && !config_preset(s->cfg, id)) return -1;
-    if (!v || !v->log || !v->ran) return 0;
+    if (!v) return -1;
+    sup_svc_run_tail(v, n_lines, out);
+    return 0;
+}
+
+void sup_svc_run_tail(const sup_svc *v, size_t n_lines, buf *out)
+{
+    if (!v->log || !v->ran) return;
     buf b = BUF_INIT;
     uint64_t next = 0;
     logring_read(v->log, UINT64_MAX, n_lines, &b, &next);
     uint64_t from = next - b.len, skip = from < v->run_from ? v->run_from - from : 0;
     if (skip < b.len) buf_add(out, b.p + skip, b.len - (size_t)skip);
     buf_release(&b);
-    return 0;
 }
 
 sup_log_watch *sup_log_watch_add(sup *s, const char *id, sup_log_cb cb, void *ud)
@@ -2836,6 +2874,7 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
         sup_holding *h = &out[n++];
         memset(h, 0, sizeof *h);
         h->id = v->id;
+        h->svc = v;
         h->state = v->state;
         snprintf(h->hash, sizeof h->hash, "%s", v->run_hash);
         h->load_ms = v->state == SVC_STARTING ? -1 : v->load_ms;
@@ -2876,11 +2915,19 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
 /* ------------------------------------------------------------------ */
 /* for the router (supervisor.h sup_states) */
 
-static void state_info(const svc *v, const char *id, sup_state_info *o)
+static void state_info(const svc *v, sup_state_info *o)
 {
-    o->id = v ? v->id : id;
-    o->state = v ? v->state : SVC_DOWN;
-    o->progress_pct = v && v->state == SVC_STARTING && v->progress >= 0 ? v->progress : -1;
+    o->id = v->id;
+    o->svc = (sup_svc *)v;
+    o->state = v->state;
+    o->progress_pct = v->state == SVC_STARTING && v->progress >= 0 ? v->progress : -1;
+}
+
+bool sup_svc_state(const sup_svc *v, sup_state_info *out)
+{
+    if (!v || !listed(v->s, v)) return false;
+    state_info(v, out);
+    return true;
 }
 
 size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max)
@@ -2888,21 +2935,19 @@ size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max)
     if (!max) return 0;
     if (id) {
         svc *v = find(s, id);
-        const preset *p = config_preset(s->cfg, id);
-        if (!v && !p) return 0;
-        if (v && !listed(s, v)) return 0;
-        state_info(v, p ? p->id : NULL, &out[0]);
+        if (!v || !listed(s, v)) return 0;
+        state_info(v, &out[0]);
         return 1;
     }
     size_t n = 0;
     for (size_t i = 0; i < s->cfg->n_presets && n < max; i++) {
         const char *pid = s->cfg->presets[i].id;
-        if (pid) state_info(find(s, pid), pid, &out[n++]);
+        if (pid) state_info(find(s, pid), &out[n++]);
     }
     for (size_t i = 0; i < s->nsvcs && n < max; i++) {
         svc *v = s->svcs[i];
-        if (config_preset(s->cfg, v->id) || !listed(s, v)) continue;
-        state_info(v, NULL, &out[n++]);
+        if (v->p || !listed(s, v)) continue;
+        state_info(v, &out[n++]);
     }
     return n;
 }

@@ -37,6 +37,11 @@
 #include "util/strv.h"
 
 typedef struct sup sup;
+/* A service's record: every configured preset has one, and so has every
+ * service still running after a reload removed its preset.  It lives
+ * until sup_free, so a caller that holds it (a switch, an activation)
+ * resolves an id once and never again. */
+typedef struct sup_svc sup_svc;
 
 typedef struct sup_env {
     uv_loop_t *loop;
@@ -106,6 +111,13 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud);
  * once with an error). */
 bool sup_origin_is_person(const char *origin);
 uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
+/* The same for a record held (sup_lookup): no lookup by id. */
+uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud);
+
+/* The record of id (configured, or known from a run), or NULL; valid
+ * until sup_free.  Its id is borrowed for as long. */
+sup_svc *sup_lookup(sup *s, const char *id);
+const char *sup_svc_id(const sup_svc *v);
 
 /* Stop id: SIGTERM to the group, SIGKILL after stop_timeout, wait until
  * no pid of the group remains and NVML shows none of them holding memory
@@ -114,6 +126,7 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
  * (a start waiting on it gets 409 conflict).  A queued start is cancelled (its cb gets 409
  * conflict "stopped before it started").  Down already: 200 at once. */
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
+void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud);
 
 /* After sup_reconcile: a previous daemon left services behind (it was
  * killed or crashed: their run files were still there), so GPU memory they
@@ -186,6 +199,7 @@ int sup_log_read(sup *s, const char *id, uint64_t after, size_t n_lines, buf *ou
  * (refused on its port or by the gate), though the ring holds an earlier
  * run's lines.  -1 when id is unknown. */
 int sup_run_tail(sup *s, const char *id, size_t n_lines, buf *out);
+void sup_svc_run_tail(const sup_svc *v, size_t n_lines, buf *out);
 /* Called on the loop for each chunk of a service's output (follow). */
 typedef void (*sup_log_cb)(const char *id, const char *data, size_t len, void *ud);
 typedef struct sup_log_watch sup_log_watch;
@@ -216,6 +230,7 @@ void sup_free(sup *s);
  * restart). */
 typedef struct sup_holding {
     const char *id;
+    sup_svc *svc;
     svc_state state;
     char hash[65]; /* "" when unknown (a remote service, a hash that could not be made) */
     need held;
@@ -230,13 +245,16 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max);
  * and load progress, without building JSON.  id NULL: every listed
  * service (configured ones in the configuration's order, then those
  * running without a preset); else that one only (0 when it is neither
- * configured nor known).  Returns how many (at most max); ids borrowed
- * until the next loop turn. */
+ * configured nor known).  Returns how many (at most max); ids and
+ * records borrowed until sup_free. */
 typedef struct sup_state_info {
     const char *id;
+    sup_svc *svc;
     svc_state state;
     int progress_pct; /* starting: the load percentage the log shows, else -1 */
 } sup_state_info;
 size_t sup_states(sup *s, const char *id, sup_state_info *out, size_t max);
+/* One record's state (false when it is not listed: no preset, not running). */
+bool sup_svc_state(const sup_svc *v, sup_state_info *out);
 
 #endif
