@@ -225,8 +225,8 @@ void sup_free(sup *s);
  * its measured footprint (taken with the hash it runs with; on a device
  * the footprint shows nothing on but the admission counted, the admitted
  * bytes), else the need it was admitted with.  load_ms: spawn to ready as measured (-1
- * before ready).  Returns how many (at most max); ids borrowed until the
- * next loop turn.  sup_stop ends each of them (and cancels a pending
+ * before ready).  Returns how many (at most max); ids and records borrowed until
+ * sup_free.  sup_stop ends each of them (and cancels a pending
  * restart). */
 typedef struct sup_holding {
     const char *id;
