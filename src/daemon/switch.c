@@ -54,6 +54,30 @@ typedef enum {
 
 typedef struct run run;
 
+/* A service a switch touches, resolved once, at its plan: its record in
+ * the supervisor (a handle that outlives the switch), what its preset
+ * said then, and where it stands in this switch.  The plan's ids are the
+ * records' ids, so a plan step finds its service by pointer (sw_of). */
+typedef struct sw_svc {
+    sup_svc *h;
+    const char *id; /* the record's */
+    bool has_preset, remote, start_first; /* its preset at plan time */
+    bool target;   /* in the mode */
+    need tneed;    /* the target's need (the plan's, and a verify-freed's) */
+    char thash[65];
+    bool running;  /* held memory at plan time */
+    need rneed;    /* what it held then (a rollback's need) */
+    char rhash[65];
+    bool rback;    /* a rollback brings it back (it was starting, ready, unhealthy or waiting for a restart) */
+    bool stopped;  /* stopped by this switch */
+    bool joined;   /* a kept target still starting whose start this switch joined */
+} sw_svc;
+
+typedef struct sw_list {
+    sw_svc *v[MAX_SVC];
+    size_t n;
+} sw_list;
+
 /* The answers of the last switches, for GET /switches/ID (a client that
  * asked with wait=0 polls it). */
 #define RESULTS_KEPT 16
@@ -111,35 +135,27 @@ struct run {
     int seq;
     stage st;
 
-    /* the plan and what it borrows */
+    /* the plan, and every service it names, resolved once (make_plan) */
     plan pl;
-    strv ids; /* owns every id the plan points to */
     int gpu_index[HOST_MAX_GPUS];
     size_t ngpus;
-    need tneed[MAX_SVC];
-    const char *tid[MAX_SVC];
-    size_t ntarget;
-    /* what ran at plan time: what each held (a rollback's needs), and
-     * whether a rollback brings it back (it was starting, ready,
-     * unhealthy or waiting for a restart) */
-    need rneed[MAX_SVC];
-    const char *rid[MAX_SVC];
-    bool rback[MAX_SVC];
-    size_t nrun;
+    sw_svc sv[2 * MAX_SVC]; /* the running set (plan time), then the targets not running */
+    size_t nsv;
+    sw_list targets;        /* the mode's services, in its order */
+    size_t nrun;            /* sv[0..nrun): what ran at plan time */
     char *plan_json;
 
-    strv stops, starts;  /* from the plan, in order */
-    strv stopped;        /* stopped by this switch (stop order) */
-    strv started;        /* starts asked by this switch (the failing one too) */
-    strv rb_starts;      /* rollback: what to bring back, in start order */
-    strv joined;         /* kept targets still starting whose start this switch joined */
+    sw_list stops, starts; /* from the plan, in order */
+    size_t nstopped;       /* stopped by this switch (sw_svc.stopped) */
+    sw_list started;       /* starts asked by this switch (the failing one too) */
+    sw_list rb_starts;     /* rollback: what to bring back, in start order */
     size_t idx;
     int pending;         /* stops in flight in the current stage */
     bool stage_failed;
-    char *cur_start;     /* the start in flight */
+    sw_svc *cur_start;   /* the start in flight */
 
     /* verify-freed */
-    const char *vf_id;
+    const sw_svc *vf_svc;
     int vf_seq, vf_polls;
     int64_t vf_t0;
     bool vf_first_done;
@@ -154,7 +170,8 @@ struct run {
     int drain_seq;
     uint64_t drain_ticket;  /* the drain in progress (0 when none) */
     uint64_t drained_ticket; /* the ticket given to the drain hook, until undrained */
-    strv drained;            /* the names it was given */
+    const char *drained[MAX_SVC]; /* the names it was given (the records' ids) */
+    size_t ndrained;
 };
 
 /* ------------------------------------------------------------------ */
@@ -346,14 +363,15 @@ static void mem_json(buf *b, const run *r, const plan_mem *m)
     buf_adds(b, "]}");
 }
 
-static const need *target_need(const run *r, const char *id)
+/* The service of the plan's id (a record's id: compared by pointer). */
+static sw_svc *sw_of(run *r, const char *id)
 {
-    for (size_t i = 0; i < r->ntarget; i++)
-        if (!strcmp(r->tid[i], id)) return &r->tneed[i];
+    for (size_t i = 0; i < r->nsv; i++)
+        if (r->sv[i].id == id) return &r->sv[i];
     return NULL;
 }
 
-static void plan_to_json(buf *b, const run *r)
+static void plan_to_json(buf *b, run *r)
 {
     const plan *p = &r->pl;
     buf_adds(b, "{\"mode\":");
@@ -413,9 +431,9 @@ static void plan_to_json(buf *b, const run *r)
                 buf_json_str(b, s->deferred_why);
             }
             buf_adds(b, "},\"need\":");
-            const need *n = target_need(r, s->id);
-            if (n)
-                need_json(b, n);
+            const sw_svc *v = sw_of(r, s->id);
+            if (v && v->target)
+                need_json(b, &v->tneed);
             else
                 buf_adds(b, "null");
         }
@@ -512,16 +530,7 @@ static void run_free(run *r)
     free(r->mode);
     free(r->origin);
     free(r->from);
-    strv_release(&r->ids);
     free(r->plan_json);
-    strv_release(&r->stops);
-    strv_release(&r->starts);
-    strv_release(&r->stopped);
-    strv_release(&r->started);
-    strv_release(&r->rb_starts);
-    strv_release(&r->drained);
-    strv_release(&r->joined);
-    free(r->cur_start);
     free(r->fail_service);
     free(r->fail_reason);
     free(r->fail_tail);
@@ -643,6 +652,99 @@ typedef struct gather_err {
     char msg[512];
 } gather_err;
 
+static void sw_push(sw_list *l, sw_svc *v)
+{
+    if (v && l->n < MAX_SVC) l->v[l->n++] = v;
+}
+
+static bool too_many(run *r, size_t nh, size_t nt, gather_err *e)
+{
+    if (nh <= MAX_SVC && nt <= MAX_SVC) return false;
+    e->status = 422;
+    e->code = "too_many_services";
+    snprintf(e->msg, sizeof e->msg, "mode '%s': a switch handles at most %d services %s; %s%zu%s: nothing was changed",
+             r->mode, MAX_SVC, nh > MAX_SVC ? "running (or stopping, or waiting for a restart)" : "in a mode",
+             nh > MAX_SVC ? "more than " : "the mode lists ", nh > MAX_SVC ? (size_t)MAX_SVC : nt,
+             nh > MAX_SVC ? " hold memory now" : "");
+    return true;
+}
+
+/* What runs now, into r->sv[0..nrun) and the plan's running set. */
+static void gather_running(run *r, const sup_holding *h, size_t nh, plan_running *in)
+{
+    const config *cfg = cfg_of(r->x);
+    for (size_t i = 0; i < nh; i++) {
+        sw_svc *v = &r->sv[r->nsv++];
+        v->h = h[i].svc;
+        v->id = sup_svc_id(v->h);
+        const preset *p = config_preset(cfg, v->id);
+        v->has_preset = p != NULL;
+        v->remote = p && p->driver == DRV_REMOTE;
+        v->start_first = p && p->start_first;
+        v->running = true;
+        v->rneed = h[i].held;
+        snprintf(v->rhash, sizeof v->rhash, "%s", h[i].hash);
+        v->rback = (is_running_state(h[i].state) && !h[i].killing) || h[i].restart_pending;
+        memset(&in[i], 0, sizeof in[i]);
+        in[i].id = v->id;
+        in[i].hash = v->rhash[0] ? v->rhash : NULL;
+        in[i].held = v->rneed;
+        /* only a ready or starting service is kept; anything else on its
+         * way (unhealthy, stopping, being killed, a restart pending) is
+         * stopped, its restart cancelled, and started again if targeted */
+        in[i].no_keep = !(h[i].state == SVC_READY || h[i].state == SVC_STARTING) || h[i].killing;
+    }
+    r->nrun = nh;
+}
+
+/* The mode's services: each resolved once (its preset, its record, its
+ * need on snap) into r->sv and r->targets, and the plan's targets.  -1
+ * with e. */
+static int gather_targets(run *r, const mode *m, const snapshot *snap, plan_target *tg, gather_err *e)
+{
+    swx *x = r->x;
+    const config *cfg = cfg_of(x);
+    need_detail *nd = xcalloc(1, sizeof *nd);
+    int rc = 0;
+    for (size_t i = 0; m && i < m->services.n && !rc; i++) {
+        const char *id = m->services.v[i];
+        const preset *p = config_preset(cfg, id);
+        sup_svc *h = p ? sup_lookup(x->env.sup, id) : NULL;
+        char err[400];
+        memset(nd, 0, sizeof *nd);
+        if (!h) {
+            *e = (gather_err){422, "config_invalid", ""};
+            snprintf(e->msg, sizeof e->msg, "mode '%s' lists '%s', which is no configured preset", r->mode, id);
+            rc = -1;
+        } else if (service_need(p, &cfg->set, snap, x->env.st, nd, err, sizeof err)) {
+            *e = (gather_err){422, "need_unknown", ""};
+            snprintf(e->msg, sizeof e->msg, "mode '%s': cannot tell what '%s' needs: %s", r->mode, id, err);
+            rc = -1;
+        } else {
+            sw_svc *v = NULL;
+            for (size_t k = 0; k < r->nrun && !v; k++)
+                if (r->sv[k].h == h) v = &r->sv[k];
+            if (!v) {
+                v = &r->sv[r->nsv++];
+                v->h = h;
+                v->id = sup_svc_id(h);
+            }
+            v->target = true;
+            v->has_preset = true;
+            v->remote = p->driver == DRV_REMOTE;
+            v->start_first = p->start_first;
+            v->tneed = nd->n;
+            snprintf(v->thash, sizeof v->thash, "%s", nd->hash);
+            sw_push(&r->targets, v);
+            memset(&tg[i], 0, sizeof tg[i]);
+            tg[i] = (plan_target){.id = v->id, .hash = v->thash[0] ? v->thash : NULL, .need = v->tneed,
+                                  .start_first = p->start_first, .vllm = p->driver == DRV_VLLM, .remote = v->remote};
+        }
+    }
+    free(nd);
+    return rc;
+}
+
 /* Build the plan's inputs from a snapshot and make it.  -1 with e. */
 static int make_plan(run *r, const snapshot *snap, gather_err *e)
 {
@@ -657,77 +759,14 @@ static int make_plan(run *r, const snapshot *snap, gather_err *e)
     }
     r->ngpus = snap->ngpus;
     for (size_t g = 0; g < snap->ngpus; g++) r->gpu_index[g] = snap->gpus[g].index;
-
     sup_holding h[MAX_SVC + 1];
     size_t nh = sup_holdings(x->env.sup, h, MAX_SVC + 1);
     size_t nt = m ? m->services.n : 0;
-    if (nh > MAX_SVC || nt > MAX_SVC) {
-        e->status = 422;
-        e->code = "too_many_services";
-        snprintf(e->msg, sizeof e->msg,
-                 "mode '%s': a switch handles at most %d services %s; %s%zu%s: nothing was changed", r->mode,
-                 MAX_SVC, nh > MAX_SVC ? "running (or stopping, or waiting for a restart)" : "in a mode",
-                 nh > MAX_SVC ? "more than " : "the mode lists ", nh > MAX_SVC ? (size_t)MAX_SVC : nt,
-                 nh > MAX_SVC ? " hold memory now" : "");
-        return -1;
-    }
+    if (too_many(r, nh, nt, e)) return -1;
     plan_running run_in[MAX_SVC];
-    for (size_t i = 0; i < nh; i++) {
-        strv_push(&r->ids, h[i].id);
-        strv_push(&r->ids, h[i].hash);
-    }
-    for (size_t i = 0; i < nh; i++) {
-        memset(&run_in[i], 0, sizeof run_in[i]);
-        run_in[i].id = r->ids.v[2 * i];
-        run_in[i].hash = r->ids.v[2 * i + 1][0] ? r->ids.v[2 * i + 1] : NULL;
-        run_in[i].held = h[i].held;
-        /* only a ready or starting service is kept; anything else on its
-         * way (unhealthy, stopping, being killed, a restart pending) is
-         * stopped, its restart cancelled, and started again if targeted */
-        run_in[i].no_keep = !(h[i].state == SVC_READY || h[i].state == SVC_STARTING) || h[i].killing;
-        r->rid[i] = run_in[i].id;
-        r->rneed[i] = h[i].held;
-        r->rback[i] = (is_running_state(h[i].state) && !h[i].killing) || h[i].restart_pending;
-    }
-    r->nrun = nh;
     plan_target tg[MAX_SVC];
-    need_detail *nd = xcalloc(1, sizeof *nd);
-    size_t base = r->ids.n;
-    for (size_t i = 0; i < nt; i++) {
-        const char *id = m->services.v[i];
-        const preset *p = config_preset(cfg, id);
-        if (!p) {
-            e->status = 422;
-            e->code = "config_invalid";
-            snprintf(e->msg, sizeof e->msg, "mode '%s' lists '%s', which is no configured preset", r->mode, id);
-            free(nd);
-            return -1;
-        }
-        char err[400];
-        memset(nd, 0, sizeof *nd);
-        if (service_need(p, &cfg->set, snap, x->env.st, nd, err, sizeof err)) {
-            e->status = 422;
-            e->code = "need_unknown";
-            snprintf(e->msg, sizeof e->msg, "mode '%s': cannot tell what '%s' needs: %s", r->mode, id, err);
-            free(nd);
-            return -1;
-        }
-        strv_push(&r->ids, id);
-        strv_push(&r->ids, nd->hash);
-        r->tneed[i] = nd->n;
-        memset(&tg[i], 0, sizeof tg[i]);
-        tg[i].need = nd->n;
-        tg[i].start_first = p->start_first;
-        tg[i].vllm = p->driver == DRV_VLLM;
-        tg[i].remote = p->driver == DRV_REMOTE;
-    }
-    free(nd);
-    for (size_t i = 0; i < nt; i++) {
-        tg[i].id = r->ids.v[base + 2 * i];
-        tg[i].hash = r->ids.v[base + 2 * i + 1][0] ? r->ids.v[base + 2 * i + 1] : NULL;
-        r->tid[i] = tg[i].id;
-    }
-    r->ntarget = nt;
+    gather_running(r, h, nh, run_in);
+    if (gather_targets(r, m, snap, tg, e)) return -1;
     reservation res[PLAN_MAX];
     size_t nres = sup_reservations(x->env.sup, res, PLAN_MAX);
     gate_policy pol;
@@ -748,7 +787,7 @@ static int make_plan(run *r, const snapshot *snap, gather_err *e)
         return -1;
     }
     for (size_t i = 0; i < r->pl.nsteps; i++)
-        strv_push(r->pl.steps[i].kind == PLAN_STOP ? &r->stops : &r->starts, r->pl.steps[i].id);
+        sw_push(r->pl.steps[i].kind == PLAN_STOP ? &r->stops : &r->starts, sw_of(r, r->pl.steps[i].id));
     buf b = BUF_INIT;
     plan_to_json(&b, r);
     r->plan_json = buf_detach(&b);
@@ -983,31 +1022,30 @@ static void undrain(run *r)
         uv_timer_stop(&x->t_drain);
         r->drain_ticket = 0;
     }
-    if (x->undrain_fn) x->undrain_fn(x, t, (const char *const *)r->drained.v, r->drained.n, x->undrain_ud);
+    if (x->undrain_fn) x->undrain_fn(x, t, r->drained, r->ndrained, x->undrain_ud);
 }
 
 /* ---- stops ---------------------------------------------------------- */
 
+/* A stop or start in flight: the service it is for (sw NULL: a settle
+ * stop of a service outside the plan). */
 typedef struct op_ctx {
     run *r;
     int seq;
-    char *id;
+    sup_svc *h;
+    sw_svc *sw;
 } op_ctx;
 
-static op_ctx *op_new(run *r, int seq, const char *id)
+static op_ctx *op_new(run *r, int seq, sup_svc *h)
 {
     op_ctx *c = xcalloc(1, sizeof *c);
     c->r = r;
     c->seq = seq;
-    c->id = xstrdup(id);
+    c->h = h;
+    for (size_t i = 0; i < r->nsv && !c->sw; i++)
+        if (r->sv[i].h == h) c->sw = &r->sv[i];
     r->refs++;
     return c;
-}
-
-static void op_free(op_ctx *c)
-{
-    free(c->id);
-    free(c);
 }
 
 static void stops_over(run *r);
@@ -1017,7 +1055,7 @@ static void stopped_cb(const sup_result *res, void *ud)
     op_ctx *c = ud;
     run *r = c->r;
     if (!unref_live(r)) {
-        op_free(c);
+        free(c);
         return;
     }
     bool ok = res->status == 200;
@@ -1027,14 +1065,17 @@ static void stopped_cb(const sup_result *res, void *ud)
         buf_json_str_or_null(&d, res->message);
         r->stage_failed = true;
         if (!r->fail_service) {
-            r->fail_service = xstrdup(c->id);
+            r->fail_service = xstrdup(sup_svc_id(c->h));
             r->fail_reason = xstrdup(res->message ? res->message : "stop failed");
         }
     }
     phase_end(r, c->seq, ok, d.p);
     buf_release(&d);
-    if (ok && r->st == ST_STOP) strv_push(&r->stopped, c->id);
-    op_free(c);
+    if (ok && r->st == ST_STOP && c->sw && !c->sw->stopped) {
+        c->sw->stopped = true;
+        r->nstopped++;
+    }
+    free(c);
     if (--r->pending > 0) return;
     stops_over(r);
 }
@@ -1060,22 +1101,28 @@ static void stops_over(run *r)
     next_stage(r);
 }
 
-/* Stop every id of list together, each a phase named `phase`. */
-static void stop_all(run *r, const char *phase, const strv *list)
+/* Stop every service of hs together, each a phase named `phase`. */
+static void stop_all(run *r, const char *phase, sup_svc *const *hs, size_t n)
 {
     r->stage_failed = false;
-    if (!list->n) {
+    if (!n) {
         stops_over(r);
         return;
     }
-    r->pending = (int)list->n;
-    strv copy = STRV_INIT;
-    for (size_t i = 0; i < list->n; i++) strv_push(&copy, list->v[i]);
-    for (size_t i = 0; i < copy.n; i++) {
-        int seq = phase_begin(r, phase, copy.v[i]);
-        sup_stop(r->x->env.sup, copy.v[i], r->sup_origin, stopped_cb, op_new(r, seq, copy.v[i]));
+    r->pending = (int)n;
+    sup_svc *copy[MAX_SVC]; /* a callback may come back before the loop ends */
+    memcpy(copy, hs, n * sizeof *copy);
+    for (size_t i = 0; i < n; i++) {
+        int seq = phase_begin(r, phase, sup_svc_id(copy[i]));
+        sup_stop_svc(r->x->env.sup, copy[i], r->sup_origin, stopped_cb, op_new(r, seq, copy[i]));
     }
-    strv_release(&copy);
+}
+
+/* The records of list, for stop_all. */
+static size_t handles_of(const sw_list *list, sup_svc **hs)
+{
+    for (size_t i = 0; i < list->n; i++) hs[i] = list->v[i]->h;
+    return list->n;
 }
 
 /* ---- verify-freed --------------------------------------------------- */
@@ -1115,14 +1162,12 @@ static void vf_end(run *r, bool ok, const verdict *last)
     next_stage(r);
 }
 
-/* The need a start of list is judged with: a target's (computed once, at
- * the plan), else, in a rollback, what it held before this switch. */
-static const need *vf_need(const run *r, const char *id)
+/* The need a start is judged with: a target's (computed once, at the
+ * plan), else, in a rollback, what it held before this switch. */
+static const need *vf_need(const sw_svc *v)
 {
-    const need *n = target_need(r, id);
-    if (n && n->source[0]) return n;
-    for (size_t i = 0; i < r->nrun; i++)
-        if (!strcmp(r->rid[i], id)) return r->rneed[i].source[0] ? &r->rneed[i] : NULL;
+    if (v->target && v->tneed.source[0]) return &v->tneed;
+    if (v->running && v->rneed.source[0]) return &v->rneed;
     return NULL;
 }
 
@@ -1130,26 +1175,25 @@ static const need *vf_need(const run *r, const char *id)
  * plan does (each counted as a reservation for those after it, with the
  * starts in flight outside the switch): v is the first refusal, or ok.
  * No model file is read here: the needs were computed at the plan. */
-static void vf_judge(run *r, const snapshot *snap, const strv *list, verdict *v)
+static void vf_judge(run *r, const snapshot *snap, const sw_list *list, verdict *v)
 {
     swx *x = r->x;
-    const config *cfg = cfg_of(x);
     plan_target tg[MAX_SVC];
     size_t nt = 0;
     for (size_t i = 0; i < list->n && nt < MAX_SVC; i++) {
-        const preset *p = config_preset(cfg, list->v[i]);
-        const need *n = vf_need(r, list->v[i]);
-        if (!p || !n) continue; /* nothing to judge here: the start itself will say why */
+        const sw_svc *s = list->v[i];
+        const need *n = vf_need(s);
+        if (!s->has_preset || !n) continue; /* nothing to judge here: the start itself will say why */
         memset(&tg[nt], 0, sizeof tg[nt]);
-        tg[nt].id = list->v[i];
+        tg[nt].id = s->id;
         tg[nt].need = *n;
-        tg[nt].remote = p->driver == DRV_REMOTE;
+        tg[nt].remote = s->remote;
         nt++;
     }
     reservation res[PLAN_MAX];
     size_t nres = sup_reservations(x->env.sup, res, PLAN_MAX);
     gate_policy pol;
-    policy_from_settings(&cfg->set, &pol);
+    policy_from_settings(&cfg_of(x)->set, &pol);
     plan_input in = {.snap = snap, .target = tg, .ntarget = nt, .res = res, .nres = nres, .policy = &pol};
     plan *pl = xcalloc(1, sizeof *pl);
     char err[256];
@@ -1196,22 +1240,19 @@ static void vf_snap(const snapshot *snap, void *ud)
 /* Wait for the memory the stops gave back, judged for every start of list
  * together (named by its first start that is not remote); skipped when
  * nothing was stopped. */
-static void verify_freed(run *r, const strv *list, bool anything_stopped, stage next)
+static void verify_freed(run *r, const sw_list *list, bool anything_stopped, stage next)
 {
     r->vf_next = next;
-    r->vf_id = NULL;
-    const config *cfg = cfg_of(r->x);
-    for (size_t i = 0; i < list->n && !r->vf_id; i++) {
-        const preset *p = config_preset(cfg, list->v[i]);
-        if (p && p->driver != DRV_REMOTE) r->vf_id = list->v[i];
-    }
-    if (!r->vf_id || !anything_stopped) {
+    r->vf_svc = NULL;
+    for (size_t i = 0; i < list->n && !r->vf_svc; i++)
+        if (list->v[i]->has_preset && !list->v[i]->remote) r->vf_svc = list->v[i];
+    if (!r->vf_svc || !anything_stopped) {
         r->st = next;
         r->idx = 0;
         next_stage(r);
         return;
     }
-    r->vf_seq = phase_begin(r, "verify-freed", r->vf_id);
+    r->vf_seq = phase_begin(r, "verify-freed", r->vf_svc->id);
     r->vf_t0 = clock_mono_ms();
     r->vf_polls = 0;
     r->vf_first_done = false;
@@ -1234,48 +1275,29 @@ static void split_tail(const char *msg, char **reason, char **tail)
     *tail = xstrdup(mark + strlen("; log tail:\n"));
 }
 
-static void started_cb(const sup_result *res, void *ud)
+/* A started service's phase detail: its load time and what it holds. */
+static void started_detail(run *r, const sup_svc *h, buf *d)
 {
-    op_ctx *c = ud;
-    run *r = c->r;
-    if (!unref_live(r)) {
-        op_free(c);
-        return;
-    }
-    free(r->cur_start);
-    r->cur_start = NULL;
-    bool ok = res->status == 200;
-    buf d = BUF_INIT;
-    if (ok) {
-        sup_holding h[MAX_SVC];
-        size_t n = sup_holdings(r->x->env.sup, h, MAX_SVC);
-        for (size_t i = 0; i < n; i++)
-            if (!strcmp(h[i].id, c->id)) {
-                buf_printf(&d, "\"load_ms\":%lld,\"held\":", (long long)h[i].load_ms);
-                need_json(&d, &h[i].held);
-            }
-    } else {
-        buf_printf(&d, "\"status\":%d,\"code\":", res->status);
-        buf_json_str_or_null(&d, res->code);
-        buf_adds(&d, ",\"message\":");
-        buf_json_str_or_null(&d, res->message);
-    }
-    phase_end(r, c->seq, ok, d.p);
-    buf_release(&d);
-    char *id = c->id;
-    c->id = NULL;
-    op_free(c);
-    if (ok) {
-        if (r->st != ST_HEALTHY) r->idx++; /* a join: verify-healthy looks again */
-        next_stage(r);
-        free(id);
-        return;
-    }
+    sup_holding hs[MAX_SVC];
+    size_t n = sup_holdings(r->x->env.sup, hs, MAX_SVC);
+    for (size_t i = 0; i < n; i++)
+        if (hs[i].svc == h) {
+            buf_printf(d, "\"load_ms\":%lld,\"held\":", (long long)hs[i].load_ms);
+            need_json(d, &hs[i].held);
+        }
+}
+
+/* A start failed: the switch fails (and rolls back), or, in a rollback,
+ * the previous mode cannot come back either and the host settles. */
+static void start_failed(run *r, const sup_svc *h, const char *message)
+{
+    const char *id = sup_svc_id(h);
     char *reason, *tail;
-    split_tail(res->message, &reason, &tail);
+    split_tail(message, &reason, &tail);
     if (!tail) { /* this start's output only: a refused start has none */
         buf lb = BUF_INIT;
-        if (sup_run_tail(r->x->env.sup, id, TAIL_LINES, &lb) == 0 && lb.len) tail = buf_detach(&lb);
+        sup_svc_run_tail(h, TAIL_LINES, &lb);
+        if (lb.len) tail = buf_detach(&lb);
         buf_release(&lb);
     }
     if (r->st == ST_START || r->st == ST_HEALTHY) {
@@ -1285,7 +1307,7 @@ static void started_cb(const sup_result *res, void *ud)
             reason = m;
         }
         fail(r, id, reason, tail);
-    } else { /* ST_RB_START: the previous mode cannot come back either */
+    } else { /* ST_RB_START */
         if (!r->fail_service) r->fail_service = xstrdup(id);
         char *note = xasprintf("rollback: '%s' could not be started again: %s", id, reason);
         free(r->rb_note);
@@ -1295,26 +1317,62 @@ static void started_cb(const sup_result *res, void *ud)
     }
     free(reason);
     free(tail);
-    free(id);
 }
 
-static void start_one(run *r, const char *phase, const char *id)
+static void started_cb(const sup_result *res, void *ud)
 {
-    int seq = phase_begin(r, phase, id);
-    if (r->st == ST_START) strv_push(&r->started, id);
-    free(r->cur_start);
-    r->cur_start = xstrdup(id);
+    op_ctx *c = ud;
+    run *r = c->r;
+    sup_svc *h = c->h;
+    int seq = c->seq;
+    free(c);
+    if (!unref_live(r)) return;
+    r->cur_start = NULL;
+    bool ok = res->status == 200;
+    buf d = BUF_INIT;
+    if (ok) {
+        started_detail(r, h, &d);
+    } else {
+        buf_printf(&d, "\"status\":%d,\"code\":", res->status);
+        buf_json_str_or_null(&d, res->code);
+        buf_adds(&d, ",\"message\":");
+        buf_json_str_or_null(&d, res->message);
+    }
+    phase_end(r, seq, ok, d.p);
+    buf_release(&d);
+    if (!ok) {
+        start_failed(r, h, res->message);
+        return;
+    }
+    if (r->st != ST_HEALTHY) r->idx++; /* a join: verify-healthy looks again */
+    next_stage(r);
+}
+
+static void start_one(run *r, const char *phase, sw_svc *v)
+{
+    int seq = phase_begin(r, phase, v->id);
+    if (r->st == ST_START) sw_push(&r->started, v);
+    r->cur_start = v;
     r->x->own_start = true; /* past the start guard */
-    sup_start(r->x->env.sup, id, r->st == ST_RB_START ? "switch" : r->sup_origin, started_cb, op_new(r, seq, id));
+    sup_start_svc(r->x->env.sup, v->h, r->st == ST_RB_START ? "switch" : r->sup_origin, started_cb,
+                  op_new(r, seq, v->h));
     r->x->own_start = false;
 }
 
 /* ---- verify-healthy, commit, the end ------------------------------- */
 
-static bool id_in(const char *const *ids, size_t n, const char *id)
+/* What hs says of v, or NULL (down, holding nothing). */
+static const sup_holding *holding_of(const sup_holding *hs, size_t n, const sup_svc *v)
 {
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(ids[i], id)) return true;
+        if (hs[i].svc == v) return &hs[i];
+    return NULL;
+}
+
+static bool is_target(const run *r, const sup_svc *v)
+{
+    for (size_t t = 0; t < r->targets.n; t++)
+        if (r->targets.v[t]->h == v) return true;
     return false;
 }
 
@@ -1342,35 +1400,31 @@ static void verify_healthy(run *r)
 {
     sup_holding h[MAX_SVC];
     size_t n = sup_holdings(r->x->env.sup, h, MAX_SVC);
-    for (size_t t = 0; t < r->ntarget; t++)
-        for (size_t i = 0; i < n; i++)
-            if (!strcmp(h[i].id, r->tid[t]) && h[i].state == SVC_STARTING && strv_find(&r->joined, r->tid[t]) < 0) {
-                strv_push(&r->joined, r->tid[t]);
-                start_one(r, "wait-ready", r->tid[t]); /* joins the start in flight */
-                return;
-            }
+    for (size_t t = 0; t < r->targets.n; t++) {
+        sw_svc *v = r->targets.v[t];
+        const sup_holding *o = holding_of(h, n, v->h);
+        if (o && o->state == SVC_STARTING && !v->joined) {
+            v->joined = true;
+            start_one(r, "wait-ready", v); /* joins the start in flight */
+            return;
+        }
+    }
     int seq = phase_begin(r, "verify-healthy", NULL);
     const char *bad = NULL, *bad_state = "down", *extra = NULL, *extra_state = NULL;
-    for (size_t t = 0; t < r->ntarget && !bad; t++) {
-        bool ready = false;
-        const char *st = "down";
-        for (size_t i = 0; i < n; i++)
-            if (!strcmp(h[i].id, r->tid[t])) {
-                ready = h[i].state == SVC_READY;
-                st = svc_state_names[h[i].state];
-            }
-        if (!ready) {
-            bad = r->tid[t];
-            bad_state = st;
+    for (size_t t = 0; t < r->targets.n && !bad; t++) {
+        const sup_holding *o = holding_of(h, n, r->targets.v[t]->h);
+        if (!o || o->state != SVC_READY) {
+            bad = r->targets.v[t]->id;
+            bad_state = o ? svc_state_names[o->state] : "down";
         }
     }
     for (size_t i = 0; i < n && !bad && !extra; i++)
-        if (!id_in(r->tid, r->ntarget, h[i].id)) {
+        if (!is_target(r, h[i].svc)) {
             extra = h[i].id;
             extra_state = h[i].restart_pending ? "waiting for a restart" : svc_state_names[h[i].state];
         }
     buf d = BUF_INIT;
-    buf_printf(&d, "\"services\":%zu", r->ntarget);
+    buf_printf(&d, "\"services\":%zu", r->targets.n);
     if (bad) {
         buf_adds(&d, ",\"not_ready\":");
         buf_json_str(&d, bad);
@@ -1486,100 +1540,110 @@ static void fail(run *r, const char *service, const char *reason, const char *ta
     /* bring back what was stopped and was running (or about to restart):
      * the plan's stops are in the reverse of the running order, whatever
      * order their parallel stops ended in; start_first presets first */
-    strv_release(&r->rb_starts);
-    const config *cfg = cfg_of(r->x);
+    r->rb_starts.n = 0;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = r->stops.n; i > 0; i--) {
-            const char *id = r->stops.v[i - 1];
-            if (strv_find(&r->stopped, id) < 0) continue;
-            bool back = false;
-            for (size_t k = 0; k < r->nrun; k++)
-                if (!strcmp(r->rid[k], id)) back = r->rback[k];
-            if (!back) continue;
-            const preset *p = config_preset(cfg, id);
-            if ((p && p->start_first) != (pass == 0)) continue;
-            strv_push(&r->rb_starts, id);
+            sw_svc *v = r->stops.v[i - 1];
+            if (v->stopped && v->rback && v->start_first == (pass == 0)) sw_push(&r->rb_starts, v);
         }
     r->st = ST_RB_STOP;
-    strv rev = STRV_INIT;
-    for (size_t i = r->started.n; i > 0; i--) strv_push(&rev, r->started.v[i - 1]);
-    stop_all(r, "rollback-stop", &rev);
-    strv_release(&rev);
+    sup_svc *rev[MAX_SVC];
+    for (size_t i = 0; i < r->started.n; i++) rev[i] = r->started.v[r->started.n - 1 - i]->h;
+    stop_all(r, "rollback-stop", rev, r->started.n);
 }
 
-static void next_stage(run *r)
+/* ---- the sequence --------------------------------------------------- */
+
+/* drain: the router stops sending new requests to what the plan stops. */
+static void phase_drain(run *r)
 {
     swx *x = r->x;
+    if (!r->stops.n) {
+        r->st = ST_STOP;
+        next_stage(r);
+        return;
+    }
+    r->drain_seq = phase_begin(r, "drain", NULL);
+    if (!x->drain_fn) {
+        drain_end(r, true, NULL);
+        return;
+    }
+    r->drain_ticket = ++x->drain_ticket;
+    r->drained_ticket = r->drain_ticket;
+    r->ndrained = r->stops.n;
+    for (size_t i = 0; i < r->stops.n; i++) r->drained[i] = r->stops.v[i]->id;
+    int64_t t = cfg_of(x)->set.sw.drain_timeout_ms;
+    uv_timer_start(&x->t_drain, drain_timeout, (uint64_t)t, 0);
+    x->drain_fn(x, r->drain_ticket, r->drained, r->ndrained, t, x->drain_ud);
+}
+
+/* start (or rollback-start): the next service of list, one at a time
+ * through the supervisor's load slot; past the last, `after`. */
+static bool phase_start_next(run *r, const sw_list *list, const char *phase)
+{
+    if (r->idx >= list->n) return false;
+    start_one(r, phase, list->v[r->idx]);
+    return true;
+}
+
+/* settle-stop: a rollback failed too; stop everything: the host settles in none. */
+static void phase_settle(run *r)
+{
+    sup_holding h[MAX_SVC];
+    size_t n = sup_holdings(r->x->env.sup, h, MAX_SVC);
+    sup_svc *all[MAX_SVC];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (is_running_state(h[i].state)) all[k++] = h[i].svc;
+    stop_all(r, "settle-stop", all, k);
+}
+
+/* The switch, phase by phase.  Each phase ends in a callback that sets
+ * the next stage and calls this again:
+ *   plan (planned) -> drain -> stop -> verify-freed -> start, one by one
+ *   -> verify-healthy (joining a kept target still starting) -> commit;
+ * a failure anywhere after the plan (fail) ->
+ *   rollback-stop -> verify-freed -> rollback-start -> answered, rolled back;
+ * a rollback start that fails -> settle-stop -> answered, in none.
+ * The deadline (deadline_fired) only marks the run timed out; the phases
+ * look at it here. */
+static void next_stage(run *r)
+{
     if (r->abandoned) return;
+    bool late = r->timed_out;
+    sup_svc *hs[MAX_SVC];
     switch (r->st) {
     case ST_DRAIN:
-        if (!r->stops.n) {
-            r->st = ST_STOP;
-            next_stage(r);
-            return;
-        }
-        r->drain_seq = phase_begin(r, "drain", NULL);
-        if (!x->drain_fn) {
-            drain_end(r, true, NULL);
-            return;
-        }
-        r->drain_ticket = ++x->drain_ticket;
-        r->drained_ticket = r->drain_ticket;
-        strv_release(&r->drained);
-        for (size_t i = 0; i < r->stops.n; i++) strv_push(&r->drained, r->stops.v[i]);
-        uv_timer_start(&x->t_drain, drain_timeout, (uint64_t)cfg_of(x)->set.sw.drain_timeout_ms, 0);
-        x->drain_fn(x, r->drain_ticket, (const char *const *)r->stops.v, r->stops.n,
-                    cfg_of(x)->set.sw.drain_timeout_ms, x->drain_ud);
+        phase_drain(r);
         return;
     case ST_STOP:
-        if (r->timed_out) {
-            fail(r, NULL, NULL, NULL);
-            return;
-        }
-        stop_all(r, "stop", &r->stops);
+        if (late) fail(r, NULL, NULL, NULL);
+        else stop_all(r, "stop", hs, handles_of(&r->stops, hs));
         return;
     case ST_FREED:
-        verify_freed(r, &r->starts, r->stopped.n > 0, ST_START);
+        verify_freed(r, &r->starts, r->nstopped > 0, ST_START);
         return;
     case ST_START:
-        if (r->idx < r->starts.n) {
-            if (r->timed_out) {
-                fail(r, NULL, NULL, NULL);
-                return;
-            }
-            start_one(r, "start", r->starts.v[r->idx]);
-            return;
+        if (r->idx < r->starts.n && late) {
+            fail(r, NULL, NULL, NULL);
+        } else if (!phase_start_next(r, &r->starts, "start")) {
+            r->st = ST_HEALTHY;
+            verify_healthy(r);
         }
-        r->st = ST_HEALTHY;
-        verify_healthy(r);
         return;
     case ST_HEALTHY: /* back from joining a kept target's start */
-        if (r->timed_out) {
-            fail(r, NULL, NULL, NULL);
-            return;
-        }
-        verify_healthy(r);
+        if (late) fail(r, NULL, NULL, NULL);
+        else verify_healthy(r);
         return;
     case ST_RB_FREED:
         verify_freed(r, &r->rb_starts, true, ST_RB_START);
         return;
     case ST_RB_START:
-        if (r->idx < r->rb_starts.n) {
-            start_one(r, "rollback-start", r->rb_starts.v[r->idx]);
-            return;
-        }
-        finish_failed(r, false);
+        if (!phase_start_next(r, &r->rb_starts, "rollback-start")) finish_failed(r, false);
         return;
-    case ST_SETTLE: {
-        /* stop everything: the host settles in none */
-        const char *ids[MAX_SVC];
-        size_t n = running_ids(x, ids, MAX_SVC);
-        strv all = STRV_INIT;
-        for (size_t i = 0; i < n; i++) strv_push(&all, ids[i]);
-        stop_all(r, "settle-stop", &all);
-        strv_release(&all);
+    case ST_SETTLE:
+        phase_settle(r);
         return;
-    }
     case ST_DONE:
         if (r->failed) finish_failed(r, true);
         return;
@@ -1602,7 +1666,7 @@ static void deadline_fired(uv_timer_t *t)
              (long long)r->timeout_ms);
     if (r->st == ST_START && r->cur_start) {
         /* cancel the load: its start ends, and the failure path takes over */
-        sup_stop(x->env.sup, r->cur_start, "switch", ignore_result, NULL);
+        sup_stop_svc(x->env.sup, r->cur_start->h, "switch", ignore_result, NULL);
     } else if (r->st == ST_DRAIN && r->drain_ticket) {
         drain_end(r, false, "the switch timed out while draining");
     }
