@@ -64,10 +64,25 @@ static void started(const sup_result *r, void *ud)
     free(c);
 }
 
-static void start(void *ud, const char *id, const char *origin, rh_done cb, void *cb_ud)
+/* The router's rh_svc is the supervisor's record. */
+static rh_svc *lookup(void *ud, const char *id)
 {
     rhost_glue *gl = ud;
-    sup_start(gl->g->sup, id, origin, started, call_new(cb, NULL, cb_ud));
+    return gl->g->sup ? (rh_svc *)sup_lookup(gl->g->sup, id) : NULL;
+}
+
+static bool state(void *ud, rh_svc *svc, rh_state *out)
+{
+    sup_state_info i;
+    if (!sup_svc_state((sup_svc *)svc, &i)) return false;
+    *out = (rh_state){i.id, i.state, i.progress_pct};
+    return true;
+}
+
+static void start(void *ud, rh_svc *svc, const char *origin, rh_done cb, void *cb_ud)
+{
+    rhost_glue *gl = ud;
+    sup_start_svc(gl->g->sup, (sup_svc *)svc, origin, started, call_new(cb, NULL, cb_ud));
 }
 
 static const snapshot *last_snapshot(void *ud)
@@ -153,6 +168,8 @@ rhost_glue *rhost_fill(router_host *h, gpumodd *g)
     *h = (router_host){.ud = gl,
                        .states = states,
                        .usages = usages,
+                       .lookup = lookup,
+                       .state = state,
                        .start = start,
                        .last_snapshot = last_snapshot,
                        .switching = switching,

@@ -59,6 +59,7 @@ struct act_wait {
 
 struct act_svc {
     char *id;
+    rh_svc *h; /* the daemon's record, looked up once (NULL until it is configured) */
     act_wait *head, *tail;
     size_t n;
     act_op *op; /* the load in flight */
@@ -112,10 +113,13 @@ static int policy_of(activator *a, const preset *p)
     return a->cfg ? a->cfg->set.router.activation : ACT_SWITCH;
 }
 
-static bool state_of(activator *a, const char *id, svc_state *st, int *pct)
+/* v's state through its record (looked up once: the first time it is
+ * asked, or again while it is not configured yet). */
+static bool state_of(activator *a, act_svc *v, svc_state *st, int *pct)
 {
     rh_state i;
-    if (!a->h.states || a->h.states(a->h.ud, id, &i, 1) != 1) return false;
+    if (!v->h && a->h.lookup) v->h = a->h.lookup(a->h.ud, v->id);
+    if (!v->h || !a->h.state || !a->h.state(a->h.ud, v->h, &i)) return false;
     *st = i.state;
     if (pct) *pct = i.progress_pct;
     return true;
@@ -462,13 +466,13 @@ static void on_switch(const rh_result *r, void *ud)
     /* the switch's duration is counted by the daemon's switch-end hook (every switch, not only ours) */
     if (r->status == 200) {
         svc_state st;
-        if (state_of(a, v->id, &st, NULL) && st == SVC_READY) {
+        if (state_of(a, v, &st, NULL) && st == SVC_READY) {
             finish_all(v, 200, NULL, NULL, 0);
             op_end(op, true);
             return;
         }
         char *m = xasprintf("switched to mode '%s' but '%s' is %s, not ready", op->mode, v->id,
-                            state_of(a, v->id, &st, NULL) ? svc_state_names[st] : "unknown");
+                            state_of(a, v, &st, NULL) ? svc_state_names[st] : "unknown");
         finish_all(v, 503, "unavailable", m, ACT_RETRY_AFTER_S);
         free(m);
         op_end(op, false);
@@ -521,7 +525,7 @@ static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
         on_sup(&r, op);
         return;
     }
-    a->h.start(a->h.ud, v->id, "router", on_sup, op);
+    a->h.start(a->h.ud, v->h, "router", on_sup, op);
 }
 
 /* v has waiters and no load: answer them or begin one. */
@@ -529,7 +533,7 @@ static void drive(activator *a, act_svc *v)
 {
     if (v->op || !v->head) return;
     svc_state st;
-    if (!state_of(a, v->id, &st, NULL)) {
+    if (!state_of(a, v, &st, NULL)) {
         char *m = xasprintf("no service '%s' is configured", v->id);
         finish_all(v, 404, "not_found", m, 0);
         free(m);
@@ -578,7 +582,7 @@ static void tick_cb(uv_timer_t *t)
         if (!v->head) continue;
         svc_state st = SVC_DOWN;
         int pct = -1;
-        if (!state_of(a, v->id, &st, &pct)) continue;
+        if (!state_of(a, v, &st, &pct)) continue;
         if (st == SVC_READY) { /* e.g. a switch's first start: no need to wait for the rest of its mode */
             finish_all(v, 200, NULL, NULL, 0);
             continue;
@@ -653,8 +657,9 @@ act_wait *act_request(activator *a, const char *service, act_done_cb done, act_p
         return w;
     }
     const preset *p = preset_for(a, service);
+    act_svc *v = p ? svc_get(a, service) : NULL;
     svc_state st;
-    if (!p || !state_of(a, service, &st, NULL)) {
+    if (!v || !state_of(a, v, &st, NULL)) {
         char *m = xasprintf("no service '%s' is configured", service);
         finish(w, 404, "not_found", m, 0);
         free(m);
@@ -665,7 +670,6 @@ act_wait *act_request(activator *a, const char *service, act_done_cb done, act_p
         return w;
     }
     int policy = policy_of(a, p);
-    act_svc *v = svc_get(a, service);
     if (policy == ACT_REJECT && !v->op) {
         char *m = xasprintf("'%s' is %s and its activation is reject: start it with gpumod service start %s",
                             service, svc_state_names[st], service);

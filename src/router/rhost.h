@@ -19,6 +19,11 @@
 #include "core/plan.h"
 #include "host/types.h"
 
+/* A service's record in the daemon: looked up once by id (lookup) and
+ * held; it lives as long as the daemon's supervisor, longer than the
+ * router. */
+typedef struct rh_svc rh_svc;
+
 /* One service as the activator sees it. */
 typedef struct rh_state {
     const char *id;
@@ -61,8 +66,12 @@ typedef struct router_host {
     /* the services (id NULL: all), at most max; how many were written */
     size_t (*states)(void *ud, const char *id, rh_state *out, size_t max);
     size_t (*usages)(void *ud, rh_usage *out, size_t max);
+    /* the record of id (configured, or known from a run), or NULL */
+    rh_svc *(*lookup)(void *ud, const char *id);
+    /* a record's state: false when it is no longer listed (no preset, not running) */
+    bool (*state)(void *ud, rh_svc *svc, rh_state *out);
     /* start one beside the others (the gate decides); cb exactly once */
-    void (*start)(void *ud, const char *id, const char *origin, rh_done cb, void *cb_ud);
+    void (*start)(void *ud, rh_svc *svc, const char *origin, rh_done cb, void *cb_ud);
     /* the host monitor's last snapshot, or NULL */
     const snapshot *(*last_snapshot)(void *ud);
     /* the mode of the switch in progress (true), or none (false) */

@@ -9,8 +9,10 @@
  * (429), the deadline (504, the load goes on), progress callbacks on
  * change only, a failed start reaching every waiter (422), act_cancel,
  * answers never given inside act_request, a switch already in progress,
- * a stopping service, the metrics calls, act_json, and act_free answering
- * 503 with a load still in flight (its late callback finds nothing). */
+ * a stopping service, the metrics calls, act_json, act_free answering
+ * 503 with a load still in flight (its late callback finds nothing), and
+ * the daemon's record of a service looked up once however often it is
+ * asked for. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -53,6 +55,21 @@ static size_t fake_states(void *ud, const char *id, rh_state *out, size_t max)
     return n;
 }
 
+/* the daemon's records are the fake's entries */
+static int g_lookups;
+static rh_svc *fake_lookup(void *ud, const char *id)
+{
+    g_lookups++;
+    return (rh_svc *)fake(id);
+}
+
+static bool fake_state(void *ud, rh_svc *svc, rh_state *out)
+{
+    const fake_svc *f = (const fake_svc *)svc;
+    *out = (rh_state){f->id, f->state, f->pct};
+    return true;
+}
+
 /* start: recorded; answered by sup_finish (or at once when g_now_status is set) */
 static int g_starts;
 static char g_start_id[64], g_start_origin[32];
@@ -61,8 +78,9 @@ static void *g_start_ud;
 static int g_now_status; /* answer inside sup_start, as the supervisor does for errors found at once */
 static const char *g_now_code, *g_now_msg;
 
-static void fake_start(void *h, const char *id, const char *origin, rh_done cb, void *ud)
+static void fake_start(void *h, rh_svc *svc, const char *origin, rh_done cb, void *ud)
 {
+    const char *id = ((fake_svc *)svc)->id;
     g_starts++;
     snprintf(g_start_id, sizeof g_start_id, "%s", id);
     snprintf(g_start_origin, sizeof g_start_origin, "%s", origin ? origin : "(null)");
@@ -151,7 +169,8 @@ static bool fake_switching(void *h, char *mode_id, size_t len)
     return true;
 }
 
-static const router_host g_host = {.states = fake_states, .start = fake_start, .switching = fake_switching,
+static const router_host g_host = {.states = fake_states, .lookup = fake_lookup, .state = fake_state,
+                                   .start = fake_start, .switching = fake_switching,
                                    .switch_to = fake_switch_to, .rank = fake_rank};
 
 static int g_depth_calls, g_waits, g_act_ok, g_act_failed, g_sw_ok, g_sw_failed;
@@ -233,7 +252,7 @@ static int setup(void **state)
     add_mode("light", (const char *const[]){"code", "chat", NULL});  /* 28000 MiB */
     add_mode("solo-b", (const char *const[]){"chat", NULL});
     add_mode("solo-a", (const char *const[]){"chat", NULL}); /* same size: the id decides */
-    g_starts = g_switches = 0;
+    g_starts = g_switches = g_lookups = 0;
     g_start_cb = NULL;
     g_sw_cb = NULL;
     g_now_status = 0;
@@ -419,6 +438,8 @@ static void one_load_shared(void **state)
     assert_int_equal(g_starts, 1);
     assert_int_equal(g_act_ok, 1);
     assert_int_equal(g_waits, 4);
+    /* four requests, the ticks, the start: the daemon's record was looked up once */
+    assert_int_equal(g_lookups, 1);
     assert_int_equal(act_queue_depth(g_a, "chat"), 0);
     assert_int_equal(g_depth_last, 0);
 }
