@@ -74,7 +74,8 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch bench-proxy bench-streams bench-agree bench-estimate test-real
+        bench-status bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate \
+        test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
 help:
@@ -90,6 +91,7 @@ help:
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N; where a start's time goes beside the engine's own load"
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
+	@echo "make bench-compare  bench-switch and bench-proxy medians of BASE (default: the commit before issue 16) beside this tree's, ROUNDS (3) interleaved"
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
@@ -167,6 +169,14 @@ bench-switch: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 bench-proxy: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
 	@scripts/install-deps --test-cache $(CACHE)
 	@BUILD=$(BUILD) NGINX=$(abspath $(CACHE))/nginx/usr/sbin/nginx scripts/bench-proxy
+
+# bench-switch and bench-proxy of a base commit (BASE, default 3680a30^:
+# the commit before issue 16) beside this tree's, interleaved in ROUNDS
+# (3) in one run: a temp git worktree of BASE built with its own Makefile;
+# a table of the medians, ratio and "within 5 %" (docs/proxy-bench.md
+# "Against another commit").  N (100) switches and N1 (40) requests a run.
+bench-compare: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
+	@BUILD=$(BUILD) CACHE=$(abspath $(CACHE)) scripts/bench-compare
 
 # One gpumod-bench process against 1,000 concurrent fakellm streams: its
 # CPU, lags and client_bound verdict (docs/bench.md "Client capacity").
