@@ -12,6 +12,8 @@
  *   api.c     routing and every endpoint that answers at once
  *   gen.c     completions: slots, the deferred queue, timed token streams
  *   tokens.c  the token rule, the generated text, embeddings
+ *   answer.c  known answers: the solver, FAKELLM_SCRIPT, the seeded
+ *             error rate, thinking
  *   load.c    the scripted load, held memory, the forked worker, sleep,
  *             router-mode models
  *   nvml.c    registering used memory with the fake NVML state file
@@ -173,6 +175,26 @@ void tok_piece(buf *out, unsigned k, bool garbage, uint64_t *rng);
 /* The word a token id stands for, if it is one the model generates. */
 const char *tok_word(uint32_t id);
 void tok_embedding(const char *s, float *v, int dim);
+
+/* answer.c: what a request's answer is, when fakellm knows it */
+enum fk_think { FK_THINK_OFF, FK_THINK_CONTENT, FK_THINK_FIELD };
+struct fk_answer {
+    int error;         /* a scripted HTTP error status; 0: none */
+    char *where;       /* the script's "FILE:LINE" that matched, or NULL */
+    bool known;        /* text is a solved or scripted answer: it ends the generation */
+    char *text;        /* the answer (NULL when not known) */
+    char *right;       /* when the error rate replaced it: the right one */
+    enum fk_think think; /* FK_THINK_OFF: no thinking for this request */
+    char *reasoning;   /* the thinking, without its tags */
+};
+/* FAKELLM_SCRIPT, FAKELLM_ERROR_RATE, FAKELLM_SEED, FAKELLM_THINK;
+ * -1 with a message (the script's "FILE:LINE: ...") on a mistake. */
+int answer_init(char *err, size_t errlen);
+void answer_release(void);
+size_t answer_script_count(void);
+/* body is a validated chat or completion request */
+void answer_for(enum gen_api api, cJSON *body, struct fk_answer *a);
+void answer_release_one(struct fk_answer *a);
 
 /* load.c */
 void load_start(void);

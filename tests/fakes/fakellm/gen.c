@@ -9,7 +9,10 @@
  * taken, token k at first + k / FAKELLM_TPS seconds.  Each tick emits
  * every token that is due (one write), so a late loop catches up instead
  * of drifting, and a thousand streams cost a thousand timers, no
- * threads.  The generated text and every count come from tokens.c.
+ * threads.  The generated text and every count come from tokens.c;
+ * when answer.c knows the answer (or adds thinking), the text is that
+ * answer cut into tokens by the same rule, and the end-of-sequence
+ * follows it.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -33,6 +36,16 @@ struct gen {
     double t_arrive, t_start, t_first, t_last;
     uint64_t rng;
     buf text;                /* non-streaming: the whole answer */
+    /* a known answer or thinking (answer.c): the text to say, cut into
+     * tokens; NULL pieces: the sentence, as always */
+    struct piece {
+        size_t off, len;
+        bool reasoning;      /* a reasoning_content token */
+    } *pieces;
+    int n_pieces;
+    buf said;                /* the pieces' bytes */
+    bool has_reasoning;      /* FAKELLM_THINK=field: the message carries reasoning_content */
+    buf reasoning;           /* non-streaming: the whole reasoning_content */
     uv_timer_t timer;
 };
 
@@ -76,6 +89,9 @@ static void on_gen_closed(uv_handle_t *h)
     free(g->model);
     free(g->router_model);
     buf_release(&g->text);
+    free(g->pieces);
+    buf_release(&g->said);
+    buf_release(&g->reasoning);
     free(g);
 }
 
@@ -170,11 +186,13 @@ static const char *object_of(struct gen *g, bool chunk)
 }
 
 /* One streamed token, in the endpoint's framing. */
-static void stream_token(struct gen *g, buf *b, const char *piece, size_t len)
+static void stream_token(struct gen *g, buf *b, const char *piece, size_t len, bool reasoning)
 {
     char *p = xstrndup(piece, len);
     if (g->api == GEN_NATIVE) {
-        const char *w = piece + (len && piece[0] == ' ');
+        const char *w = piece;
+        while (w < piece + len && (*w == ' ' || *w == '\t' || *w == '\n' || *w == '\r' || *w == '\v' || *w == '\f'))
+            w++;
         buf_adds(b, "data: {\"index\":0,\"content\":");
         buf_json_str(b, p);
         buf_printf(b, ",\"tokens\":[%u],\"stop\":false,\"id_slot\":%d,\"tokens_predicted\":%d,"
@@ -183,7 +201,8 @@ static void stream_token(struct gen *g, buf *b, const char *piece, size_t len)
     } else {
         chunk_open(g, b, object_of(g, true));
         if (g->api == GEN_CHAT)
-            buf_adds(b, "\"choices\":[{\"index\":0,\"delta\":{\"content\":");
+            buf_adds(b, reasoning ? "\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":"
+                                  : "\"choices\":[{\"index\":0,\"delta\":{\"content\":");
         else
             buf_adds(b, "\"choices\":[{\"index\":0,\"text\":");
         buf_json_str(b, p);
@@ -248,6 +267,10 @@ static void whole_answer(struct gen *g, buf *b)
     if (g->api == GEN_CHAT) {
         buf_adds(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":");
         buf_json_str(b, g->text.p);
+        if (g->has_reasoning) {
+            buf_adds(b, ",\"reasoning_content\":");
+            buf_json_str(b, g->reasoning.p);
+        }
         buf_printf(b, "},\"logprobs\":null,\"finish_reason\":\"%s\"}]", g->finish);
     } else {
         buf_adds(b, ",\"choices\":[{\"index\":0,\"text\":");
@@ -329,11 +352,24 @@ static void on_tick(uv_timer_t *t)
     int before = g->n_done;
     for (; g->n_done < due; g->n_done++) {
         buf_clear(&piece);
-        tok_piece(&piece, (unsigned)g->n_done, fk.env.garbage, &g->rng);
+        bool reasoning = false;
+        if (!g->pieces) {
+            tok_piece(&piece, (unsigned)g->n_done, fk.env.garbage, &g->rng);
+        } else if (g->n_done < g->n_pieces) {
+            struct piece *pc = &g->pieces[g->n_done];
+            buf_add(&piece, g->said.p + pc->off, pc->len);
+            reasoning = pc->reasoning;
+        } else {
+            /* ignore_eos past the answer: the sentence goes on */
+            unsigned k = (unsigned)(g->n_done - g->n_pieces);
+            if (k == 0 && g->n_pieces)
+                buf_addc(&piece, ' ');
+            tok_piece(&piece, k, false, &g->rng);
+        }
         if (g->stream)
-            stream_token(g, &b, piece.p, piece.len);
+            stream_token(g, &b, piece.p, piece.len, reasoning);
         else
-            buf_add(&g->text, piece.p, piece.len);
+            buf_add(reasoning ? &g->reasoning : &g->text, piece.p, piece.len);
         fk.st.n_decode++;
     }
     buf_release(&piece);
@@ -414,6 +450,64 @@ static int prompt_tokens(conn *c, enum gen_api api, cJSON *body)
     return n;
 }
 
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r';
+}
+
+/* Cut text into tokens by the token rule: each piece is a word with the
+ * whitespace before it, the last one also takes the whitespace after it,
+ * so the pieces concatenate back to the text and count as tok_count(). */
+static void add_pieces(struct gen *g, const char *s, bool reasoning)
+{
+    int first = g->n_pieces;
+    while (*s) {
+        const char *ws = s;
+        while (*s && is_space(*s))
+            s++;
+        if (!*s) {
+            if (g->n_pieces > first) { /* trailing whitespace joins the last word */
+                buf_add(&g->said, ws, (size_t)(s - ws));
+                g->pieces[g->n_pieces - 1].len += (size_t)(s - ws);
+            }
+            break;
+        }
+        while (*s && !is_space(*s))
+            s++;
+        g->pieces = xrealloc(g->pieces, (size_t)(g->n_pieces + 1) * sizeof *g->pieces);
+        g->pieces[g->n_pieces++] = (struct piece){g->said.len, (size_t)(s - ws), reasoning};
+        buf_add(&g->said, ws, (size_t)(s - ws));
+    }
+}
+
+/* What answer.c decided, as pieces; nothing when the sentence is said
+ * as always (the benchmarks' path). */
+static void set_answer(struct gen *g, const struct fk_answer *a)
+{
+    if (!a->known && a->think == FK_THINK_OFF)
+        return;
+    buf body = BUF_INIT;
+    if (a->known) {
+        buf_adds(&body, a->text);
+    } else {
+        for (unsigned k = 0; k < FK_EOS_AFTER; k++)
+            tok_piece(&body, k, false, NULL);
+    }
+    g->pieces = xmalloc(sizeof *g->pieces); /* non-NULL even for an empty answer */
+    if (a->think == FK_THINK_FIELD) {
+        g->has_reasoning = true;
+        add_pieces(g, a->reasoning, true);
+        add_pieces(g, body.p, false);
+    } else if (a->think == FK_THINK_CONTENT) {
+        char *all = xasprintf("<think>\n%s\n</think>\n%s", a->reasoning, body.p);
+        add_pieces(g, all, false);
+        free(all);
+    } else {
+        add_pieces(g, body.p, false);
+    }
+    buf_release(&body);
+}
+
 /* A JSON number as an int; huge values clamp, negative ones mean "none". */
 static int json_int(cJSON *o, const char *key, int dflt)
 {
@@ -475,16 +569,31 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body)
                   prompt_n, limit);
         return;
     }
+    struct fk_answer ans;
+    answer_for(api, body, &ans);
+    if (ans.error) {
+        api_error(c, ans.error, ans.error == 503 ? "unavailable_error" : ans.error >= 500 ? "server_error"
+                                                                     : "invalid_request_error",
+                  "fakellm: scripted error (%s)", ans.where);
+        answer_release_one(&ans);
+        return;
+    }
+    struct gen *g = xcalloc(1, sizeof *g);
+    buf_init(&g->text);
+    buf_init(&g->said);
+    buf_init(&g->reasoning);
+    set_answer(g, &ans);
+    answer_release_one(&ans);
+    int says = g->pieces ? g->n_pieces : FK_EOS_AFTER; /* tokens before the end-of-sequence */
     int cap = max >= 0 ? max : INT32_MAX, room = limit - prompt_n;
     bool ignore_eos = cJSON_IsTrue(cJSON_GetObjectItem(body, "ignore_eos"));
-    bool eos_first = !ignore_eos && FK_EOS_AFTER < cap && FK_EOS_AFTER < room;
+    bool eos_first = !ignore_eos && says < cap && says < room;
 
-    struct gen *g = xcalloc(1, sizeof *g);
     g->c = c;
     g->api = api;
     g->slot = -1;
     g->prompt_n = prompt_n;
-    g->n_target = eos_first ? FK_EOS_AFTER : cap < room ? cap : room;
+    g->n_target = eos_first ? says : cap < room ? cap : room;
     g->finish = eos_first ? "stop" : "length";
     g->stream = cJSON_IsTrue(cJSON_GetObjectItem(body, "stream"));
     g->include_usage = cJSON_IsTrue(
@@ -496,7 +605,6 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body)
     g->rng = (uint64_t)fk_real_ms() * 2654435761u ^ g->task ^ ((uint64_t)getpid() << 32);
     snprintf(g->id, sizeof g->id, "%s%08lx%08x%016lx", api == GEN_CHAT ? "chatcmpl-" : "cmpl-",
              g->task, (unsigned)getpid(), (unsigned long)fk.created);
-    buf_init(&g->text);
     uv_timer_init(fk.loop, &g->timer);
     g->timer.data = g;
     http_hold(c, on_abort, g);

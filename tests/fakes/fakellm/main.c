@@ -546,6 +546,14 @@ int main(int argc, char **argv)
         return rc > 0 ? 0 : 1;
     }
     read_env();
+    char aerr[512];
+    if (answer_init(aerr, sizeof aerr) < 0) {
+        /* a test double set up wrongly must not pass for a working one */
+        fprintf(stderr, "fakellm: %s\n", aerr);
+        answer_release();
+        config_release();
+        return 2;
+    }
     if (fk.env.log_times)
         fk_log('I', "main", "process started");
     if (c->mode == FK_VLLM) {
@@ -619,12 +627,15 @@ int main(int argc, char **argv)
         uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
 
+    if (answer_script_count())
+        fk_log('I', "srv:answers", "%zu scripted answers from FAKELLM_SCRIPT", answer_script_count());
     load_start();
     uv_run(fk.loop, UV_RUN_DEFAULT);
     /* after fk_exit: let the close callbacks run, then free */
     uv_run(fk.loop, UV_RUN_DEFAULT);
     uv_loop_close(fk.loop);
     load_release();
+    answer_release();
     config_release();
     return exit_code;
 }

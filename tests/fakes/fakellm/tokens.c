@@ -85,11 +85,13 @@ static uint64_t xorshift(uint64_t *s)
 
 /* Garbage is what a broken kernel emits: runs of punctuation and stray
  * letters.  It stays printable ASCII so that it is valid JSON and UTF-8
- * (the canary must judge the text, not choke on the bytes). */
+ * (the canary must judge the text, not choke on the bytes).  No digits
+ * and only the letters q x z j: no run of it can contain a canary's
+ * answer ("42", "Paris", "gpumod-canary-7f3a") or a capital. */
 void tok_piece(buf *out, unsigned k, bool garbage, uint64_t *rng)
 {
     if (garbage) {
-        static const char junk[] = "!#$%&*+/<=>?@^_|~0123456789qxzjQXZJ";
+        static const char junk[] = "!#$%&*+/<=>?@^_|~qxzjQXZJ";
         int n = 1 + (int)(xorshift(rng) % 4);
         for (int i = 0; i < n; i++)
             buf_addc(out, junk[xorshift(rng) % (sizeof junk - 1)]);
@@ -111,9 +113,16 @@ static void hash_token(const char *w, size_t n, void *arg)
 }
 
 /* Same tokens -> same unit vector; different inputs almost surely give
- * different ones. */
+ * different ones.  FAKELLM_GARBAGE: the zero vector for every input (the
+ * right length and finite, but every input the same: what the embedding
+ * canary must catch). */
 void tok_embedding(const char *s, float *v, int dim)
 {
+    if (fk.env.garbage) {
+        for (int i = 0; i < dim; i++)
+            v[i] = 0;
+        return;
+    }
     struct emb_seed e = {0xcbf29ce484222325ull};
     tok_each(s, hash_token, &e);
     uint64_t rng = e.h;
