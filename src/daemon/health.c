@@ -1,7 +1,8 @@
 /* health.c - see health.h.  One connection per probe (engines answer
  * /health in microseconds; a pooled connection would save nothing worth
- * its state machine), Connection: close, and only the status line and
- * head are read: the body of /health means nothing to us. */
+ * its state machine), Connection: close.  A probe reads only the status
+ * line and head (the body of /health means nothing to us); a request
+ * (the canary's) reads its body to the end, up to limits.max_body. */
 #include "daemon/health.h"
 
 #include <stdbool.h>
@@ -21,8 +22,12 @@ struct health_probe {
     int open;
     bool done;
     buf req, in;
+    size_t off;    /* bytes of in the parser consumed */
+    buf body;      /* health_request: the response's body */
+    bool want_body;
     http_parser hp;
     health_cb cb;
+    health_body_cb body_cb;
     void *ud;
     char fail[128]; /* a connect that failed at once: reported from the timer */
 };
@@ -35,6 +40,7 @@ static void closed(uv_handle_t *h)
     if (--p->open > 0) return;
     buf_release(&p->req);
     buf_release(&p->in);
+    buf_release(&p->body);
     http_parser_release(&p->hp);
     free(p);
 }
@@ -45,7 +51,9 @@ static void finish(health_probe *p, int status, const char *err)
     p->done = true;
     uv_timer_stop(&p->timer);
     if (p->cb) p->cb(status, err, p->ud);
+    if (p->body_cb) p->body_cb(status, err ? NULL : p->body.p ? p->body.p : "", err ? 0 : p->body.len, err, p->ud);
     p->cb = NULL;
+    p->body_cb = NULL;
     uv_close((uv_handle_t *)&p->tcp, closed);
     uv_close((uv_handle_t *)&p->timer, closed);
 }
@@ -64,10 +72,46 @@ static void on_alloc(uv_handle_t *h, size_t sugg, uv_buf_t *b)
     b->len = p->in.cap - p->in.len - 1;
 }
 
+/* Parse what came: the head ends a probe; a request reads its body to the end. */
+static void parse_in(health_probe *p, bool eof)
+{
+    for (;;) {
+        size_t used = 0;
+        view body;
+        http_event ev = eof ? http_parse_eof(&p->hp) : http_parse(&p->hp, p->in.p + p->off, p->in.len - p->off, &used,
+                                                                  &body);
+        p->off += used;
+        if (ev == HTTP_EV_ERROR) {
+            char e[160];
+            snprintf(e, sizeof e, "malformed response: %s", p->hp.err.msg);
+            finish(p, 0, e);
+            return;
+        }
+        if (ev == HTTP_EV_HEAD && !p->want_body) {
+            finish(p, p->hp.msg.status, NULL);
+            return;
+        }
+        if (ev == HTTP_EV_BODY) buf_add(&p->body, body.p, body.len);
+        if (ev == HTTP_EV_DONE) {
+            finish(p, p->hp.msg.status, NULL);
+            return;
+        }
+        if (ev == HTTP_EV_NEED_MORE || eof) break;
+    }
+    if (eof)
+        finish(p, 0, "connection closed before a complete response");
+    else if (p->in.len - p->off > limits.max_head)
+        finish(p, 0, "response head too large");
+}
+
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 {
     health_probe *p = s->data;
     if (p->done) return;
+    if (n == UV_EOF && p->want_body && p->hp.msg.status) {
+        parse_in(p, true);
+        return;
+    }
     if (n < 0) {
         char e[128];
         snprintf(e, sizeof e, "connection closed before a response (%s)", n == UV_EOF ? "eof" : uv_strerror((int)n));
@@ -76,18 +120,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
     }
     p->in.len += (size_t)n;
     p->in.p[p->in.len] = 0;
-    size_t used;
-    view body;
-    http_event ev = http_parse(&p->hp, p->in.p, p->in.len, &used, &body);
-    if (ev == HTTP_EV_ERROR) {
-        char e[160];
-        snprintf(e, sizeof e, "malformed response: %s", p->hp.err.msg);
-        finish(p, 0, e);
-    } else if (ev == HTTP_EV_HEAD) {
-        finish(p, p->hp.msg.status, NULL);
-    } else if (p->in.len > limits.max_head) {
-        finish(p, 0, "response head too large");
-    }
+    parse_in(p, false);
 }
 
 static void on_write(uv_write_t *w, int status)
@@ -142,20 +175,25 @@ int health_check_host(const char *host, char *err, size_t errlen)
     return probe_addr(host, 1, &sa, &h, err, errlen);
 }
 
-health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char *path, int64_t timeout_ms,
-                         health_cb cb, void *ud, char *err, size_t errlen)
+static health_probe *probe_new(uv_loop_t *loop, const char *host, int port, const char *method, const char *path,
+                               const char *json_body, int64_t timeout_ms, void *ud, char *err, size_t errlen)
 {
     struct sockaddr_storage sa;
     const char *h;
     if (probe_addr(host, port, &sa, &h, err, errlen) != 0) return NULL;
     health_probe *p = xcalloc(1, sizeof *p);
-    p->cb = cb;
     p->ud = ud;
     buf_init(&p->req);
     buf_init(&p->in);
+    buf_init(&p->body);
     const char *hosthdr = strchr(h, ':') ? "localhost" : h;
-    buf_printf(&p->req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: gpumod\r\nConnection: close\r\n\r\n",
+    buf_printf(&p->req, "%s %s HTTP/1.1\r\nHost: %s:%d\r\nUser-Agent: gpumod\r\nConnection: close\r\n", method,
                path && *path ? path : "/health", hosthdr, port);
+    if (json_body)
+        buf_printf(&p->req, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s", strlen(json_body),
+                   json_body);
+    else
+        buf_adds(&p->req, "\r\n");
     http_parser_init(&p->hp, HTTP_KIND_RESPONSE, &limits);
     uv_tcp_init(loop, &p->tcp);
     uv_timer_init(loop, &p->timer);
@@ -168,6 +206,25 @@ health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char
         snprintf(p->fail, sizeof p->fail, "cannot connect: %s", uv_strerror(rc));
         uv_timer_start(&p->timer, on_timeout, 0, 0);
     }
+    return p;
+}
+
+health_probe *health_get(uv_loop_t *loop, const char *host, int port, const char *path, int64_t timeout_ms,
+                         health_cb cb, void *ud, char *err, size_t errlen)
+{
+    health_probe *p = probe_new(loop, host, port, "GET", path, NULL, timeout_ms, ud, err, errlen);
+    if (p) p->cb = cb;
+    return p;
+}
+
+health_probe *health_request(uv_loop_t *loop, const char *host, int port, const char *method, const char *path,
+                             const char *json_body, int64_t timeout_ms, health_body_cb cb, void *ud, char *err,
+                             size_t errlen)
+{
+    health_probe *p = probe_new(loop, host, port, method, path, json_body, timeout_ms, ud, err, errlen);
+    if (!p) return NULL;
+    p->body_cb = cb;
+    p->want_body = true;
     return p;
 }
 

@@ -1,6 +1,8 @@
 /* test_health.c - the asynchronous GET probe against an in-process
  * server (src/net/server.c): 200, another status, a refused connection,
- * a server that never answers (deadline), garbage, and cancel. */
+ * a server that never answers (deadline), garbage, and cancel; and the
+ * request with a body (the canary's): the POST body arrives, the whole
+ * answer comes back, a body over the limit is an error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,12 +27,30 @@ typedef struct fixture {
     int calls;
     const char *path_seen;
     char path[64];
+    char method[16];
+    char body_seen[256];
+    size_t big; /* answer a body of this many bytes */
+    char got_body[256];
+    size_t got_len;
 } fixture;
 
 static void on_request(srv_conn *c, const http_msg *m, const view *body, void *ud)
 {
     fixture *f = ud;
     snprintf(f->path, sizeof f->path, "%.*s", (int)m->target.len, m->target.p);
+    snprintf(f->method, sizeof f->method, "%.*s", (int)m->method.len, m->method.p);
+    snprintf(f->body_seen, sizeof f->body_seen, "%.*s", body ? (int)body->len : 0, body ? body->p : "");
+    if (f->big) {
+        char *b = xcalloc(1, f->big);
+        memset(b, 'x', f->big);
+        srv_respond(c, 200, "text/plain", b, f->big);
+        free(b);
+        return;
+    }
+    if (f->answer && f->body_seen[0]) {
+        srv_respond(c, f->answer, "application/json", f->body_seen, strlen(f->body_seen));
+        return;
+    }
     if (!f->answer) {
         f->held = c;
         return;
@@ -154,6 +174,54 @@ static void not_an_address(void **state)
     assert_int_equal(health_check_host(NULL, err, sizeof err), 0);
 }
 
+static void answered(int status, const char *body, size_t len, const char *err, void *ud)
+{
+    fixture *f = ud;
+    f->calls++;
+    f->got_status = status;
+    f->got_len = len;
+    snprintf(f->got_body, sizeof f->got_body, "%.*s", body ? (int)len : 0, body ? body : "");
+    snprintf(f->got_err, sizeof f->got_err, "%s", err ? err : "");
+}
+
+static void run_request(fixture *f, const char *json)
+{
+    char err[256];
+    f->calls = 0;
+    health_probe *p = health_request(&f->loop, "127.0.0.1", f->port, "POST", "/v1/chat/completions", json,
+                                     2000 * scale(), answered, f, err, sizeof err);
+    assert_non_null(p);
+    int64_t deadline = mono_ms() + 10000 * scale();
+    while (f->calls == 0 && mono_ms() < deadline) uv_run(&f->loop, UV_RUN_ONCE);
+    assert_int_equal(f->calls, 1);
+}
+
+static void request_reads_the_body(void **state)
+{
+    fixture *f = *state;
+    f->answer = 200;
+    run_request(f, "{\"q\":\"What is 17 + 25?\"}");
+    assert_string_equal(f->method, "POST");
+    assert_string_equal(f->path, "/v1/chat/completions");
+    assert_string_equal(f->body_seen, "{\"q\":\"What is 17 + 25?\"}");
+    assert_int_equal(f->got_status, 200);
+    assert_string_equal(f->got_body, "{\"q\":\"What is 17 + 25?\"}"); /* echoed */
+    /* a body of 200 KiB comes back whole */
+    f->big = 200 * 1024;
+    run_request(f, "{}");
+    assert_int_equal(f->got_status, 200);
+    assert_int_equal(f->got_len, 200 * 1024);
+}
+
+static void request_body_over_the_limit(void **state)
+{
+    fixture *f = *state;
+    f->big = (1 << 20) + 1;
+    run_request(f, "{}");
+    assert_int_equal(f->got_status, 0);
+    assert_non_null(strstr(f->got_err, "malformed response"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +231,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(silent_server_hits_the_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(cancel_means_no_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(not_an_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_reads_the_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(request_body_over_the_limit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
