@@ -177,8 +177,9 @@ typedef struct preset {
     bool start_first;
     struct {
         bool enabled;
-        char *prompt;
-        int64_t max_tokens;
+        char *prompt;       /* NULL: the built-in known-answer prompts (core/canary.h) */
+        char *expect;       /* the text prompt's answer must contain; NULL: any non-empty answer */
+        int64_t max_tokens; /* default 32 */
     } canary;
     struct {
         char *base_url;

@@ -473,7 +473,7 @@ static void parse_canary(schema_ctx *c, const field *f, const ynode *n, void *ob
         return;
     }
     if (n->kind != Y_MAP) {
-        schema_error(c, n, "canary: expected true/false or a mapping {prompt, max_tokens}, found '%s'",
+        schema_error(c, n, "canary: expected true/false or a mapping {prompt, expect, max_tokens}, found '%s'",
                      n->kind == Y_SCALAR ? n->s : ykind_name(n));
         return;
     }
@@ -488,6 +488,13 @@ static void parse_canary(schema_ctx *c, const field *f, const ynode *n, void *ob
             }
             free(p->canary.prompt);
             p->canary.prompt = xstrdup(v->s);
+        } else if (!strcmp(k->s, "expect")) {
+            if (v->kind != Y_SCALAR || !*v->s || text_has_control(v->s, true)) {
+                schema_error(c, v, "canary: expect: expected a non-empty string (the text the answer must contain)");
+                continue;
+            }
+            free(p->canary.expect);
+            p->canary.expect = xstrdup(v->s);
         } else if (!strcmp(k->s, "max_tokens")) {
             if (v->kind != Y_SCALAR || parse_int64(v->s, &x) || x < 1 || x > 4096)
                 schema_error(c, v, "canary: max_tokens: expected an integer in 1..4096");
@@ -500,12 +507,14 @@ static void parse_canary(schema_ctx *c, const field *f, const ynode *n, void *ob
             else
                 p->canary.enabled = e;
         } else {
-            static const char *const ck[] = {"prompt", "max_tokens", "enabled"};
-            const char *dym = schema_did_you_mean(k->s, ck, 3);
+            static const char *const ck[] = {"prompt", "expect", "max_tokens", "enabled"};
+            const char *dym = schema_did_you_mean(k->s, ck, 4);
             schema_error(c, k, "canary: unknown key '%s'%s%s%s", k->s, dym ? " (did you mean '" : "", dym ? dym : "",
                          dym ? "'?)" : "");
         }
     }
+    if (p->canary.expect && !p->canary.prompt)
+        schema_error(c, n, "canary: expect needs a prompt (the built-in prompts have their own answers)");
 }
 
 static void show_canary(buf *out, const field *f, const void *obj, bool json)
@@ -516,7 +525,15 @@ static void show_canary(buf *out, const field *f, const void *obj, bool json)
         return;
     }
     buf_adds(out, json ? "{\"prompt\":" : "{prompt: ");
-    buf_json_str(out, p->canary.prompt ? p->canary.prompt : "");
+    if (json)
+        buf_json_str_or_null(out, p->canary.prompt);
+    else
+        buf_json_str(out, p->canary.prompt ? p->canary.prompt : "(built-in)");
+    buf_adds(out, json ? ",\"expect\":" : ", expect: ");
+    if (json)
+        buf_json_str_or_null(out, p->canary.expect);
+    else
+        buf_json_str(out, p->canary.expect ? p->canary.expect : p->canary.prompt ? "(any answer)" : "(built-in)");
     buf_printf(out, json ? ",\"max_tokens\":%lld}" : ", max_tokens: %lld}", (long long)p->canary.max_tokens);
 }
 
@@ -874,7 +891,7 @@ static void pbuild_init(pbuild *pb)
     pb->p.activation = ACT_INHERIT;
     pb->p.mem_host_mb = -1;
     pb->p.mem_pins_host = -1;
-    pb->p.canary.max_tokens = 8;
+    pb->p.canary.max_tokens = 32; /* core/canary.h CANARY_MAX_TOKENS_DEFAULT */
     /* documented default: every layer on the GPU (-ngl all); the schema
      * sets no default for custom fields, so it is set here */
     pb->p.llama.n_gpu_layers = -1;
@@ -942,6 +959,7 @@ void preset_release(preset *p)
     strv_release(&pb.p.extra_args);
     free(pb.p.mem_gpu_mb);
     free(pb.p.canary.prompt);
+    free(pb.p.canary.expect);
     free(pb.p.llama.chat_template_kwargs); /* F_CUSTOM: not the table's to free */
     free(pb.p.vllm.hf_overrides);
     free(pb.uv_model_path);
