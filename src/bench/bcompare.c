@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "bench/bagg.h"
+#include "util/distrib.h"
 
 #define SCHEMA "gpumod.bench/1"
 
@@ -153,7 +154,7 @@ static int welch_log_ratio(const double *a, size_t na, const double *b, size_t n
     }
     double df = (sa + sb) * (sa + sb) /
                 (sa * sa / (double)(na - 1) + sb * sb / (double)(nb - 1));
-    double t = bstat_t_quantile(1 - (1 - cc) / 2, df);
+    double t = t_quantile(1 - (1 - cc) / 2, df);
     out->lo = exp(d - t * se);
     out->hi = exp(d + t * se);
     return out->lo > 1 ? 1 : out->hi < 1 ? -1 : 0;

@@ -55,13 +55,6 @@ int bstat_median_ci(const double *v, size_t n, double conf, unsigned B, uint64_t
 int bstat_ratio_ci(const double *a, size_t na, const double *b, size_t nb, double conf, unsigned B,
                    uint64_t seed, bci *out);
 
-/* The p-quantile of Student's t with df degrees of freedom (df > 0, not
- * necessarily an integer: Welch's df is not): the CDF through the
- * regularized incomplete beta function (continued fraction), inverted by
- * bisection to about 1e-12 relative.  t_{0.975,10} = 2.228139; df -> inf
- * tends to the normal quantile.  NaN for p outside (0, 1) or df <= 0. */
-double bstat_t_quantile(double p, double df);
-
 /* splitmix64: the one RNG of bench (schedules, bootstrap, prompt text). */
 uint64_t brng_next(uint64_t *state);
 double brng_unit(uint64_t *state); /* uniform in [0, 1) (53 bits) */

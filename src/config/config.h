@@ -40,7 +40,8 @@ void diags_add(diags *d, diag_level lv, srcpos pos, const char *fmt, ...)
 void diags_release(diags *d);
 /* Sorted by file, line, col (stable for the rest). */
 void diags_sort(diags *d);
-/* "file:line:col: error: message", one line each, appended to out (only
+/* "file:line:col: error: message" ("file:line:" without a column, "file:"
+ * without a line), one line each, appended to out (only
  * those of only_file when it is not NULL). */
 struct buf;
 void diags_text(struct buf *out, const diags *d, const char *only_file);

@@ -115,8 +115,10 @@ void diags_text(buf *out, const diags *ds, const char *only_file)
     for (size_t i = 0; i < ds->n; i++) {
         const diag *d = &ds->v[i];
         if (only_file && (!d->pos.file || strcmp(d->pos.file, only_file))) continue;
-        if (d->pos.file && d->pos.line)
+        if (d->pos.file && d->pos.line && d->pos.col)
             buf_printf(out, "%s:%d:%d: ", d->pos.file, d->pos.line, d->pos.col);
+        else if (d->pos.file && d->pos.line) /* a line without columns (a JSONL line) */
+            buf_printf(out, "%s:%d: ", d->pos.file, d->pos.line);
         else if (d->pos.file)
             buf_printf(out, "%s: ", d->pos.file);
         buf_printf(out, "%s: %s\n", d->level == DIAG_ERROR ? "error" : "warning", d->msg);

@@ -294,29 +294,9 @@ static void gamma_draws(void **state)
     assert_true(isnan(brng_gap(&st, 0, 1)));
 }
 
-/* Student t quantiles against table values (to 6 decimals). */
-static void t_quantile(void **state)
-{
-    static const double tab[][3] = {
-        {0.975, 2, 4.302653}, {0.975, 10, 2.228139}, {0.995, 4, 4.604095},
-        {0.999, 30, 3.385185}, {0.975, 1, 12.706205}, {0.95, 5, 2.015048},
-        {0.975, 1e9, 1.959964}, {0.025, 10, -2.228139},
-    };
-    for (size_t i = 0; i < sizeof tab / sizeof *tab; i++) {
-        double t = bstat_t_quantile(tab[i][0], tab[i][1]);
-        if (!(fabs(t - tab[i][2]) < 2e-6)) fail_msg("t_{%g,%g} = %.7f, want %.6f", tab[i][0], tab[i][1], t, tab[i][2]);
-    }
-    assert_true(bstat_t_quantile(0.5, 3) == 0);
-    assert_true(isnan(bstat_t_quantile(0, 3)));
-    assert_true(isnan(bstat_t_quantile(1, 3)));
-    assert_true(isnan(bstat_t_quantile(0.9, 0)));
-    assert_true(isnan(bstat_t_quantile(0.9, NAN)));
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(t_quantile),
         cmocka_unit_test(quantile_type7), cmocka_unit_test(hundred_samples), cmocka_unit_test(gating_edges),
         cmocka_unit_test(nan_skipped),    cmocka_unit_test(weighted),        cmocka_unit_test(median_ci),
         cmocka_unit_test(ratio_ci),       cmocka_unit_test(splitmix),        cmocka_unit_test(gamma_draws),
