@@ -429,29 +429,46 @@ typedef struct op_req {
     bool nowait;
     bool in_call;  /* inside sup_start: the callback came synchronously */
     bool fired;
-    bool answered; /* the connection has its response */
-    int status;    /* the result, copied when it came synchronously */
-    char *code, *message, *detail;
+    bool answered;       /* the connection has its response */
+    sup_outcome outcome; /* the result, copied when it came synchronously */
+    char *message, *detail;
 } op_req;
 
-static void op_answer(op_req *o, int status, const char *code, const char *message, const char *detail)
+/* A supervisor result as the API answers it: the service, or the error
+ * with the outcome's status and code (outcome.h). */
+static void op_answer(op_req *o, sup_outcome outcome, const char *message, const char *detail)
 {
     buf b = BUF_INIT;
-    if (status >= 200 && status < 300) {
+    int status = sup_outcome_status(outcome);
+    if (outcome == SUP_OK) {
         if (sup_service_json(o->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
         reply(o->c, status, &b);
     } else {
-        error_body(&b, code ? code : "start_failed", message ? message : "failed", detail);
+        error_body(&b, sup_outcome_code(outcome), message ? message : "failed", detail);
         reply(o->c, status, &b);
     }
     buf_release(&b);
     o->answered = true;
 }
 
+/* The detail of a supervisor error (docs/api.md): the gate's verdict,
+ * the port's holder, or a start guard's own JSON; none for the rest. */
+static void result_detail_json(buf *b, const sup_result *r)
+{
+    if (r->gate) {
+        verdict_json(b, "daemon", r->gate->service, r->gate->vd, r->gate->nd, r->gate->snap);
+    } else if (r->holder) {
+        buf_printf(b, "{\"pid\":%d,\"cmdline\":", (int)r->holder->pid);
+        buf_json_str(b, r->holder->cmdline);
+        buf_printf(b, ",\"port\":%d}", r->port);
+    } else if (r->detail) {
+        buf_adds(b, r->detail);
+    }
+}
+
 static void op_free(op_req *o)
 {
     free(o->id);
-    free(o->code);
     free(o->message);
     free(o->detail);
     free(o);
@@ -461,15 +478,18 @@ static void op_done(const sup_result *res, void *ud)
 {
     op_req *o = ud;
     o->fired = true;
+    buf d = BUF_INIT;
+    result_detail_json(&d, res);
     if (o->in_call) {
         /* answered by the caller once sup_start has returned its seq */
-        o->status = res->status;
-        o->code = res->code ? xstrdup(res->code) : NULL;
+        o->outcome = res->outcome;
         o->message = res->message ? xstrdup(res->message) : NULL;
-        o->detail = res->detail ? xstrdup(res->detail) : NULL;
+        o->detail = d.len ? buf_detach(&d) : NULL;
+        buf_release(&d);
         return;
     }
-    if (!o->answered) op_answer(o, res->status, res->code, res->message, res->detail);
+    if (!o->answered) op_answer(o, res->outcome, res->message, d.p);
+    buf_release(&d);
     op_free(o);
 }
 
@@ -532,13 +552,13 @@ static void post_op(req *r, op_kind op)
     uint64_t seq = sup_start(r->d->sup, o->id, origin, op_done, o);
     o->in_call = false;
     if (o->fired) { /* answered at once: ready already, or an error */
-        if (o->nowait && o->status >= 200 && o->status < 300) {
+        if (o->nowait && o->outcome == SUP_OK) {
             buf b = BUF_INIT;
             ticket_json(r->d, o->id, seq, &b);
-            reply(r->c, o->status, &b);
+            reply(r->c, sup_outcome_status(o->outcome), &b);
             buf_release(&b);
         } else {
-            op_answer(o, o->status, o->code, o->message, o->detail);
+            op_answer(o, o->outcome, o->message, o->detail);
         }
         op_free(o);
         return;

@@ -89,11 +89,11 @@ bool sv_port_surely_free(const sup *s, const char *host, int port)
 /* ------------------------------------------------------------------ */
 /* admission and the load slot */
 
-static void refuse(svc *v, int status, const char *code, const char *msg, const char *detail, const char *words)
+static void refuse(svc *v, const sup_result *r, const char *words)
 {
     sv_feed(v, EV_REFUSED, words);
     sv_release_reservation(v);
-    sv_end_start(v, "refused", status, code, msg, detail);
+    sv_end_result(v, "refused", r);
 }
 
 static void admit_with(svc *v, const snapshot *snap)
@@ -104,7 +104,7 @@ static void admit_with(svc *v, const snapshot *snap)
     const preset *p = sv_preset_of(v);
     if (!p) {
         char *m = xasprintf("service '%s' is not configured any more", v->id);
-        refuse(v, 404, "not_found", m, NULL, "no longer configured");
+        refuse(v, &(sup_result){.outcome = SUP_NOT_FOUND, .message = m}, "no longer configured");
         free(m);
         return;
     }
@@ -113,7 +113,7 @@ static void admit_with(svc *v, const snapshot *snap)
     char err[512];
     if (health_check_host(v->host, err, sizeof err) != 0) {
         char *m = xasprintf("cannot start '%s': %s", v->id, err);
-        refuse(v, 422, "start_failed", m, NULL, "host not usable");
+        refuse(v, &(sup_result){.outcome = SUP_START_FAILED, .message = m}, "host not usable");
         free(m);
         return;
     }
@@ -123,7 +123,7 @@ static void admit_with(svc *v, const snapshot *snap)
     memset(&nd, 0, sizeof nd);
     if (service_need(p, st, snap, s->env.st, &nd, err, sizeof err) != 0) {
         char *m = xasprintf("cannot tell what '%s' needs: %s", v->id, err);
-        refuse(v, 422, "need_unknown", m, NULL, "need unknown");
+        refuse(v, &(sup_result){.outcome = SUP_NEED_UNKNOWN, .message = m}, "need unknown");
         free(m);
         return;
     }
@@ -139,7 +139,8 @@ static void admit_with(svc *v, const snapshot *snap)
     if (!vd.ok) {
         char *m = xasprintf("refused: '%s': %s", v->id, vd.reason);
         char *w = xasprintf("gate refused: %s", vd.reason);
-        refuse(v, 409, "gate_refused", m, vj.p, w);
+        sup_gate_refusal g = {.service = v->id, .vd = &vd, .nd = &nd, .snap = snap};
+        refuse(v, &(sup_result){.outcome = SUP_GATE_REFUSED, .message = m, .gate = &g}, w);
         free(m);
         free(w);
         buf_release(&vj);
@@ -156,12 +157,7 @@ static void admit_with(svc *v, const snapshot *snap)
         char desc[512];
         ports_describe(&o, desc, sizeof desc);
         char *m = xasprintf("refused: '%s': %s", v->id, desc);
-        buf d = BUF_INIT;
-        buf_printf(&d, "{\"pid\":%d,\"cmdline\":", (int)o.pid);
-        buf_json_str(&d, o.cmdline);
-        buf_printf(&d, ",\"port\":%d}", v->port);
-        refuse(v, 409, "port_held", m, d.p, desc);
-        buf_release(&d);
+        refuse(v, &(sup_result){.outcome = SUP_PORT_HELD, .message = m, .holder = &o, .port = v->port}, desc);
         free(m);
         return;
     }
@@ -185,11 +181,11 @@ static void admit(svc *v)
         v->load_ms = 0;
         if (!sv_feed(v, EV_READY, "remote service: nothing runs here") || v->state != SVC_READY) {
             char *m = xasprintf("'%s' is %s, not ready", v->id, svc_state_names[v->state]);
-            sv_end_start(v, "cancelled", 409, "conflict", m, NULL);
+            sv_end_start(v, "cancelled", SUP_CONFLICT, m);
             free(m);
             return;
         }
-        sv_end_start(v, "ready", 200, NULL, NULL, NULL);
+        sv_end_start(v, "ready", SUP_OK, NULL);
         return;
     }
     v->admitting = true;

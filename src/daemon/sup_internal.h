@@ -88,7 +88,8 @@ struct sup_svc {
     uint64_t seq;
     char origin[16];
     const char *outcome; /* static: pending ready refused failed cancelled */
-    char *res_code, *res_msg;
+    sup_outcome res; /* how it ended (SUP_OK: ready, or not yet) */
+    char *res_msg;
     int64_t start_at_ms;
     waiter *starts, *stops;
     bool queued, slot, admitting;
@@ -100,8 +101,8 @@ struct sup_svc {
     uint64_t adm_mem_available;
     bool adm_meminfo_ok;
     /* the result a start gets when its kill completes (failed, stopped) */
-    int pend_status;
-    char *pend_code, *pend_msg;
+    sup_outcome pend; /* SUP_OK: none set */
+    char *pend_msg;
 
     bool has_fp;
     footprint fp;
@@ -177,13 +178,15 @@ void sv_ensure_timers(svc *v);
 /* An event into the store and to env.on_event. */
 void sv_emit(sup *s, const char *service, const char *kind, const char *from, const char *to, const char *reason,
              const char *data);
-/* Answer each waiter of the list with one result, and free the list. */
-void sv_call_waiters(waiter *w, int status, const char *code, const char *msg, const char *detail);
-/* The start ends: the ticket's outcome (static: "ready", "refused",
- * "failed", "cancelled"), the waiters, the slot. */
-void sv_end_start(svc *v, const char *outcome, int status, const char *code, const char *msg, const char *detail);
+/* Answer each waiter of the list with r, and free the list. */
+void sv_call_waiters(waiter *w, const sup_result *r);
+/* The start ends with r: the ticket's outcome (static: "ready",
+ * "refused", "failed", "cancelled"), the waiters, the slot. */
+void sv_end_result(svc *v, const char *outcome, const sup_result *r);
+/* The same with a result that has no detail. */
+void sv_end_start(svc *v, const char *outcome, sup_outcome res, const char *msg);
 /* The result a start gets when its kill completes. */
-void sv_set_pending(svc *v, int status, const char *code, const char *msg);
+void sv_set_pending(svc *v, sup_outcome res, const char *msg);
 /* Every change of state: the lifecycle table's step and its action.
  * False (and a warning) when the table has no such row. */
 bool sv_feed(svc *v, svc_event ev, const char *words);
@@ -225,7 +228,7 @@ void sv_copy_running(svc *v, const preset *p, const settings *st);
 void sv_open_log(svc *v, const settings *st);
 void sv_spawn_it(svc *v, const preset *p);
 /* The restart timer is cancelled: a start waiting on it is answered. */
-void sv_cancel_restart(svc *v, int status, const char *code, const char *msg);
+void sv_cancel_restart(svc *v, sup_outcome res, const char *msg);
 void sv_cancel_restart_for(svc *v, const char *by);
 /* The restart policy's decision after an exit or a health failure. */
 void sv_policy_restart(svc *v);

@@ -282,17 +282,17 @@ static void kill_done(svc *v, const char *warning)
     svc_state before = v->state;
     sv_feed(v, EV_STOPPED, words);
     if (v->slot && before == SVC_UNHEALTHY) /* health failed while the footprint was being measured */
-        sv_end_start(v, "failed", 422, "start_failed", "health failed right after it became ready", NULL);
+        sv_end_start(v, "failed", SUP_START_FAILED, "health failed right after it became ready");
     /* what the stop ends */
     if (before == SVC_STOPPING || before == SVC_FAILED) {
         if (v->starts || v->slot || v->queued) {
-            const char *outcome = before == SVC_FAILED || v->pend_status == 422 ? "failed" : "cancelled";
-            sv_end_start(v, outcome, v->pend_status ? v->pend_status : 409, v->pend_code ? v->pend_code : "conflict",
-                      v->pend_msg ? v->pend_msg : "stopped before it was ready", NULL);
+            const char *outcome = before == SVC_FAILED || v->pend == SUP_START_FAILED ? "failed" : "cancelled";
+            sv_end_start(v, outcome, v->pend != SUP_OK ? v->pend : SUP_CONFLICT,
+                         v->pend_msg ? v->pend_msg : "stopped before it was ready");
         }
         waiter *w = v->stops;
         v->stops = NULL;
-        sv_call_waiters(w, 200, NULL, NULL, NULL);
+        sv_call_waiters(w, &(sup_result){.outcome = SUP_OK});
     }
     sv_maybe_shutdown_done(s);
 }

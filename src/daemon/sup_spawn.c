@@ -312,7 +312,7 @@ static void measured(svc *v, const snapshot *snap)
     buf_release(&why);
     buf_release(&d);
     sv_release_reservation(v);
-    sv_end_start(v, "ready", 200, NULL, NULL, NULL);
+    sv_end_start(v, "ready", SUP_OK, NULL);
 }
 
 static void health_tick(svc *v);
@@ -434,7 +434,7 @@ static void start_timed_out(uv_timer_t *t)
     char *tail = log_tail(v);
     char *msg = xasprintf("'%s' was not ready after startup_timeout %lld ms (last probe: %s); log tail:\n%s", v->id,
                           (long long)v->startup_timeout_ms, v->probe_err[0] ? v->probe_err : "none", tail);
-    sv_set_pending(v, 422, "start_failed", msg);
+    sv_set_pending(v, SUP_START_FAILED, msg);
     char words[96];
     snprintf(words, sizeof words, "not ready after %lld ms", (long long)v->startup_timeout_ms);
     sv_feed(v, EV_START_TIMEOUT, words);
@@ -488,7 +488,7 @@ void sv_on_exit_cb(int code, int sig, void *ud)
     if (v->state == SVC_STARTING) {
         char *tail = log_tail(v);
         char *msg = xasprintf("'%s' %s during load; log tail:\n%s", v->id, words, tail);
-        sv_set_pending(v, 422, "start_failed", msg);
+        sv_set_pending(v, SUP_START_FAILED, msg);
         char w2[700];
         snprintf(w2, sizeof w2, "%s during load", words);
         sv_feed(v, EV_EXITED, w2);
@@ -502,7 +502,7 @@ void sv_on_exit_cb(int code, int sig, void *ud)
         v->gen++;
         sv_stop_probe(v);
         if (v->slot) /* it exited while its footprint was being measured */
-            sv_end_start(v, "failed", 422, "start_failed", "exited right after it became ready", NULL);
+            sv_end_start(v, "failed", SUP_START_FAILED, "exited right after it became ready");
         s->run->close(v->h);
         v->h = NULL;
         sv_run_file_remove(v);
@@ -581,7 +581,7 @@ void sv_on_respawn_cb(pid_t pid, int64_t restarts, int code, int sig, void *ud)
         v->gen++;
         sv_stop_probe(v);
         if (v->slot && v->state == SVC_READY)
-            sv_end_start(v, "failed", 422, "start_failed", "exited right after it became ready", NULL);
+            sv_end_start(v, "failed", SUP_START_FAILED, "exited right after it became ready");
         if (v->timers) uv_timer_stop(&v->t_start);
         char dw[240];
         snprintf(dw, sizeof dw, "%s; the unit deactivates (its other processes end): systemd restarts it or gives up",
@@ -600,7 +600,7 @@ void sv_on_respawn_cb(pid_t pid, int64_t restarts, int code, int sig, void *ud)
     v->gen++;
     sv_stop_probe(v);
     if (v->slot && v->state == SVC_READY) /* it exited while its footprint was being measured */
-        sv_end_start(v, "failed", 422, "start_failed", "exited right after it became ready", NULL);
+        sv_end_start(v, "failed", SUP_START_FAILED, "exited right after it became ready");
     if (v->timers) uv_timer_stop(&v->t_start); /* the new main process gets its own startup_timeout */
     sv_feed(v, EV_RESPAWNED, rw);
 }
@@ -610,7 +610,7 @@ void sv_on_respawn_cb(pid_t pid, int64_t restarts, int code, int sig, void *ud)
 
 static void fail_spawn(svc *v, const char *msg)
 {
-    sv_set_pending(v, 422, "start_failed", msg);
+    sv_set_pending(v, SUP_START_FAILED, msg);
     sv_feed(v, EV_EXITED, msg); /* starting -> failed; the kill finds nothing and ends the start */
 }
 
@@ -729,22 +729,22 @@ void sv_spawn_it(svc *v, const preset *p)
 /* The restart timer is cancelled (a stop, the watchdog, shutdown): a
  * start that joined while the service was unhealthy waits on that restart
  * and is answered here, or never. */
-void sv_cancel_restart(svc *v, int status, const char *code, const char *msg)
+void sv_cancel_restart(svc *v, sup_outcome res, const char *msg)
 {
     if (v->timers) uv_timer_stop(&v->t_restart);
     v->next_restart_ms = 0;
     if (v->starts && (v->state == SVC_DOWN || v->state == SVC_FAILED) && !v->killing)
-        sv_end_start(v, "cancelled", status, code, msg, NULL);
+        sv_end_start(v, "cancelled", res, msg);
 }
 
 void sv_cancel_restart_for(svc *v, const char *by)
 {
     if (v->s->shutting) {
-        sv_cancel_restart(v, 503, "shutting_down", "the daemon is shutting down");
+        sv_cancel_restart(v, SUP_SHUTTING_DOWN, "the daemon is shutting down");
         return;
     }
     char *m = xasprintf("the restart of '%s' was cancelled by %s", v->id, by);
-    sv_cancel_restart(v, 409, "conflict", m);
+    sv_cancel_restart(v, SUP_CONFLICT, m);
     free(m);
 }
 
@@ -772,9 +772,9 @@ void sv_policy_restart(svc *v)
         /* a start waiting on the restart (joined while unhealthy) ends here */
         if (v->starts) {
             if (v->s->shutting)
-                sv_end_start(v, "cancelled", 503, "shutting_down", "the daemon is shutting down", NULL);
+                sv_end_start(v, "cancelled", SUP_SHUTTING_DOWN, "the daemon is shutting down");
             else
-                sv_end_start(v, "failed", 422, "start_failed", words, NULL);
+                sv_end_start(v, "failed", SUP_START_FAILED, words);
         }
         return;
     }

@@ -109,7 +109,7 @@ void sv_ensure_timers(svc *v)
 /* events */
 
 void sv_emit(sup *s, const char *service, const char *kind, const char *from, const char *to,
-                 const char *reason, const char *data)
+             const char *reason, const char *data)
 {
     store_event e = {.ts_ms = sv_wall_ms(), .service = service, .kind = kind, .from = from, .to = to,
                      .reason = reason, .data = data};
@@ -124,12 +124,11 @@ void sv_emit(sup *s, const char *service, const char *kind, const char *from, co
 /* ------------------------------------------------------------------ */
 /* results */
 
-void sv_call_waiters(waiter *w, int status, const char *code, const char *msg, const char *detail)
+void sv_call_waiters(waiter *w, const sup_result *r)
 {
-    sup_result r = {.status = status, .code = code, .message = msg, .detail = detail};
     while (w) {
         waiter *n = w->next;
-        if (w->cb) w->cb(&r, w->ud);
+        if (w->cb) w->cb(r, w->ud);
         free(w);
         w = n;
     }
@@ -150,24 +149,22 @@ static void push_waiter(waiter **list, sup_cb cb, void *ud)
     *list = w;
 }
 
-static void answer_now(sup_cb cb, void *ud, int status, const char *code, const char *msg, const char *detail)
+static void answer_now(sup_cb cb, void *ud, sup_outcome res, const char *msg)
 {
-    sup_result r = {.status = status, .code = code, .message = msg, .detail = detail};
+    sup_result r = {.outcome = res, .message = msg};
     if (cb) cb(&r, ud);
 }
 
-
 /* The start ends: the ticket's outcome, the waiters, the slot. */
-void sv_end_start(svc *v, const char *outcome, int status, const char *code, const char *msg,
-                      const char *detail)
+void sv_end_result(svc *v, const char *outcome, const sup_result *r)
 {
     sup *s = v->s;
     v->outcome = outcome;
     /* ready-and-measured released it already; any other end frees it too
      * (nothing of this start will load any more) */
     if (strcmp(outcome, "ready") != 0) v->reserved = false;
-    sv_set_str(&v->res_code, code);
-    sv_set_str(&v->res_msg, msg);
+    v->res = r->outcome;
+    sv_set_str(&v->res_msg, r->message);
     if (v->queued) { /* still waiting in the queue: take it out */
         svc **pp = &s->q_head;
         while (*pp && *pp != v) pp = &(*pp)->next_q;
@@ -183,14 +180,19 @@ void sv_end_start(svc *v, const char *outcome, int status, const char *code, con
     if (held && s->holder == v) s->holder = NULL;
     waiter *w = v->starts;
     v->starts = NULL;
-    sv_call_waiters(w, status, code, msg, detail);
+    sv_call_waiters(w, r);
     if (held) sv_slot_next(s);
 }
 
-void sv_set_pending(svc *v, int status, const char *code, const char *msg)
+void sv_end_start(svc *v, const char *outcome, sup_outcome res, const char *msg)
 {
-    v->pend_status = status;
-    sv_set_str(&v->pend_code, code);
+    sup_result r = {.outcome = res, .message = msg};
+    sv_end_result(v, outcome, &r);
+}
+
+void sv_set_pending(svc *v, sup_outcome res, const char *msg)
+{
+    v->pend = res;
     sv_set_str(&v->pend_msg, msg);
 }
 
@@ -296,9 +298,9 @@ void sv_do_start(svc *v, const char *origin)
         snprintf(v->origin, sizeof v->origin, "%s", origin);
     }
     v->outcome = "pending";
-    sv_set_str(&v->res_code, NULL);
+    v->res = SUP_OK;
     sv_set_str(&v->res_msg, NULL);
-    sv_set_pending(v, 0, NULL, NULL);
+    sv_set_pending(v, SUP_OK, NULL);
     v->start_at_ms = sv_wall_ms();
     v->run_hash[0] = 0; /* set at admission, from the config of that moment */
     v->ran = false;
@@ -322,7 +324,8 @@ static bool guarded(sup *s, const char *id, const char *origin, sup_cb cb, void 
 {
     sup_refusal r = {0};
     if (!s->guard || s->guard(id, origin, &r, s->guard_ud) == 0) return false;
-    answer_now(cb, ud, r.status, r.code, r.message, r.detail);
+    sup_result res = {.outcome = r.outcome, .message = r.message, .detail = r.detail};
+    if (cb) cb(&res, ud);
     free(r.message);
     free(r.detail);
     return true;
@@ -346,7 +349,7 @@ const char *sup_svc_id(const sup_svc *v)
 static void answer_not_configured(sup_cb cb, void *ud, const char *id)
 {
     char *m = xasprintf("no service '%s' is configured", id);
-    answer_now(cb, ud, 404, "not_found", m, NULL);
+    answer_now(cb, ud, SUP_NOT_FOUND, m);
     free(m);
 }
 
@@ -368,17 +371,17 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
         return 0;
     }
     if (s->shutting) {
-        answer_now(cb, ud, 503, "shutting_down", "the daemon is shutting down", NULL);
+        answer_now(cb, ud, SUP_SHUTTING_DOWN, "the daemon is shutting down");
         return 0;
     }
     switch (v->state) {
     case SVC_READY: {
         v->seq = ++s->seq;
         v->outcome = "ready";
-        sv_set_str(&v->res_code, NULL);
+        v->res = SUP_OK;
         sv_set_str(&v->res_msg, NULL);
         v->start_at_ms = sv_wall_ms();
-        answer_now(cb, ud, 200, NULL, NULL, NULL);
+        answer_now(cb, ud, SUP_OK, NULL);
         return v->seq;
     }
     case SVC_STARTING:
@@ -391,7 +394,7 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
             v->seq = ++s->seq;
             snprintf(v->origin, sizeof v->origin, "%s", origin ? origin : "api");
             v->outcome = "pending";
-            sv_set_str(&v->res_code, NULL);
+            v->res = SUP_OK;
             sv_set_str(&v->res_msg, NULL);
             v->start_at_ms = sv_wall_ms();
         }
@@ -399,7 +402,7 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
         return v->seq;
     case SVC_STOPPING: {
         char *m = xasprintf("'%s' is stopping; start it again once it is down", id);
-        answer_now(cb, ud, 409, "conflict", m, NULL);
+        answer_now(cb, ud, SUP_CONFLICT, m);
         free(m);
         return 0;
     }
@@ -408,13 +411,13 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
     }
     if (v->killing) { /* failed and its group is still being killed */
         char *m = xasprintf("'%s' failed and is still being cleaned up; try again in a moment", id);
-        answer_now(cb, ud, 409, "conflict", m, NULL);
+        answer_now(cb, ud, SUP_CONFLICT, m);
         free(m);
         return 0;
     }
     if (v->state == SVC_FAILED && !sup_origin_is_person(origin)) {
         char *m = xasprintf("service '%s' failed; a person must start it", id);
-        answer_now(cb, ud, 409, "conflict", m, NULL);
+        answer_now(cb, ud, SUP_NEEDS_PERSON, m);
         free(m);
         return 0;
     }
@@ -443,14 +446,14 @@ void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
     switch (v->state) {
     case SVC_DOWN:
         sv_feed(v, EV_STOP, words);
-        answer_now(cb, ud, 200, NULL, NULL, NULL);
+        answer_now(cb, ud, SUP_OK, NULL);
         return;
     case SVC_FAILED:
         if (v->killing) {
             push_waiter(&v->stops, cb, ud);
         } else {
             sv_feed(v, EV_STOP, words);
-            answer_now(cb, ud, 200, NULL, NULL, NULL);
+            answer_now(cb, ud, SUP_OK, NULL);
         }
         return;
     case SVC_STOPPING:
@@ -458,11 +461,11 @@ void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
         return;
     case SVC_STARTING:
         if (!v->h) {
-            sv_set_pending(v, s->shutting ? 503 : 409, s->shutting ? "shutting_down" : "conflict",
-                        s->shutting ? "the daemon is shutting down" : "stopped before it started");
+            sv_set_pending(v, s->shutting ? SUP_SHUTTING_DOWN : SUP_CONFLICT,
+                           s->shutting ? "the daemon is shutting down" : "stopped before it started");
         } else {
             char *m = xasprintf("'%s' was stopped during load (by %s)", id, origin ? origin : "api");
-            sv_set_pending(v, s->shutting ? 503 : 409, s->shutting ? "shutting_down" : "conflict", m);
+            sv_set_pending(v, s->shutting ? SUP_SHUTTING_DOWN : SUP_CONFLICT, m);
             free(m);
         }
         break;
@@ -483,10 +486,10 @@ typedef struct restart_ctx {
 static void restart_stopped(const sup_result *r, void *ud)
 {
     restart_ctx *c = ud;
-    if (r->status != 200)
-        answer_now(c->cb, c->ud, r->status, r->code, r->message, r->detail);
-    else
+    if (r->outcome == SUP_OK)
         sup_start(c->s, c->id, c->origin, c->cb, c->ud);
+    else if (c->cb)
+        c->cb(r, c->ud); /* the stop's result, detail and all */
     free(c->id);
     free(c->origin);
     free(c);
@@ -511,15 +514,15 @@ void sup_watchdog_stop(sup *s, const char *id, const char *reason, const char *d
     if (!v) return;
     if (v->state == SVC_STARTING || (v->state == SVC_READY && v->slot)) {
         /* during load, or while its footprint is measured: the start ends
-         * 422 with the watchdog's reason */
+         * SUP_START_FAILED with the watchdog's reason */
         char *m = xasprintf("'%s' was stopped by the memory watchdog during load: %s", id, reason);
-        sv_set_pending(v, 422, "start_failed", m);
+        sv_set_pending(v, SUP_START_FAILED, m);
         free(m);
     }
     {
         char *m = xasprintf("'%s' was stopped by the memory watchdog: %s", id, reason);
-        sv_cancel_restart(v, s->shutting ? 503 : 422, s->shutting ? "shutting_down" : "start_failed",
-                       s->shutting ? "the daemon is shutting down" : m);
+        sv_cancel_restart(v, s->shutting ? SUP_SHUTTING_DOWN : SUP_START_FAILED,
+                          s->shutting ? "the daemon is shutting down" : m);
         free(m);
     }
     char *w = xasprintf("memory watchdog: %s", reason);
@@ -746,7 +749,7 @@ static void service_json(sup *s, svc *v, buf *out)
         buf_adds(out, ",\"outcome\":");
         buf_json_str(out, v->outcome ? v->outcome : "pending");
         buf_adds(out, ",\"code\":");
-        buf_json_str_or_null(out, v->res_code);
+        buf_json_str_or_null(out, sup_outcome_code(v->res));
         buf_adds(out, ",\"message\":");
         buf_json_str_or_null(out, v->res_msg);
         buf_adds(out, ",\"at\":");
@@ -883,7 +886,7 @@ void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud)
         sv_recon_kill_now(s);
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
-        sv_cancel_restart(v, 503, "shutting_down", "the daemon is shutting down");
+        sv_cancel_restart(v, SUP_SHUTTING_DOWN, "the daemon is shutting down");
         if (v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
             v->state == SVC_STOPPING || v->killing) {
             s->shut_pending++;
@@ -898,21 +901,20 @@ void sup_free(sup *s)
 {
     if (!s) return;
     sv_scan_drop(s);
+    sup_result down = {.outcome = SUP_SHUTTING_DOWN, .message = "the daemon is shutting down"};
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
         waiter *w = v->starts;
         v->starts = NULL;
-        sv_call_waiters(w, 503, "shutting_down", "the daemon is shutting down", NULL);
+        sv_call_waiters(w, &down);
         w = v->stops;
         v->stops = NULL;
-        sv_call_waiters(w, 503, "shutting_down", "the daemon is shutting down", NULL);
+        sv_call_waiters(w, &down);
         logring_free(v->log);
         free(v->id);
         free(v->host);
         free(v->health_path);
-        free(v->res_code);
         free(v->res_msg);
-        free(v->pend_code);
         free(v->pend_msg);
         free(v);
     }
