@@ -15,6 +15,7 @@
 #include "daemon/verdict.h"
 #include "util/jstrict.h"
 #include "daemon/api_modes.h"
+#include "daemon/api_services.h"
 #include "daemon/api_events.h"
 #include "util/log.h"
 #include "daemon/logring.h"
@@ -360,9 +361,9 @@ static void get_status(req *r)
     buf_adds(&b, "{\"daemon\":");
     daemon_json(d, &b);
     buf_adds(&b, ",\"services\":");
-    sup_services_json(d->sup, &b);
+    api_services_json(d->sup, &b);
     buf_adds(&b, ",\"slot\":");
-    sup_slot_json(d->sup, &b);
+    api_slot_json(d->sup, &b);
     buf_adds(&b, ",\"memory\":");
     memory_json(d, &b);
     api_refresh_snapshot(d, 1000); /* for the next status */
@@ -382,7 +383,7 @@ static void get_status(req *r)
 static void get_services(req *r)
 {
     buf b = BUF_INIT;
-    sup_services_json(r->d->sup, &b);
+    api_services_json(r->d->sup, &b);
     reply(r->c, 200, &b);
     buf_release(&b);
 }
@@ -407,7 +408,7 @@ static void get_service(req *r)
         daemon_id_json(r->d, &b);
         buf_adds(&b, ",\"service\":");
     }
-    if (sup_service_json(r->d->sup, r->seg[1], &b) < 0) {
+    if (api_service_json(r->d->sup, r->seg[1], &b) < 0) {
         reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", r->seg[1]);
     } else {
         if (wrap) buf_addc(&b, '}');
@@ -441,7 +442,7 @@ static void op_answer(op_req *o, sup_outcome outcome, const char *message, const
     buf b = BUF_INIT;
     int status = sup_outcome_status(outcome);
     if (outcome == SUP_OK) {
-        if (sup_service_json(o->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
+        if (api_service_json(o->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
         reply(o->c, status, &b);
     } else {
         error_body(&b, sup_outcome_code(outcome), message ? message : "failed", detail);
@@ -449,21 +450,6 @@ static void op_answer(op_req *o, sup_outcome outcome, const char *message, const
     }
     buf_release(&b);
     o->answered = true;
-}
-
-/* The detail of a supervisor error (docs/api.md): the gate's verdict,
- * the port's holder, or a start guard's own JSON; none for the rest. */
-static void result_detail_json(buf *b, const sup_result *r)
-{
-    if (r->gate) {
-        verdict_json(b, "daemon", r->gate->service, r->gate->vd, r->gate->nd, r->gate->snap);
-    } else if (r->holder) {
-        buf_printf(b, "{\"pid\":%d,\"cmdline\":", (int)r->holder->pid);
-        buf_json_str(b, r->holder->cmdline);
-        buf_printf(b, ",\"port\":%d}", r->port);
-    } else if (r->detail) {
-        buf_adds(b, r->detail);
-    }
 }
 
 static void op_free(op_req *o)
@@ -479,7 +465,7 @@ static void op_done(const sup_result *res, void *ud)
     op_req *o = ud;
     o->fired = true;
     buf d = BUF_INIT;
-    result_detail_json(&d, res);
+    api_result_detail_json(&d, res);
     if (o->in_call) {
         /* answered by the caller once sup_start has returned its seq */
         o->outcome = res->outcome;
@@ -508,7 +494,7 @@ static int64_t startup_timeout_of(gpumodd *d, const char *id)
 static void ticket_json(gpumodd *d, const char *id, uint64_t seq, buf *b)
 {
     buf_adds(b, "{\"service\":");
-    if (sup_service_json(d->sup, id, b) < 0) buf_adds(b, "null");
+    if (api_service_json(d->sup, id, b) < 0) buf_adds(b, "null");
     buf_printf(b, ",\"start_seq\":%llu,\"daemon\":", (unsigned long long)seq);
     daemon_id_json(d, b);
     sup_usage u[MAX_RES];

@@ -1,12 +1,13 @@
 /* supervisor.c - the services of one daemon (supervisor.h): the public
  * entry points (start, stop, restart, the watchdog's stop), construction
  * and configuration, shutdown, the events, the waiters and the start's
- * ticket, the read-only views (holdings, usages, states) and the JSON of
- * a service.  The rest lives by concern beside it, sharing the records
- * of sup_internal.h: sup_admit.c (the load slot, admission, the ledger),
- * sup_spawn.c (spawn, output, readiness, footprints, exits, restarts),
- * sup_kill.c (verified stops), sup_reconcile.c (what a previous daemon
- * left, adoption).
+ * ticket, and the read-only views (holdings, usages, states, and the
+ * sup_svc_view the control API renders: the supervisor writes no API
+ * JSON and no HTTP status).  The rest lives by concern beside it,
+ * sharing the records of sup_internal.h: sup_admit.c (the load slot,
+ * admission, the ledger), sup_spawn.c (spawn, output, readiness,
+ * footprints, exits, restarts), sup_kill.c (verified stops),
+ * sup_reconcile.c (what a previous daemon left, adoption).
  *
  * Every change of a service's state goes through sv_feed(), which asks
  * the table of src/core/lifecycle.c and carries out the action the row
@@ -31,29 +32,12 @@
 
 /* ------------------------------------------------------------------ */
 /* small things */
+
 int64_t sv_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void json_ts(buf *b, int64_t ms)
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    char s[40];
-    strftime(s, sizeof s, "%Y-%m-%dT%H:%M:%S", &tm);
-    buf_printf(b, "\"%s.%03dZ\"", s, (int)(ms % 1000));
-}
-
-static void json_ts_or_null(buf *b, int64_t ms)
-{
-    if (ms > 0)
-        json_ts(b, ms);
-    else
-        buf_adds(b, "null");
 }
 
 void sv_set_str(char **dst, const char *src)
@@ -635,16 +619,11 @@ size_t sup_usages(sup *s, sup_usage *out, size_t max)
 }
 
 /* ------------------------------------------------------------------ */
-/* JSON */
+/* what the control API shows (supervisor.h sup_svc_view) */
 
-static void need_json_of(buf *b, const need *n)
+static bool listed(sup *s, const svc *v)
 {
-    buf_adds(b, "{\"source\":");
-    buf_json_str(b, n->source);
-    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)n->host_bytes);
-    for (size_t i = 0; i < n->ngpu; i++)
-        buf_printf(b, "%s\"%d\":%llu", i ? "," : "", n->gpu[i].index, (unsigned long long)n->gpu[i].bytes);
-    buf_adds(b, "}}");
+    return v->p || (v->state != SVC_DOWN && v->state != SVC_FAILED) || v->killing;
 }
 
 static int queue_pos(sup *s, const svc *v)
@@ -655,169 +634,85 @@ static int queue_pos(sup *s, const svc *v)
     return 0;
 }
 
-static void service_json(sup *s, svc *v, buf *out)
+/* The restart policy shown: what the service runs with, else what its
+ * preset would give it now. */
+static restart_policy_v shown_policy(const svc *v, bool running)
 {
     const preset *p = sv_preset_of(v);
+    if (running || !p) return v->pol;
+    svc tmp;
+    memset(&tmp, 0, sizeof tmp);
+    sv_copy_running(&tmp, p, sv_set_of(v->s));
+    free(tmp.host);
+    free(tmp.health_path);
+    return tmp.pol;
+}
+
+bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
+{
+    sup *s = v->s;
+    if (!listed(s, v)) return false;
+    const preset *p = sv_preset_of(v);
     const settings *st = sv_set_of(s);
-    bool has_proc = v->pgid > 0;
-    buf_adds(out, "{\"id\":");
-    buf_json_str(out, v->id);
-    buf_adds(out, ",\"driver\":");
+    memset(o, 0, sizeof *o);
+    o->id = v->id;
     int drv = p ? p->driver : v->driver;
-    buf_json_str_or_null(out, drv >= 0 && drv < DRV__COUNT ? driver_names[drv] : NULL);
-    int port = p ? (int)p->port : v->port;
-    if (port > 0)
-        buf_printf(out, ",\"port\":%d", port);
-    else
-        buf_adds(out, ",\"port\":null");
-    buf_printf(out, ",\"configured\":%s,\"state\":\"%s\",\"since\":", p ? "true" : "false",
-               svc_state_names[v->state]);
-    json_ts(out, v->since_ms);
-    if (has_proc) {
-        pid_t pid = s->run && v->h && !v->exited ? s->run->pid(v->h) : v->pgid;
-        v->pid = pid;
-        buf_printf(out, ",\"pid\":%d,\"pgid\":%d", (int)pid, (int)v->pgid);
-    } else {
-        buf_adds(out, ",\"pid\":null,\"pgid\":null");
+    o->driver = drv >= 0 && drv < DRV__COUNT ? driver_names[drv] : NULL;
+    o->port = p ? (int)p->port : v->port;
+    o->configured = p != NULL;
+    o->state = v->state;
+    o->since_ms = v->since_ms;
+    if (v->pgid > 0) {
+        v->pid = s->run && v->h && !v->exited ? s->run->pid(v->h) : v->pgid; /* the exit event names it too */
+        o->pid = v->pid;
+        o->pgid = v->pgid;
     }
-    if (v->state == SVC_STARTING && v->progress >= 0)
-        buf_printf(out, ",\"progress_pct\":%d", v->progress);
-    else
-        buf_adds(out, ",\"progress_pct\":null");
-    char h[65] = "";
+    o->progress_pct = v->state == SVC_STARTING && v->progress >= 0 ? v->progress : -1;
     char e[256];
-    bool hok = p && config_hash(p, st, h, NULL, e, sizeof e) == 0;
-    buf_adds(out, ",\"config_hash\":");
-    buf_json_str_or_null(out, hok ? h : NULL);
+    if (p && config_hash(p, st, o->hash_buf, NULL, e, sizeof e) == 0) o->config_hash = o->hash_buf;
     bool running = live(v) && v->run_hash[0];
-    buf_adds(out, ",\"running_hash\":");
-    buf_json_str_or_null(out, running ? v->run_hash : NULL);
-    buf_printf(out, ",\"config_changed\":%s", running && hok && strcmp(h, v->run_hash) != 0 ? "true" : "false");
-    buf_adds(out, ",\"admitted\":");
-    if (v->reserved || (live(v) && v->has_admitted))
-        need_json_of(out, &v->admitted);
-    else
-        buf_adds(out, "null");
-    buf_adds(out, ",\"footprint\":");
-    if (v->has_fp) {
-        buf_printf(out, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)v->fp.host_bytes);
-        for (size_t g = 0; g < v->fp.ngpu; g++)
-            buf_printf(out, "%s\"%d\":%llu", g ? "," : "", v->fp.gpu[g].index, (unsigned long long)v->fp.gpu[g].bytes);
-        buf_adds(out, "},\"gpu_how\":{");
-        for (size_t g = 0; g < v->fp.ngpu; g++)
-            buf_printf(out, "%s\"%d\":\"%s\"", g ? "," : "", v->fp.gpu[g].index, fp_gpu_how_names[v->fp.gpu[g].how]);
-        buf_printf(out, "},\"partial\":%s,\"detail\":", footprint_partial(&v->fp) ? "true" : "false");
-        buf_json_str(out, v->fp.detail);
-        buf_printf(out, ",\"load_ms\":%lld,\"measured_at\":", (long long)v->load_ms);
-        json_ts(out, v->fp.measured_at_ms);
-        buf_adds(out, "}");
-    } else {
-        buf_adds(out, "null");
-    }
-    restart_policy_v pol = v->pol;
-    if (!running && p) {
-        svc tmp;
-        memset(&tmp, 0, sizeof tmp);
-        sv_copy_running(&tmp, p, st);
-        pol = tmp.pol;
-        free(tmp.host);
-        free(tmp.health_path);
-    }
-    int64_t inwin = 0, now = clock_mono_ms();
+    o->running_hash = running ? v->run_hash : NULL;
+    o->admitted = v->reserved || (live(v) && v->has_admitted) ? &v->admitted : NULL;
+    o->footprint = v->has_fp ? &v->fp : NULL;
+    o->load_ms = v->load_ms;
+    restart_policy_v pol = shown_policy(v, running);
+    int64_t now = clock_mono_ms();
     for (size_t i = 0; i < v->hist.n; i++)
-        if (now - v->hist.at_ms[i] < pol.window_ms) inwin++;
-    buf_printf(out, ",\"restarts\":{\"in_window\":%lld,\"max\":%lld,\"window_ms\":%lld,\"next_at\":", (long long)inwin,
-               (long long)pol.max_restarts, (long long)pol.window_ms);
-    json_ts_or_null(out, v->next_restart_ms);
-    buf_printf(out, "},\"health\":{\"failures\":%lld,\"last_ok\":", (long long)v->fails);
-    json_ts_or_null(out, v->last_ok_ms);
-    buf_adds(out, "},\"last_exit\":");
-    if (v->has_exit) {
-        if (v->exit_sig)
-            buf_printf(out, "{\"code\":null,\"signal\":%d,\"at\":", v->exit_sig);
-        else
-            buf_printf(out, "{\"code\":%d,\"signal\":null,\"at\":", v->exit_code);
-        json_ts(out, v->exit_ms);
-        buf_adds(out, "}");
-    } else {
-        buf_adds(out, "null");
-    }
-    buf_adds(out, ",\"last_start\":");
-    if (v->seq) {
-        buf_printf(out, "{\"seq\":%llu,\"origin\":", (unsigned long long)v->seq);
-        buf_json_str(out, v->origin);
-        buf_adds(out, ",\"outcome\":");
-        buf_json_str(out, v->outcome ? v->outcome : "pending");
-        buf_adds(out, ",\"code\":");
-        buf_json_str_or_null(out, sup_outcome_code(v->res));
-        buf_adds(out, ",\"message\":");
-        buf_json_str_or_null(out, v->res_msg);
-        buf_adds(out, ",\"at\":");
-        json_ts(out, v->start_at_ms);
-        buf_adds(out, "}");
-    } else {
-        buf_adds(out, "null");
-    }
-    int qp = queue_pos(s, v);
-    if (qp)
-        buf_printf(out, ",\"queued\":%d", qp);
-    else
-        buf_adds(out, ",\"queued\":null");
-    buf_adds(out, ",\"log_file\":");
+        if (now - v->hist.at_ms[i] < pol.window_ms) o->restarts_in_window++;
+    o->max_restarts = pol.max_restarts;
+    o->restart_window_ms = pol.window_ms;
+    o->next_restart_ms = v->next_restart_ms;
+    o->health_failures = v->fails;
+    o->last_ok_ms = v->last_ok_ms;
+    o->has_exit = v->has_exit;
+    o->exit_code = v->exit_code;
+    o->exit_sig = v->exit_sig;
+    o->exit_ms = v->exit_ms;
+    o->start_seq = v->seq;
+    o->start_origin = v->origin;
+    o->start_outcome = v->outcome ? v->outcome : "pending";
+    o->start_result = v->res;
+    o->start_message = v->res_msg;
+    o->start_at_ms = v->start_at_ms;
+    o->queued = queue_pos(s, v);
     char *d = st->log_dir ? xstrdup(st->log_dir) : xasprintf("%s/logs", st->state_dir ? st->state_dir : ".");
-    char *lf = xasprintf("%s/%s.log", d, v->id);
-    buf_json_str(out, lf);
-    free(lf);
+    snprintf(o->log_file, sizeof o->log_file, "%s/%s.log", d, v->id);
     free(d);
-    buf_adds(out, "}");
+    return true;
 }
 
-static bool listed(sup *s, const svc *v)
+size_t sup_nsvcs(const sup *s)
 {
-    return v->p || (v->state != SVC_DOWN && v->state != SVC_FAILED) || v->killing;
+    return s->nsvcs;
 }
 
-int sup_service_json(sup *s, const char *id, buf *out)
+size_t sup_slot(sup *s, const char **holder, const char **waiting, size_t max)
 {
-    svc *v = sv_find(s, id);
-    if (!v || !listed(s, v)) return -1;
-    service_json(s, v, out);
-    return 0;
-}
-
-void sup_services_json(sup *s, buf *out)
-{
-    buf_addc(out, '[');
-    bool first = true;
-    /* configured order first, then what runs without a preset */
-    for (size_t i = 0; i < s->cfg->n_presets; i++) {
-        const char *id = s->cfg->presets[i].id;
-        if (!id) continue;
-        svc *v = sv_find(s, id);
-        if (!first) buf_addc(out, ',');
-        first = false;
-        service_json(s, v, out);
-    }
-    for (size_t i = 0; i < s->nsvcs; i++) {
-        svc *v = s->svcs[i];
-        if (v->p || !listed(s, v)) continue;
-        if (!first) buf_addc(out, ',');
-        first = false;
-        service_json(s, v, out);
-    }
-    buf_addc(out, ']');
-}
-
-void sup_slot_json(sup *s, buf *out)
-{
-    buf_adds(out, "{\"holder\":");
-    buf_json_str_or_null(out, s->holder ? s->holder->id : NULL);
-    buf_adds(out, ",\"waiting\":[");
-    for (svc *q = s->q_head; q; q = q->next_q) {
-        if (q != s->q_head) buf_addc(out, ',');
-        buf_json_str(out, q->id);
-    }
-    buf_adds(out, "]}");
+    *holder = s->holder ? s->holder->id : NULL;
+    size_t n = 0;
+    for (svc *q = s->q_head; q; q = q->next_q, n++)
+        if (n < max) waiting[n] = q->id;
+    return n;
 }
 
 /* ------------------------------------------------------------------ */

@@ -201,12 +201,51 @@ typedef struct sup_usage {
 } sup_usage;
 size_t sup_usages(sup *s, sup_usage *out, size_t max);
 
-/* JSON (docs/api.md) into out.  sup_service_json: -1 when id is neither
- * configured nor running. */
-int sup_service_json(sup *s, const char *id, buf *out);
-void sup_services_json(sup *s, buf *out); /* an array */
-/* The load slot: which service holds it and which wait, as JSON. */
-void sup_slot_json(sup *s, buf *out);
+/* What the control API shows of a service (docs/api.md, "service"; it
+ * renders the JSON, daemon/api_services.c).  Strings and pointers are
+ * borrowed until the next loop turn, or point into the view itself. */
+typedef struct sup_svc_view {
+    const char *id;
+    const char *driver;         /* the driver's name; NULL when unknown */
+    int port;                   /* <= 0: none */
+    bool configured;            /* it has a preset */
+    svc_state state;
+    int64_t since_ms;           /* wall clock: when it entered state */
+    pid_t pid, pgid;            /* pgid 0: no process */
+    int progress_pct;           /* starting, as the log shows it; else -1 */
+    const char *config_hash;    /* its preset's now; NULL: no preset, or no hash */
+    const char *running_hash;   /* what runs; NULL: nothing runs, or not known */
+    const need *admitted;       /* the admission it holds; NULL: none */
+    const footprint *footprint; /* the last measured; NULL: none */
+    int64_t load_ms;            /* spawn to ready, of that footprint */
+    int64_t restarts_in_window, max_restarts, restart_window_ms;
+    int64_t next_restart_ms;    /* wall clock; 0: none scheduled */
+    int64_t health_failures;    /* health probes failed in a row */
+    int64_t last_ok_ms;         /* wall clock; 0: never */
+    bool has_exit;              /* the last exit: */
+    int exit_code, exit_sig;    /* exit_sig 0: exited with exit_code */
+    int64_t exit_ms;
+    uint64_t start_seq;         /* the last start's ticket; 0: never started */
+    const char *start_origin;
+    const char *start_outcome;  /* "pending", "ready", "refused", "failed", "cancelled" */
+    sup_outcome start_result;   /* SUP_OK while pending or ready */
+    const char *start_message;  /* NULL while pending or ready */
+    int64_t start_at_ms;
+    int queued;                 /* its place in the load slot's queue, 1 next; 0: not queued */
+    char log_file[4096];
+    char hash_buf[65];          /* config_hash's storage */
+} sup_svc_view;
+/* v's view into out (and the engine's pid refreshed from the runner);
+ * false when v is not listed (no preset, not running). */
+bool sup_svc_view_of(sup_svc *v, sup_svc_view *out);
+/* How many records there are: room for every listed service
+ * (sup_states with id NULL) and every start waiting for the slot. */
+size_t sup_nsvcs(const sup *s);
+/* The load slot: *holder the id of the start that holds it (NULL: none),
+ * and the ids of the starts waiting for it in order, at most max into
+ * waiting.  Returns how many wait.  Ids borrowed until the next loop
+ * turn. */
+size_t sup_slot(sup *s, const char **holder, const char **waiting, size_t max);
 
 /* The service's output kept in memory (the last 256 KiB; the whole log
  * is <log_dir>/<id>.log, rotated per settings).  Offsets count bytes
