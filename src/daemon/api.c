@@ -15,6 +15,7 @@
 #include "daemon/verdict.h"
 #include "util/jstrict.h"
 #include "daemon/api_modes.h"
+#include "daemon/api_services.h"
 #include "daemon/api_events.h"
 #include "util/log.h"
 #include "daemon/logring.h"
@@ -360,9 +361,9 @@ static void get_status(req *r)
     buf_adds(&b, "{\"daemon\":");
     daemon_json(d, &b);
     buf_adds(&b, ",\"services\":");
-    sup_services_json(d->sup, &b);
+    api_services_json(d->sup, &b);
     buf_adds(&b, ",\"slot\":");
-    sup_slot_json(d->sup, &b);
+    api_slot_json(d->sup, &b);
     buf_adds(&b, ",\"memory\":");
     memory_json(d, &b);
     api_refresh_snapshot(d, 1000); /* for the next status */
@@ -382,7 +383,7 @@ static void get_status(req *r)
 static void get_services(req *r)
 {
     buf b = BUF_INIT;
-    sup_services_json(r->d->sup, &b);
+    api_services_json(r->d->sup, &b);
     reply(r->c, 200, &b);
     buf_release(&b);
 }
@@ -407,7 +408,7 @@ static void get_service(req *r)
         daemon_id_json(r->d, &b);
         buf_adds(&b, ",\"service\":");
     }
-    if (sup_service_json(r->d->sup, r->seg[1], &b) < 0) {
+    if (api_service_json(r->d->sup, r->seg[1], &b) < 0) {
         reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", r->seg[1]);
     } else {
         if (wrap) buf_addc(&b, '}');
@@ -429,19 +430,22 @@ typedef struct op_req {
     bool nowait;
     bool in_call;  /* inside sup_start: the callback came synchronously */
     bool fired;
-    bool answered; /* the connection has its response */
-    int status;    /* the result, copied when it came synchronously */
-    char *code, *message, *detail;
+    bool answered;       /* the connection has its response */
+    sup_outcome outcome; /* the result, copied when it came synchronously */
+    char *message, *detail;
 } op_req;
 
-static void op_answer(op_req *o, int status, const char *code, const char *message, const char *detail)
+/* A supervisor result as the API answers it: the service, or the error
+ * with the outcome's status and code (outcome.h). */
+static void op_answer(op_req *o, sup_outcome outcome, const char *message, const char *detail)
 {
     buf b = BUF_INIT;
-    if (status >= 200 && status < 300) {
-        if (sup_service_json(o->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
+    int status = sup_outcome_status(outcome);
+    if (outcome == SUP_OK) {
+        if (api_service_json(o->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
         reply(o->c, status, &b);
     } else {
-        error_body(&b, code ? code : "start_failed", message ? message : "failed", detail);
+        error_body(&b, sup_outcome_code(outcome), message ? message : "failed", detail);
         reply(o->c, status, &b);
     }
     buf_release(&b);
@@ -451,7 +455,6 @@ static void op_answer(op_req *o, int status, const char *code, const char *messa
 static void op_free(op_req *o)
 {
     free(o->id);
-    free(o->code);
     free(o->message);
     free(o->detail);
     free(o);
@@ -461,15 +464,18 @@ static void op_done(const sup_result *res, void *ud)
 {
     op_req *o = ud;
     o->fired = true;
+    buf d = BUF_INIT;
+    api_result_detail_json(&d, res);
     if (o->in_call) {
         /* answered by the caller once sup_start has returned its seq */
-        o->status = res->status;
-        o->code = res->code ? xstrdup(res->code) : NULL;
+        o->outcome = res->outcome;
         o->message = res->message ? xstrdup(res->message) : NULL;
-        o->detail = res->detail ? xstrdup(res->detail) : NULL;
+        o->detail = d.len ? buf_detach(&d) : NULL;
+        buf_release(&d);
         return;
     }
-    if (!o->answered) op_answer(o, res->status, res->code, res->message, res->detail);
+    if (!o->answered) op_answer(o, res->outcome, res->message, d.p);
+    buf_release(&d);
     op_free(o);
 }
 
@@ -488,7 +494,7 @@ static int64_t startup_timeout_of(gpumodd *d, const char *id)
 static void ticket_json(gpumodd *d, const char *id, uint64_t seq, buf *b)
 {
     buf_adds(b, "{\"service\":");
-    if (sup_service_json(d->sup, id, b) < 0) buf_adds(b, "null");
+    if (api_service_json(d->sup, id, b) < 0) buf_adds(b, "null");
     buf_printf(b, ",\"start_seq\":%llu,\"daemon\":", (unsigned long long)seq);
     daemon_id_json(d, b);
     sup_usage u[MAX_RES];
@@ -532,13 +538,13 @@ static void post_op(req *r, op_kind op)
     uint64_t seq = sup_start(r->d->sup, o->id, origin, op_done, o);
     o->in_call = false;
     if (o->fired) { /* answered at once: ready already, or an error */
-        if (o->nowait && o->status >= 200 && o->status < 300) {
+        if (o->nowait && o->outcome == SUP_OK) {
             buf b = BUF_INIT;
             ticket_json(r->d, o->id, seq, &b);
-            reply(r->c, o->status, &b);
+            reply(r->c, sup_outcome_status(o->outcome), &b);
             buf_release(&b);
         } else {
-            op_answer(o, o->status, o->code, o->message, o->detail);
+            op_answer(o, o->outcome, o->message, o->detail);
         }
         op_free(o);
         return;

@@ -59,7 +59,8 @@ static size_t usages(void *ud, rh_usage *out, size_t max)
 static void started(const sup_result *r, void *ud)
 {
     rh_call *c = ud;
-    rh_result res = {r->status, r->code, r->message};
+    rh_result res = {sup_outcome_status(r->outcome), sup_outcome_code(r->outcome), r->message,
+                     r->outcome == SUP_NEEDS_PERSON};
     c->done(&res, c->ud);
     free(c);
 }

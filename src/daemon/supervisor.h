@@ -15,7 +15,8 @@
  *
  * Results: every request (start, stop, restart) ends exactly once in its
  * callback with a sup_result, whatever happens (refused, failed, shut
- * down).  A start also gets a ticket (start_seq) whose outcome the
+ * down): an outcome (outcome.h) and a reason, never an HTTP status; the
+ * control API renders it.  A start also gets a ticket (start_seq) whose outcome the
  * service's JSON shows, so a client can ask "how did my start end?"
  * without holding a connection open. */
 #ifndef GPUMOD_SUPERVISOR_H
@@ -32,6 +33,9 @@
 #include "core/gate.h"
 #include "core/lifecycle.h"
 #include "daemon/hostmon.h"
+#include "daemon/need.h"
+#include "daemon/outcome.h"
+#include "host/ports.h"
 #include "store/db.h"
 #include "util/buf.h"
 #include "util/strv.h"
@@ -58,14 +62,27 @@ typedef struct sup_env {
     void *ud;
 } sup_env;
 
-/* A result, borrowed for the callback only. */
+/* What the gate judged when it refused a start: the verdict object of
+ * docs/interfaces.md is made of these (daemon/verdict.h verdict_json,
+ * via "daemon"). */
+typedef struct sup_gate_refusal {
+    const char *service;
+    const verdict *vd;
+    const need_detail *nd;
+    const snapshot *snap;
+} sup_gate_refusal;
+
+/* A result, borrowed (with all it points to) for the callback only.
+ * The control API renders it (outcome.h); the detail of an error is
+ * whichever of gate, holder and detail is set. */
 typedef struct sup_result {
-    int status;           /* 200 done; 202 accepted (no-wait); 404 not_found; 409 gate_refused,
-                             port_held, conflict; 422 start_failed; 503 shutting_down; 504 timeout */
-    const char *code;     /* NULL when status is 2xx; else one of docs/interfaces.md's error codes */
-    const char *message;  /* one line for people; a failed start ends with the log tail */
-    const char *detail;   /* JSON text or NULL: the gate verdict for gate_refused,
-                             {"pid","cmdline","port"} for port_held */
+    sup_outcome outcome;
+    const char *message;            /* NULL for SUP_OK; one line for people; a failed start ends with
+                                       the log tail */
+    const sup_gate_refusal *gate;   /* SUP_GATE_REFUSED: what the gate judged */
+    const port_owner *holder;       /* SUP_PORT_HELD: who listens on port */
+    int port;
+    const char *detail;             /* JSON text or NULL: a start guard's own (sup_refusal) */
 } sup_result;
 typedef void (*sup_cb)(const sup_result *r, void *ud);
 
@@ -93,19 +110,22 @@ void sup_reconcile(sup *s, void (*cb)(void *ud), void *ud);
 
 /* Start id: queue on the load slot, then admit (need + gate counting
  * every reservation in flight but this one's + port check), spawn, wait
- * for ready, measure.  cb when ready (200), refused (409, nothing
- * spawned), failed (422 with the log tail; 422 need_unknown when the need
- * cannot be found) or the daemon shuts down (503).  A service already
- * ready answers 200 at once; one already starting joins that start (same
- * seq); one unhealthy joins the restart under way (answered when it ends,
- * or 409 conflict when a stop or the watchdog cancels it, 503 at
- * shutdown).  A host the health probe cannot use fails at once (422).
+ * for ready, measure.  cb when ready (SUP_OK), refused (SUP_GATE_REFUSED,
+ * SUP_PORT_HELD: nothing spawned), failed (SUP_START_FAILED with the log
+ * tail; SUP_NEED_UNKNOWN when the need cannot be found) or the daemon
+ * shuts down (SUP_SHUTTING_DOWN).  A service already ready answers
+ * SUP_OK at once; one already starting joins that start (same seq); one
+ * unhealthy joins the restart under way (answered when it ends, or
+ * SUP_CONFLICT when a stop or the watchdog cancels it, SUP_SHUTTING_DOWN
+ * at shutdown).  A host the health probe cannot use fails at once
+ * (SUP_START_FAILED); an id not configured is SUP_NOT_FOUND.
  *
  * origin ("cli", "api", "restart", "switch", "router") goes into the
  * events and decides who may reset a failed service: only a person
  * ("cli", "api"; NULL counts as "api", see sup_origin_is_person) starts a
  * FAILED service, which also clears its restart history; any other
- * origin gets 409 conflict "service 'X' failed; a person must start it".
+ * origin gets SUP_NEEDS_PERSON ("service 'X' failed; a person must start
+ * it").
  * A start by a person or a switch/router (not "restart") begins a fresh
  * restart-policy window.  Returns the start's seq (0 when answered at
  * once with an error). */
@@ -123,8 +143,9 @@ const char *sup_svc_id(const sup_svc *v);
  * no pid of the group remains and NVML shows none of them holding memory
  * (bounded by verify_freed_timeout, 0: no NVML wait; a warning event when
  * memory is still held), then down.  A scheduled restart is cancelled
- * (a start waiting on it gets 409 conflict).  A queued start is cancelled (its cb gets 409
- * conflict "stopped before it started").  Down already: 200 at once. */
+ * (a start waiting on it gets SUP_CONFLICT).  A queued start is
+ * cancelled (its cb gets SUP_CONFLICT "stopped before it started").
+ * Down already: SUP_OK at once. */
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud);
 
@@ -140,8 +161,7 @@ bool sup_left_behind(const sup *s);
  * detail allocated, freed by the supervisor; detail JSON or NULL) and
  * returns -1: the start is answered with that, nothing changed. */
 typedef struct sup_refusal {
-    int status;
-    const char *code; /* static */
+    sup_outcome outcome;
     char *message, *detail;
 } sup_refusal;
 typedef int (*sup_guard_fn)(const char *id, const char *origin, sup_refusal *out, void *ud);
@@ -153,7 +173,8 @@ void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud
 
 /* The memory watchdog chose id (EV_WATCHDOG): stop it as sup_stop does,
  * recording a `watchdog` event with reason and data (JSON text, the
- * figures).  A start in flight for it ends 422 with that reason. */
+ * figures).  A start in flight for it ends SUP_START_FAILED with that
+ * reason. */
 void sup_watchdog_stop(sup *s, const char *id, const char *reason, const char *data_json);
 
 /* Swap the configuration.  Services whose config hash changed while
@@ -180,12 +201,51 @@ typedef struct sup_usage {
 } sup_usage;
 size_t sup_usages(sup *s, sup_usage *out, size_t max);
 
-/* JSON (docs/api.md) into out.  sup_service_json: -1 when id is neither
- * configured nor running. */
-int sup_service_json(sup *s, const char *id, buf *out);
-void sup_services_json(sup *s, buf *out); /* an array */
-/* The load slot: which service holds it and which wait, as JSON. */
-void sup_slot_json(sup *s, buf *out);
+/* What the control API shows of a service (docs/api.md, "service"; it
+ * renders the JSON, daemon/api_services.c).  Strings and pointers are
+ * borrowed until the next loop turn, or point into the view itself. */
+typedef struct sup_svc_view {
+    const char *id;
+    const char *driver;         /* the driver's name; NULL when unknown */
+    int port;                   /* <= 0: none */
+    bool configured;            /* it has a preset */
+    svc_state state;
+    int64_t since_ms;           /* wall clock: when it entered state */
+    pid_t pid, pgid;            /* pgid 0: no process */
+    int progress_pct;           /* starting, as the log shows it; else -1 */
+    const char *config_hash;    /* its preset's now; NULL: no preset, or no hash */
+    const char *running_hash;   /* what runs; NULL: nothing runs, or not known */
+    const need *admitted;       /* the admission it holds; NULL: none */
+    const footprint *footprint; /* the last measured; NULL: none */
+    int64_t load_ms;            /* spawn to ready, of that footprint */
+    int64_t restarts_in_window, max_restarts, restart_window_ms;
+    int64_t next_restart_ms;    /* wall clock; 0: none scheduled */
+    int64_t health_failures;    /* health probes failed in a row */
+    int64_t last_ok_ms;         /* wall clock; 0: never */
+    bool has_exit;              /* the last exit: */
+    int exit_code, exit_sig;    /* exit_sig 0: exited with exit_code */
+    int64_t exit_ms;
+    uint64_t start_seq;         /* the last start's ticket; 0: never started */
+    const char *start_origin;
+    const char *start_outcome;  /* "pending", "ready", "refused", "failed", "cancelled" */
+    sup_outcome start_result;   /* SUP_OK while pending or ready */
+    const char *start_message;  /* NULL while pending or ready */
+    int64_t start_at_ms;
+    int queued;                 /* its place in the load slot's queue, 1 next; 0: not queued */
+    char log_file[4096];
+    char hash_buf[65];          /* config_hash's storage */
+} sup_svc_view;
+/* v's view into out (and the engine's pid refreshed from the runner);
+ * false when v is not listed (no preset, not running). */
+bool sup_svc_view_of(sup_svc *v, sup_svc_view *out);
+/* How many records there are: room for every listed service
+ * (sup_states with id NULL) and every start waiting for the slot. */
+size_t sup_nsvcs(const sup *s);
+/* The load slot: *holder the id of the start that holds it (NULL: none),
+ * and the ids of the starts waiting for it in order, at most max into
+ * waiting.  Returns how many wait.  Ids borrowed until the next loop
+ * turn. */
+size_t sup_slot(sup *s, const char **holder, const char **waiting, size_t max);
 
 /* The service's output kept in memory (the last 256 KiB; the whole log
  * is <log_dir>/<id>.log, rotated per settings).  Offsets count bytes
@@ -206,7 +266,7 @@ typedef struct sup_log_watch sup_log_watch;
 sup_log_watch *sup_log_watch_add(sup *s, const char *id, sup_log_cb cb, void *ud);
 void sup_log_watch_remove(sup *s, sup_log_watch *w);
 
-/* Refuse new starts (503 shutting_down), cancel queued ones, stop every
+/* Refuse new starts (SUP_SHUTTING_DOWN), cancel queued ones, stop every
  * service (verified, all at once), then cb on the loop. */
 void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud);
 /* Hurry every stop in progress and every later one (a second SIGTERM):

@@ -1058,10 +1058,10 @@ static void stopped_cb(const sup_result *res, void *ud)
         free(c);
         return;
     }
-    bool ok = res->status == 200;
+    bool ok = res->outcome == SUP_OK;
     buf d = BUF_INIT;
     if (!ok) {
-        buf_printf(&d, "\"status\":%d,\"message\":", res->status);
+        buf_printf(&d, "\"status\":%d,\"message\":", sup_outcome_status(res->outcome));
         buf_json_str_or_null(&d, res->message);
         r->stage_failed = true;
         if (!r->fail_service) {
@@ -1328,13 +1328,13 @@ static void started_cb(const sup_result *res, void *ud)
     free(c);
     if (!unref_live(r)) return;
     r->cur_start = NULL;
-    bool ok = res->status == 200;
+    bool ok = res->outcome == SUP_OK;
     buf d = BUF_INIT;
     if (ok) {
         started_detail(r, h, &d);
     } else {
-        buf_printf(&d, "\"status\":%d,\"code\":", res->status);
-        buf_json_str_or_null(&d, res->code);
+        buf_printf(&d, "\"status\":%d,\"code\":", sup_outcome_status(res->outcome));
+        buf_json_str_or_null(&d, sup_outcome_code(res->outcome));
         buf_adds(&d, ",\"message\":");
         buf_json_str_or_null(&d, res->message);
     }
@@ -1817,7 +1817,7 @@ static int start_guard(const char *id, const char *origin, sup_refusal *out, voi
     buf_printf(&m, "cannot start '%s': ", id);
     busy_words(x->cur, &m);
     switch_current_json(x, &d);
-    *out = (sup_refusal){409, "switch_in_progress", buf_detach(&m), buf_detach(&d)};
+    *out = (sup_refusal){SUP_SWITCH_IN_PROGRESS, buf_detach(&m), buf_detach(&d)};
     return -1;
 }
 

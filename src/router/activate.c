@@ -445,7 +445,7 @@ static void on_sup(const rh_result *r, void *ud)
         } else {
             finish_all(v, 503, "unavailable", msg, ACT_RETRY_AFTER_S);
         }
-    } else if (r->status == 409 && r->message && strstr(r->message, "a person must start it")) {
+    } else if (r->needs_person) {
         char *m = failed_message(id);
         finish_all(v, 503, "unavailable", m, 0);
         free(m);

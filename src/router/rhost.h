@@ -42,11 +42,14 @@ typedef struct rh_usage {
 } rh_usage;
 
 /* How a start or a switch ended: status 200, else the error code of
- * docs/interfaces.md (gate_refused, start_failed, ...) and a message. */
+ * docs/interfaces.md (gate_refused, start_failed, ...) and a message.
+ * needs_person: the service failed and only a person may start it again
+ * (409 conflict); no automatic start will. */
 typedef struct rh_result {
     int status;
     const char *code;
     const char *message;
+    bool needs_person;
 } rh_result;
 typedef void (*rh_done)(const rh_result *r, void *ud);
 

@@ -77,6 +77,7 @@ static rh_done g_start_cb;
 static void *g_start_ud;
 static int g_now_status; /* answer inside sup_start, as the supervisor does for errors found at once */
 static const char *g_now_code, *g_now_msg;
+static bool g_now_person;
 
 static void fake_start(void *h, rh_svc *svc, const char *origin, rh_done cb, void *ud)
 {
@@ -85,7 +86,7 @@ static void fake_start(void *h, rh_svc *svc, const char *origin, rh_done cb, voi
     snprintf(g_start_id, sizeof g_start_id, "%s", id);
     snprintf(g_start_origin, sizeof g_start_origin, "%s", origin ? origin : "(null)");
     if (g_now_status) {
-        rh_result r = {g_now_status, g_now_code, g_now_msg};
+        rh_result r = {g_now_status, g_now_code, g_now_msg, g_now_person};
         cb(&r, ud);
         return;
     }
@@ -256,6 +257,7 @@ static int setup(void **state)
     g_start_cb = NULL;
     g_sw_cb = NULL;
     g_now_status = 0;
+    g_now_person = false;
     g_current = NULL;
     g_ranks = 0;
     g_rank = NULL;
@@ -608,6 +610,7 @@ static void failed_service_not_reset(void **state)
     g_now_status = 409;
     g_now_code = "conflict";
     g_now_msg = "service 'chat' failed; a person must start it";
+    g_now_person = true;
     static client d;
     ask(&d, "chat"); /* answered inside sup_start, still not inside act_request */
     wait_answer(&d);

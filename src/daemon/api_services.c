@@ -1,0 +1,184 @@
+/* api_services.c - the supervisor's services as JSON (api_services.h).
+ *
+ * The supervisor lends read-only views (sup_svc_view, sup_slot) and
+ * results with their detail as values; the control API alone turns them
+ * into JSON, so the shape of docs/api.md lives in one place. */
+#include "daemon/api_services.h"
+#include "daemon/verdict.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void time_or_null(buf *b, int64_t ms)
+{
+    if (ms > 0)
+        buf_json_time(b, ms);
+    else
+        buf_adds(b, "null");
+}
+
+static void need_json(buf *b, const need *n)
+{
+    buf_adds(b, "{\"source\":");
+    buf_json_str(b, n->source);
+    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)n->host_bytes);
+    for (size_t i = 0; i < n->ngpu; i++)
+        buf_printf(b, "%s\"%d\":%llu", i ? "," : "", n->gpu[i].index, (unsigned long long)n->gpu[i].bytes);
+    buf_adds(b, "}}");
+}
+
+static void footprint_json(buf *out, const footprint *fp, int64_t load_ms)
+{
+    buf_printf(out, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)fp->host_bytes);
+    for (size_t g = 0; g < fp->ngpu; g++)
+        buf_printf(out, "%s\"%d\":%llu", g ? "," : "", fp->gpu[g].index, (unsigned long long)fp->gpu[g].bytes);
+    buf_adds(out, "},\"gpu_how\":{");
+    for (size_t g = 0; g < fp->ngpu; g++)
+        buf_printf(out, "%s\"%d\":\"%s\"", g ? "," : "", fp->gpu[g].index, fp_gpu_how_names[fp->gpu[g].how]);
+    buf_printf(out, "},\"partial\":%s,\"detail\":", footprint_partial(fp) ? "true" : "false");
+    buf_json_str(out, fp->detail);
+    buf_printf(out, ",\"load_ms\":%lld,\"measured_at\":", (long long)load_ms);
+    buf_json_time(out, fp->measured_at_ms);
+    buf_adds(out, "}");
+}
+
+/* restarts, health, last_exit, last_start, queued, log_file */
+static void history_json(buf *out, const sup_svc_view *v)
+{
+    buf_printf(out, ",\"restarts\":{\"in_window\":%lld,\"max\":%lld,\"window_ms\":%lld,\"next_at\":",
+               (long long)v->restarts_in_window, (long long)v->max_restarts, (long long)v->restart_window_ms);
+    time_or_null(out, v->next_restart_ms);
+    buf_printf(out, "},\"health\":{\"failures\":%lld,\"last_ok\":", (long long)v->health_failures);
+    time_or_null(out, v->last_ok_ms);
+    buf_adds(out, "},\"last_exit\":");
+    if (v->has_exit) {
+        if (v->exit_sig)
+            buf_printf(out, "{\"code\":null,\"signal\":%d,\"at\":", v->exit_sig);
+        else
+            buf_printf(out, "{\"code\":%d,\"signal\":null,\"at\":", v->exit_code);
+        buf_json_time(out, v->exit_ms);
+        buf_adds(out, "}");
+    } else {
+        buf_adds(out, "null");
+    }
+    buf_adds(out, ",\"last_start\":");
+    if (v->start_seq) {
+        buf_printf(out, "{\"seq\":%llu,\"origin\":", (unsigned long long)v->start_seq);
+        buf_json_str(out, v->start_origin);
+        buf_adds(out, ",\"outcome\":");
+        buf_json_str(out, v->start_outcome);
+        buf_adds(out, ",\"code\":");
+        buf_json_str_or_null(out, sup_outcome_code(v->start_result));
+        buf_adds(out, ",\"message\":");
+        buf_json_str_or_null(out, v->start_message);
+        buf_adds(out, ",\"at\":");
+        buf_json_time(out, v->start_at_ms);
+        buf_adds(out, "}");
+    } else {
+        buf_adds(out, "null");
+    }
+    if (v->queued)
+        buf_printf(out, ",\"queued\":%d", v->queued);
+    else
+        buf_adds(out, ",\"queued\":null");
+    buf_adds(out, ",\"log_file\":");
+    buf_json_str(out, v->log_file);
+}
+
+static void service_json(buf *out, const sup_svc_view *v)
+{
+    buf_adds(out, "{\"id\":");
+    buf_json_str(out, v->id);
+    buf_adds(out, ",\"driver\":");
+    buf_json_str_or_null(out, v->driver);
+    if (v->port > 0)
+        buf_printf(out, ",\"port\":%d", v->port);
+    else
+        buf_adds(out, ",\"port\":null");
+    buf_printf(out, ",\"configured\":%s,\"state\":\"%s\",\"since\":", v->configured ? "true" : "false",
+               svc_state_names[v->state]);
+    buf_json_time(out, v->since_ms);
+    if (v->pgid > 0)
+        buf_printf(out, ",\"pid\":%d,\"pgid\":%d", (int)v->pid, (int)v->pgid);
+    else
+        buf_adds(out, ",\"pid\":null,\"pgid\":null");
+    if (v->progress_pct >= 0)
+        buf_printf(out, ",\"progress_pct\":%d", v->progress_pct);
+    else
+        buf_adds(out, ",\"progress_pct\":null");
+    buf_adds(out, ",\"config_hash\":");
+    buf_json_str_or_null(out, v->config_hash);
+    buf_adds(out, ",\"running_hash\":");
+    buf_json_str_or_null(out, v->running_hash);
+    bool changed = v->running_hash && v->config_hash && strcmp(v->config_hash, v->running_hash) != 0;
+    buf_printf(out, ",\"config_changed\":%s", changed ? "true" : "false");
+    buf_adds(out, ",\"admitted\":");
+    if (v->admitted)
+        need_json(out, v->admitted);
+    else
+        buf_adds(out, "null");
+    buf_adds(out, ",\"footprint\":");
+    if (v->footprint)
+        footprint_json(out, v->footprint, v->load_ms);
+    else
+        buf_adds(out, "null");
+    history_json(out, v);
+    buf_adds(out, "}");
+}
+
+int api_service_json(sup *s, const char *id, buf *out)
+{
+    sup_svc *v = sup_lookup(s, id);
+    sup_svc_view sv;
+    if (!v || !sup_svc_view_of(v, &sv)) return -1;
+    service_json(out, &sv);
+    return 0;
+}
+
+void api_services_json(sup *s, buf *out)
+{
+    size_t max = sup_nsvcs(s);
+    sup_state_info *in = xcalloc(max + 1, sizeof *in);
+    size_t n = sup_states(s, NULL, in, max);
+    sup_svc_view sv;
+    bool first = true;
+    buf_addc(out, '[');
+    for (size_t i = 0; i < n; i++) {
+        if (!sup_svc_view_of(in[i].svc, &sv)) continue;
+        if (!first) buf_addc(out, ',');
+        first = false;
+        service_json(out, &sv);
+    }
+    buf_addc(out, ']');
+    free(in);
+}
+
+void api_slot_json(sup *s, buf *out)
+{
+    size_t max = sup_nsvcs(s);
+    const char **waiting = xcalloc(max + 1, sizeof *waiting);
+    const char *holder;
+    size_t n = sup_slot(s, &holder, waiting, max);
+    buf_adds(out, "{\"holder\":");
+    buf_json_str_or_null(out, holder);
+    buf_adds(out, ",\"waiting\":[");
+    for (size_t i = 0; i < n && i < max; i++) {
+        if (i) buf_addc(out, ',');
+        buf_json_str(out, waiting[i]);
+    }
+    buf_adds(out, "]}");
+    free(waiting);
+}
+
+void api_result_detail_json(buf *out, const sup_result *r)
+{
+    if (r->gate) {
+        verdict_json(out, "daemon", r->gate->service, r->gate->vd, r->gate->nd, r->gate->snap);
+    } else if (r->holder) {
+        buf_printf(out, "{\"pid\":%d,\"cmdline\":", (int)r->holder->pid);
+        buf_json_str(out, r->holder->cmdline);
+        buf_printf(out, ",\"port\":%d}", r->port);
+    } else if (r->detail) {
+        buf_adds(out, r->detail);
+    }
+}
