@@ -17,16 +17,6 @@ static void time_or_null(buf *b, int64_t ms)
         buf_adds(b, "null");
 }
 
-static void need_json(buf *b, const need *n)
-{
-    buf_adds(b, "{\"source\":");
-    buf_json_str(b, n->source);
-    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)n->host_bytes);
-    for (size_t i = 0; i < n->ngpu; i++)
-        buf_printf(b, "%s\"%d\":%llu", i ? "," : "", n->gpu[i].index, (unsigned long long)n->gpu[i].bytes);
-    buf_adds(b, "}}");
-}
-
 static void footprint_json(buf *out, const footprint *fp, int64_t load_ms)
 {
     buf_printf(out, "{\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)fp->host_bytes);

@@ -20,6 +20,7 @@
  * fails too, stop everything and commit `none`: the host is never left
  * half in one mode and half in the other while a mode is reported. */
 #include "daemon/switch.h"
+#include "daemon/verdict.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -187,16 +188,6 @@ static const char *sup_origin_for(const char *origin)
     if (!strcmp(origin, "cli") || !strcmp(origin, "api")) return origin; /* a person acted */
     if (!strcmp(origin, "router")) return "router";
     return "switch";
-}
-
-static void need_json(buf *b, const need *n)
-{
-    buf_adds(b, "{\"source\":");
-    buf_json_str(b, n->source);
-    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)n->host_bytes);
-    for (size_t g = 0; g < n->ngpu; g++)
-        buf_printf(b, "%s\"%d\":%llu", g ? "," : "", n->gpu[g].index, (unsigned long long)n->gpu[g].bytes);
-    buf_adds(b, "}}");
 }
 
 static bool is_running_state(svc_state st)

@@ -8,14 +8,26 @@
 #include <stdio.h>
 #include <string.h>
 
-static void need_json(buf *b, const need_detail *nd)
+/* {"source","host_bytes","gpu_bytes"} without the closing brace */
+static void need_members(buf *b, const need *n)
 {
     buf_adds(b, "{\"source\":");
-    buf_json_str(b, nd->n.source);
-    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)nd->n.host_bytes);
-    for (size_t i = 0; i < nd->n.ngpu; i++)
-        buf_printf(b, "%s\"%d\":%llu", i ? "," : "", nd->n.gpu[i].index, (unsigned long long)nd->n.gpu[i].bytes);
+    buf_json_str(b, n->source);
+    buf_printf(b, ",\"host_bytes\":%llu,\"gpu_bytes\":{", (unsigned long long)n->host_bytes);
+    for (size_t i = 0; i < n->ngpu; i++)
+        buf_printf(b, "%s\"%d\":%llu", i ? "," : "", n->gpu[i].index, (unsigned long long)n->gpu[i].bytes);
     buf_adds(b, "}");
+}
+
+void need_json(buf *b, const need *n)
+{
+    need_members(b, n);
+    buf_addc(b, '}');
+}
+
+static void need_detail_json(buf *b, const need_detail *nd)
+{
+    need_members(b, &nd->n);
     if (nd->hash[0]) {
         buf_adds(b, ",\"config_hash\":");
         buf_json_str(b, nd->hash);
@@ -79,7 +91,7 @@ void verdict_json(buf *b, const char *via, const char *service, const verdict *v
     else
         buf_adds(b, "null");
     buf_adds(b, ",\"need\":");
-    need_json(b, nd);
+    need_detail_json(b, nd);
     buf_printf(b, ",\"available\":{\"host\":{\"mem_available_bytes\":%llu,\"contig_bytes\":%llu,"
                   "\"contig_2m_bytes\":%llu,\"reserved_bytes\":%llu},\"gpus\":[",
                (unsigned long long)s->host.mem_available, (unsigned long long)s->host.contig_bytes,

@@ -9,6 +9,9 @@
 #include "host/types.h"
 #include "util/buf.h"
 
+/* A need as {"source","host_bytes","gpu_bytes"} (docs/api.md). */
+void need_json(buf *b, const need *n);
+
 void verdict_json(buf *b, const char *via, const char *service, const verdict *v, const need_detail *nd,
                   const snapshot *s);
 
