@@ -596,8 +596,8 @@ const field preset_fields[] = {
      .doc = "switch | start | reject (default: router.activation)"},
     {"start_first", F_BOOL, P(start_first), .doc = "start before the mode's other services (engines such as vLLM)"},
     {"canary", F_CUSTOM, 0, .parse = parse_canary, .show = show_canary,
-     .doc = "true or {prompt, max_tokens}: a generation checked after readiness; not yet acted on (warning): no "
-            "canary request is sent"},
+     .doc = "true (the built-in known-answer prompts) or {prompt, expect, max_tokens}: checked after the health "
+            "check and before ready; a wrong answer fails the start, without a restart (docs/canary.md)"},
     {"remote", F_SECTION, 0, .sub = remote_fields, .doc = "driver remote: no process, no port, no gate"},
     {NULL},
 };
@@ -664,16 +664,11 @@ static const ynode *ymap_key(const ynode *map, const char *key)
 
 /* Keys that parse but whose feature is not built yet: a warning naming
  * what does not happen, at config check and at every load (the daemon
- * logs it), so that nobody takes them for honoured: a canary that never
- * ran let an engine emitting garbage go READY. */
+ * logs it), so that nobody takes them for honoured. */
 static void warn_not_yet(schema_ctx *c, const preset *p, const ynode *root, const ynode *uv)
 {
     const ynode *sm = ymap_get(root, "sleep_mode"), *k;
     bool level = p->sleep == SLEEP_L1 || p->sleep == SLEEP_L2;
-    if (p->canary.enabled)
-        schema_warn(c, ymap_get(root, "canary"),
-                    "key 'canary' is accepted but not yet acted on: no canary request is sent before READY (the "
-                    "service is READY on its health check alone)");
     if (p->driver == DRV_VLLM && level)
         schema_warn(c, sm,
                     "key 'sleep_mode' is accepted but not yet acted on: vLLM starts with --enable-sleep-mode, but a "

@@ -10,7 +10,7 @@
 const char *const svc_state_names[] = {"down", "starting", "ready", "unhealthy", "stopping", "failed", "sleeping"};
 const char *const svc_event_names[] = {"start",   "refused",     "ready", "start_timeout", "exited", "health_failed",
                                        "health_ok", "stop", "stopped", "watchdog", "reset", "give_up",
-                                       "respawned"};
+                                       "respawned", "canary_failed"};
 const char *const svc_action_names[] = {"none", "admit", "kill", "restart", "record"};
 
 #define T(s, e, n, a) [s][e] = {n, a, 1}
@@ -41,6 +41,7 @@ static const row table[SVC__STATES][EV__EVENTS] = {
     T(SVC_STARTING, EV_HEALTH_OK, SVC_STARTING, ACT_NONE),
     T(SVC_STARTING, EV_HEALTH_FAILED, SVC_STARTING, ACT_NONE), /* loading: 503 is expected */
     T(SVC_STARTING, EV_RESPAWNED, SVC_STARTING, ACT_RECORD), /* exited during load, systemd restarts it */
+    T(SVC_STARTING, EV_CANARY_FAILED, SVC_FAILED, ACT_KILL), /* a wrong answer: sticky, no restart loop */
 
     /* ready */
     T(SVC_READY, EV_HEALTH_OK, SVC_READY, ACT_NONE),

@@ -37,6 +37,7 @@ typedef enum {
     EV_GIVE_UP,       /* the restart policy said no more restarts (after an exit or health failure) */
     EV_RESPAWNED,     /* the runner runs it again on its own (systemd's Restart=), or it was found
                          running (a unit adopted at reconcile): loading, no admission of ours */
+    EV_CANARY_FAILED, /* ready, but the canary's answer was wrong, empty or an error: failed, not restarted */
     EV__EVENTS
 } svc_event;
 extern const char *const svc_event_names[];

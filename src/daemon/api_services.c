@@ -32,7 +32,32 @@ static void footprint_json(buf *out, const footprint *fp, int64_t load_ms)
     buf_adds(out, "}");
 }
 
-/* restarts, health, last_exit, last_start, queued, log_file */
+/* ,"canary": the last canary's report, or null (docs/api.md) */
+static void canary_json(buf *out, const sup_svc_view *v)
+{
+    const canary_report *c = v->canary;
+    buf_printf(out, ",\"canary\":");
+    if (!c && !v->canary_running) {
+        buf_adds(out, "null");
+        return;
+    }
+    if (v->canary_running) {
+        buf_adds(out, "{\"state\":\"running\"}");
+        return;
+    }
+    buf_printf(out, "{\"state\":\"%s\",\"ms\":%lld,\"sent\":%d,\"passed\":%d,\"at\":", c->ok ? "passed" : "failed",
+               (long long)c->ms, c->sent, c->passed);
+    buf_json_time(out, v->canary_at_ms);
+    buf_adds(out, ",\"prompt\":");
+    buf_json_str(out, c->prompt);
+    buf_adds(out, ",\"answer\":");
+    buf_json_str(out, c->sample);
+    buf_adds(out, ",\"why\":");
+    buf_json_str_or_null(out, c->ok ? NULL : c->why);
+    buf_addc(out, '}');
+}
+
+/* restarts, health, last_exit, last_start, queued, log_file, canary */
 static void history_json(buf *out, const sup_svc_view *v)
 {
     buf_printf(out, ",\"restarts\":{\"in_window\":%lld,\"max\":%lld,\"window_ms\":%lld,\"next_at\":",
@@ -73,6 +98,7 @@ static void history_json(buf *out, const sup_svc_view *v)
         buf_adds(out, ",\"queued\":null");
     buf_adds(out, ",\"log_file\":");
     buf_json_str(out, v->log_file);
+    canary_json(out, v);
 }
 
 static void service_json(buf *out, const sup_svc_view *v)

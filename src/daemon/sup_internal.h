@@ -13,6 +13,7 @@
 
 #include "daemon/supervisor.h"
 
+#include "daemon/canary.h"
 #include "daemon/health.h"
 #include "daemon/logring.h"
 #include "daemon/runner.h"
@@ -62,6 +63,9 @@ struct sup_svc {
     int64_t startup_timeout_ms, stop_timeout_ms, health_interval_ms, health_failures, verify_ms;
     restart_policy_v pol;
     char run_hash[65];
+    bool canary_on;                      /* the preset's canary */
+    char *canary_prompt, *canary_expect; /* NULL: the built-in prompts / any answer */
+    int64_t canary_max_tokens;
 
     /* the process */
     run_handle *h;
@@ -83,6 +87,13 @@ struct sup_svc {
     int64_t fails;
     int64_t last_ok_ms;
     char probe_err[160];
+    /* the canary (daemon/canary.h): between the first 200 and ready */
+    canary_run *canary;
+    bool canary_embed;       /* the engine serves embeddings (its argv says so) */
+    int64_t healthy_mono;    /* when the health check first answered 200 (the load's end) */
+    bool has_canary;         /* last_canary holds the last run's report */
+    canary_report last_canary;
+    int64_t canary_at_ms;    /* wall clock of that report */
 
     /* the start in progress (or the last one) */
     uint64_t seq;

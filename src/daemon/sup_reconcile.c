@@ -381,6 +381,7 @@ static void adopt_units(sup *s, bool again)
         }
         runner_spec rs = {.argv = l.argv.n ? &l.argv : NULL, .id = v->id, .on_output = sv_on_output,
                           .on_exit = sv_on_exit_cb, .on_respawn = sv_on_respawn_cb, .ud = v};
+        v->canary_embed = driver_argv_embeds(&l.argv);
         run_handle *h = s->run->adopt(s->run, &rs, err, sizeof err);
         launch_release(&l);
         if (!h) {

@@ -205,6 +205,8 @@ void sv_stop_probe(svc *v)
 {
     if (v->probe) health_cancel(v->probe);
     v->probe = NULL;
+    canary_cancel(v->canary);
+    v->canary = NULL;
     if (v->timers) uv_timer_stop(&v->t_probe);
 }
 
@@ -319,7 +321,8 @@ static void health_tick(svc *v);
 
 static void became_ready(svc *v)
 {
-    v->load_ms = clock_mono_ms() - v->spawn_mono;
+    v->load_ms = (v->healthy_mono ? v->healthy_mono : clock_mono_ms()) - v->spawn_mono;
+    v->healthy_mono = 0;
     v->expect_load_ms = v->load_ms;
     uv_timer_stop(&v->t_start);
     if (v->h) v->pid = v->s->run->pid(v->h); /* the engine, for the exit event and the JSON */
@@ -332,6 +335,67 @@ static void became_ready(svc *v)
     if (v->state != SVC_READY) return;
     health_tick(v);
     sv_take(v, measured);
+}
+
+/* The canary's verdict, as an event (kind canary) and, failed, the
+ * start's failure: no restart (the table's EV_CANARY_FAILED is sticky). */
+static void canary_done(const canary_report *r, void *ud)
+{
+    svc *v = ud;
+    v->canary = NULL;
+    v->last_canary = *r;
+    v->has_canary = true;
+    v->canary_at_ms = sv_wall_ms();
+    buf d = BUF_INIT;
+    buf_printf(&d, "{\"ok\":%s,\"ms\":%lld,\"sent\":%d,\"passed\":%d,\"embeddings\":%s,\"prompt\":",
+               r->ok ? "true" : "false", (long long)r->ms, r->sent, r->passed, v->canary_embed ? "true" : "false");
+    buf_json_str(&d, r->prompt);
+    buf_adds(&d, ",\"answer\":");
+    buf_json_str(&d, r->sample);
+    buf_adds(&d, ",\"why\":");
+    buf_json_str_or_null(&d, r->ok ? NULL : r->why);
+    buf_addc(&d, '}');
+    char words[400];
+    if (r->ok)
+        snprintf(words, sizeof words, "canary passed: %d of %d answers right in %lld ms", r->passed, r->sent,
+                 (long long)r->ms);
+    else
+        snprintf(words, sizeof words, "canary failed after %lld ms: %s", (long long)r->ms, r->why);
+    sv_emit(v->s, v->id, "canary", NULL, NULL, words, d.p);
+    buf_release(&d);
+    if (r->ok) {
+        became_ready(v);
+        return;
+    }
+    char *tail = log_tail(v);
+    char *msg = xasprintf("'%s' failed its canary (%s; answer '%s'): it is not restarted, a person must start it; "
+                          "log tail:\n%s",
+                          v->id, r->why, r->sample, tail);
+    sv_set_pending(v, SUP_START_FAILED, msg);
+    sv_feed(v, EV_CANARY_FAILED, r->why);
+    free(tail);
+    free(msg);
+}
+
+/* The health check answered 200: the canary runs before the service
+ * counts as ready (it still holds the load slot; startup_timeout bounds
+ * it too). */
+static void canary_begin(svc *v)
+{
+    uv_timer_stop(&v->t_probe);
+    v->healthy_mono = clock_mono_ms();
+    int64_t left = v->startup_timeout_ms - (v->healthy_mono - v->spawn_mono);
+    canary_spec sp = {.host = v->host,
+                      .port = v->port,
+                      .embed = v->canary_embed,
+                      .prompt = v->canary_prompt,
+                      .expect = v->canary_expect,
+                      .max_tokens = v->canary_max_tokens,
+                      .timeout_ms = left > 1000 ? left : 1000};
+    sv_emit(v->s, v->id, "canary", NULL, NULL,
+            v->canary_embed ? "healthy: the canary checks two embeddings" : "healthy: the canary asks its prompts",
+            NULL);
+    v->canary = canary_start(v->s->env.loop, &sp, canary_done, v);
 }
 
 /* The wait before the next probe of a loading engine (probe_wait_ms,
@@ -350,9 +414,12 @@ static void load_probed(int status, const char *err, void *ud)
     svc *v = ud;
     if (v->probe_gen != v->gen) return;
     v->probe = NULL;
-    if (v->state != SVC_STARTING) return;
+    if (v->state != SVC_STARTING || v->canary) return;
     if (status == 200 && v->pgid > 0) {
-        became_ready(v);
+        if (v->canary_on)
+            canary_begin(v);
+        else
+            became_ready(v);
         return;
     }
     if (status == 200) /* a unit's main pid is not known yet: the footprint would have no group */
@@ -372,7 +439,7 @@ static void fail_spawn(svc *v, const char *msg);
 static void probe_step(uv_timer_t *t)
 {
     svc *v = t->data;
-    if (v->probe) return;
+    if (v->probe || v->canary) return; /* the canary decides the rest of this load */
     char e[256];
     bool loading = v->state == SVC_STARTING;
     int64_t deadline = loading ? PROBE_LOAD_DEADLINE_MS : (v->health_interval_ms < 5000 ? v->health_interval_ms : 5000);
@@ -432,8 +499,11 @@ static void start_timed_out(uv_timer_t *t)
     svc *v = t->data;
     if (v->state != SVC_STARTING || !v->h) return;
     char *tail = log_tail(v);
+    const char *last = v->canary ? "healthy, the canary still waiting for an answer"
+                       : v->probe_err[0] ? v->probe_err
+                                         : "none";
     char *msg = xasprintf("'%s' was not ready after startup_timeout %lld ms (last probe: %s); log tail:\n%s", v->id,
-                          (long long)v->startup_timeout_ms, v->probe_err[0] ? v->probe_err : "none", tail);
+                          (long long)v->startup_timeout_ms, last, tail);
     sv_set_pending(v, SUP_START_FAILED, msg);
     char words[96];
     snprintf(words, sizeof words, "not ready after %lld ms", (long long)v->startup_timeout_ms);
@@ -630,6 +700,10 @@ void sv_copy_running(svc *v, const preset *p, const settings *st)
     v->pol.window_ms = pr->window_ms >= 0 ? pr->window_ms : sr->window_ms;
     v->pol.backoff_initial_ms = pr->backoff_initial_ms >= 0 ? pr->backoff_initial_ms : sr->backoff_initial_ms;
     v->pol.backoff_max_ms = pr->backoff_max_ms >= 0 ? pr->backoff_max_ms : sr->backoff_max_ms;
+    v->canary_on = p->canary.enabled && p->driver != DRV_REMOTE;
+    sv_set_str(&v->canary_prompt, p->canary.prompt);
+    sv_set_str(&v->canary_expect, p->canary.expect);
+    v->canary_max_tokens = p->canary.max_tokens;
 }
 
 void sv_open_log(svc *v, const settings *st)
@@ -667,6 +741,7 @@ void sv_spawn_it(svc *v, const preset *p)
     }
     free(l.argv.v[0]);
     l.argv.v[0] = bin;
+    v->canary_embed = driver_argv_embeds(&l.argv);
 
     sv_open_log(v, st);
     v->ran = true;

@@ -645,6 +645,8 @@ static restart_policy_v shown_policy(const svc *v, bool running)
     sv_copy_running(&tmp, p, sv_set_of(v->s));
     free(tmp.host);
     free(tmp.health_path);
+    free(tmp.canary_prompt);
+    free(tmp.canary_expect);
     return tmp.pol;
 }
 
@@ -695,6 +697,9 @@ bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
     o->start_message = v->res_msg;
     o->start_at_ms = v->start_at_ms;
     o->queued = queue_pos(s, v);
+    o->canary_running = v->canary != NULL;
+    o->canary = v->has_canary ? &v->last_canary : NULL;
+    o->canary_at_ms = v->canary_at_ms;
     char *d = st->log_dir ? xstrdup(st->log_dir) : xasprintf("%s/logs", st->state_dir ? st->state_dir : ".");
     snprintf(o->log_file, sizeof o->log_file, "%s/%s.log", d, v->id);
     free(d);
@@ -809,6 +814,8 @@ void sup_free(sup *s)
         free(v->id);
         free(v->host);
         free(v->health_path);
+        free(v->canary_prompt);
+        free(v->canary_expect);
         free(v->res_msg);
         free(v->pend_msg);
         free(v);

@@ -32,6 +32,7 @@
 #include "config/config.h"
 #include "core/gate.h"
 #include "core/lifecycle.h"
+#include "daemon/canary.h"
 #include "daemon/hostmon.h"
 #include "daemon/need.h"
 #include "daemon/outcome.h"
@@ -232,6 +233,9 @@ typedef struct sup_svc_view {
     const char *start_message;  /* NULL while pending or ready */
     int64_t start_at_ms;
     int queued;                 /* its place in the load slot's queue, 1 next; 0: not queued */
+    bool canary_running;        /* the canary is asking its prompts now */
+    const canary_report *canary; /* the last canary's report; NULL: none ran */
+    int64_t canary_at_ms;       /* wall clock of that report */
     char log_file[4096];
     char hash_buf[65];          /* config_hash's storage */
 } sup_svc_view;

@@ -139,6 +139,30 @@ int driver_launch(const preset *p, const settings *s, launch *out, char *err, si
     return 0;
 }
 
+/* argv[i] is flag, given as "flag value" or "flag=value": its value, or NULL. */
+static const char *flag_value(const strv *argv, size_t i, const char *flag)
+{
+    size_t n = strlen(flag);
+    if (strncmp(argv->v[i], flag, n) != 0) return NULL;
+    if (argv->v[i][n] == '=') return argv->v[i] + n + 1;
+    if (!argv->v[i][n] && i + 1 < argv->n) return argv->v[i + 1];
+    return NULL;
+}
+
+bool driver_argv_embeds(const strv *argv)
+{
+    static const char *const pooling[] = {"embed", "embedding", "reward", "classify", "score", "pooling", NULL};
+    for (size_t i = 0; i < argv->n; i++) {
+        if (!strcmp(argv->v[i], "--embedding") || !strcmp(argv->v[i], "--embeddings")) return true;
+        const char *v = flag_value(argv, i, "--runner");
+        if (!v) v = flag_value(argv, i, "--task");
+        if (!v) v = flag_value(argv, i, "--convert");
+        for (size_t k = 0; v && pooling[k]; k++)
+            if (!strcmp(v, pooling[k])) return true;
+    }
+    return false;
+}
+
 const char *driver_health_path(const preset *p)
 {
     return p->health_endpoint && *p->health_endpoint ? p->health_endpoint : "/health";

@@ -38,6 +38,12 @@ typedef struct launch {
 int driver_launch(const preset *p, const settings *s, launch *out, char *err, size_t errlen);
 void launch_release(launch *l);
 
+/* Whether the engine of argv (a driver_launch's) serves embeddings
+ * rather than generations: llama-server's --embedding(s), vLLM's
+ * --runner pooling or --task embed/embedding/reward/classify/score, or
+ * --convert embed.  The canary checks such a service with embeddings. */
+bool driver_argv_embeds(const strv *argv);
+
 /* p->health_endpoint, else "/health".  Borrowed from p. */
 const char *driver_health_path(const preset *p);
 

@@ -66,6 +66,17 @@ static void runner_owned_restarts(void **state)
     assert_string_equal(svc_event_names[EV_RESPAWNED], "respawned");
 }
 
+/* a wrong canary answer fails the start for good: no restart of ours,
+ * and only a loading service has a canary */
+static void canary_failure_is_sticky(void **state)
+{
+    step(SVC_STARTING, EV_CANARY_FAILED, SVC_FAILED, ACT_KILL);
+    refuse(SVC_READY, EV_CANARY_FAILED);
+    refuse(SVC_DOWN, EV_CANARY_FAILED);
+    refuse(SVC_FAILED, EV_CANARY_FAILED);
+    assert_string_equal(svc_event_names[EV_CANARY_FAILED], "canary_failed");
+}
+
 static void stopping_absorbs_failures(void **state)
 {
     step(SVC_STOPPING, EV_EXITED, SVC_STOPPING, ACT_NONE);
@@ -246,6 +257,7 @@ int main(void)
         cmocka_unit_test(failures_during_start),
         cmocka_unit_test(crash_and_health),
         cmocka_unit_test(runner_owned_restarts),
+        cmocka_unit_test(canary_failure_is_sticky),
         cmocka_unit_test(stopping_absorbs_failures),
         cmocka_unit_test(failed_is_sticky),
         cmocka_unit_test(impossible_transitions),
