@@ -33,6 +33,13 @@ void service_row(buf *b, const cJSON *svc)
     if (!jnull(svc, "progress_pct") && state && !strcmp(state, "starting"))
         buf_printf(b, "  loading %.0f%%", jnum(svc, "progress_pct", 0));
     if (!jnull(svc, "queued")) buf_printf(b, "  queued #%.0f", jnum(svc, "queued", 0));
+    /* the canary: asking now, or what the last one cost (or why it failed) */
+    const cJSON *can = cJSON_GetObjectItemCaseSensitive(svc, "canary");
+    const char *cst = jstr(can, "state");
+    if (cst && !strcmp(cst, "running"))
+        buf_adds(b, "  canary asking");
+    else if (cst)
+        buf_printf(b, "  canary %s in %.0f ms", cst, jnum(can, "ms", 0));
     /* the need it was admitted with, and which source bound it */
     const cJSON *adm = cJSON_GetObjectItemCaseSensitive(svc, "admitted"), *g;
     if (cJSON_IsObject(adm)) {
