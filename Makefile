@@ -96,7 +96,7 @@ help:
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
-	@echo "make test-real  gpumod-bench against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
+	@echo "make test-real  gpumod-bench and the canary against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -201,8 +201,9 @@ bench-agree: $(FAKELLM) $(HELPERS)
 # Opt-in: gpumod-bench against a real llama-server with a model from
 # tests/fixtures/models/ (LLAMA_SERVER=/path/to/llama-server; without it the
 # script says how and passes as skipped).
-test-real: $(HELPERS)
+test-real: $(GPUMOD) $(HELPERS)
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/bench-real.sh
+	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/canary-real.sh
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup
