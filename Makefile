@@ -49,13 +49,13 @@ ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out src/main.c src/exec/% src/bench/% src/eval/%,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/%,$(shell find src -name '*.c' | LC_ALL=C sort))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 GPUMOD  := $(BUILD)/gpumod
 # gpumod-bench: the only program that links libcurl (src/bench/); its
 # parts other than main.c are an archive the unit tests link too.  eval
 # (src/eval/) runs in the same helper, so its parts join that archive.
-BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c)))
+BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c src/oai/*.c)))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_LIB  := $(BUILD)/libbench.a
 CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
@@ -117,7 +117,7 @@ $(BENCH_LIB): $(BENCH_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/gpumod-bench: $(BUILD)/obj/src/bench/main.o $(BENCH_LIB) $(BUILD)/libgpumod.a
+$(BUILD)/gpumod-bench: $(BUILD)/obj/src/helper.o $(BUILD)/obj/src/bench/main.o $(BENCH_LIB) $(BUILD)/libgpumod.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(BENCH_LIB) $(BUILD)/libgpumod.a

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bench/bcompare.h"
+#include "oai/docfile.h"
 #include "util/buf.h"
 #include "util/clock.h"
 
@@ -400,78 +401,31 @@ static int parse_run(int argc, char **argv, bopts *o)
 
 static int write_out(const char *path, const buf *b, const char *what)
 {
-    if (!strcmp(path, "-")) {
-        fwrite(b->p, 1, b->len, stdout);
-        fflush(stdout);
-        return 0;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "gpumod: bench: cannot write the %s to '%s': %s\n", what, path, strerror(errno));
-        return -1;
-    }
-    size_t w = fwrite(b->p, 1, b->len, f);
-    int e = ferror(f) ? errno : 0;
-    int c = fclose(f); /* once, whatever it says: the FILE is gone after it */
-    if (!e && c != 0) e = errno;
-    if (w != b->len || e || c != 0) {
-        fprintf(stderr, "gpumod: bench: cannot write the %s to '%s': %s\n", what, path,
-                strerror(e ? e : EIO));
-        return -1;
-    }
-    return 0;
+    char err[600];
+    if (docfile_write(path, b, what, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "gpumod: bench: %s\n", err);
+    return -1;
 }
 
-/* Before a run: can path be written?  Opened for writing (appending, so
- * an existing file is not emptied yet) and, when it did not exist, removed
- * again.  -1 after "gpumod: bench: ..." naming the path and the reason. */
+/* Before a run: can path be written?  -1 after "gpumod: bench: ..." */
 static int check_writable(const char *opt, const char *path)
 {
-    if (!path || !strcmp(path, "-")) return 0;
-    bool existed = access(path, F_OK) == 0;
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        fprintf(stderr, "gpumod: bench: %s '%s': cannot write there: %s\n", opt, path, strerror(errno));
-        return -1;
-    }
-    fclose(f);
-    if (!existed) unlink(path);
-    return 0;
+    char err[600];
+    if (docfile_writable(opt, path, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "gpumod: bench: %s\n", err);
+    return -1;
 }
 
 /* The file parsed; NULL after "gpumod: bench: ..." naming the file and
- * the position of a JSON error. */
+ * the position of a JSON error, or saying it is not a bench result. */
 static cJSON *read_doc(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "gpumod: bench: cannot read '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    buf b = BUF_INIT;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
-    fclose(f);
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithOpts(b.p, &end, true);
+    char err[600];
+    cJSON *j = docfile_read(path, err, sizeof err);
     if (!j) {
-        const char *at = end ? end : cJSON_GetErrorPtr();
-        size_t off = at && at >= b.p && at <= b.p + b.len ? (size_t)(at - b.p) : 0;
-        int line = 1, col = 1;
-        for (size_t i = 0; i < off; i++) {
-            if (b.p[i] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        fprintf(stderr, "gpumod: bench: '%s': not valid JSON at line %d, column %d (byte %zu)\n", path, line, col, off);
-        buf_release(&b);
+        fprintf(stderr, "gpumod: bench: %s\n", err);
         return NULL;
     }
-    buf_release(&b);
     const char *schema = cJSON_GetStringValue(cJSON_GetObjectItem(j, "schema"));
     if (!schema || strncmp(schema, "gpumod.bench/", 13)) {
         fprintf(stderr, "gpumod: bench: '%s': not a bench result (expected \"schema\": \"gpumod.bench/1\")\n", path);
@@ -1068,7 +1022,8 @@ static int cmd_run(int argc, char **argv)
     cJSON *doc = bresult_new(o.ctx_sweep ? "ctx_sweep" : "load", &o, started);
     btarget t;
     char err[1024] = "";
-    rc = btarget_resolve(&t, &o, err, sizeof err);
+    btarget_opts to = {"bench", o.target, o.model, o.api_key_env, o.completions, o.timeout_s};
+    rc = btarget_resolve(&t, &to, err, sizeof err);
     if (!rc && interrupted) rc = BX_INTERRUPTED;
     if (rc) {
         if (interrupted && rc != BX_USAGE) {
@@ -1155,7 +1110,7 @@ static int cmd_run(int argc, char **argv)
     return rc;
 }
 
-int main(int argc, char **argv)
+int bench_main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage_text, stderr);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/svg.h"
+#include "core/svg.h"
 #include "util/strv.h"
 
 /* ---- reading the document -------------------------------------------------- */
