@@ -524,7 +524,7 @@ static char *full_copy(const cJSON *doc, const char *json_path, int64_t started)
     return abs;
 }
 
-static void store(const cJSON *doc, const char *json_path, int64_t started, bool quiet)
+static void store(const cJSON *doc, const char *json_path, int64_t started)
 {
     cJSON *copy = eresult_for_store(doc, STORE_TEXT_CAP, NULL);
     double cut = cJSON_GetNumberValue(
@@ -540,7 +540,7 @@ static void store(const cJSON *doc, const char *json_path, int64_t started, bool
     int rc = bstore_post(copy, 5000, &id, err, sizeof err);
     if (rc < 0)
         say("warning: the result was not stored by the daemon: %s", err);
-    else if (rc == 0 && !quiet)
+    else if (rc == 0)
         say("stored as result %lld (gpumod eval show %lld)", (long long)id, (long long)id);
     cJSON_Delete(copy);
 }
@@ -615,7 +615,7 @@ static int run_targets(const eopts *o, const eval_suite *s, btarget *t, btarget 
     double errors = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "error"));
     double records = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "records"));
     bool all_errors = r.settled > 0 && errors == records;
-    if (!o->no_store && r.settled && !all_errors) store(doc, o->json_path, started, o->quiet);
+    if (!o->no_store && r.settled && !all_errors) store(doc, o->json_path, started);
     if (o->golden && !interrupted && rc == EX_OK) rc = golden_step(o, s, &r, t);
     if (interrupted) {
         say("interrupted");
