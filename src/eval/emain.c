@@ -646,6 +646,12 @@ static int cmd_run(int argc, char **argv)
         suite_release(&s);
         return rc;
     }
+    size_t judged = 0;
+    for (size_t i = 0; i < s.n_items; i++) judged += s.items[i].scorer == SC_JUDGE;
+    if (judged && !o.judge) {
+        suite_release(&s);
+        return fail_usage("the suite has %zu judge items: give --judge TARGET (a service, model or URL)", judged);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;

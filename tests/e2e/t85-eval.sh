@@ -121,6 +121,40 @@ t_jq "$T/boom.json" '.summary | [.pass, .error] | map(tostring) | join(" ")' "1 
 t_has out "ERROR boom"
 t_end
 
+t_begin "judge items: the judge's score decides; a reply without one is an error after one retry"
+printf '%s\n' '{"match": "RUBRIC-A", "answer": "Fine.\nScore: 5"}' '{"match": "RUBRIC-B", "answer": "Score: 2"}' \
+    '{"match": "RUBRIC-C", "answer": "no idea"}' >"$T/judge.jsonl"
+PJ=$(free_port)
+fk judge "$PJ" 0 0 "$T/judge.jsonl"
+cat >"$T/judged.yaml" <<'EOF'
+items:
+  - {id: j1, prompt: 'Q001: say the code word', scorer: judge, rubric: RUBRIC-A}
+  - {id: j2, prompt: 'Q002: say the code word', scorer: judge, rubric: RUBRIC-B, expected: w002x}
+  - {id: j3, prompt: 'Q003: say the code word', scorer: judge, rubric: RUBRIC-C}
+EOF
+t_run 0 gpumod eval "http://127.0.0.1:$P5" --suite "$T/judged.yaml" --judge "http://127.0.0.1:$PJ" --no-store -q \
+    --json "$T/j.json"
+t_jq "$T/j.json" '[.items[] | "\(.id)=\(.state)/\(.judge)"] | join(" ")' "j1=pass/5 j2=fail/2 j3=error/null"
+t_jq "$T/j.json" '.items[2].error | startswith("judge: ")' true
+t_jq "$T/j.json" '.summary.judge | [.n, .mean, .share4, .share5] | map(tostring) | join(" ")' "2 3.5 0.5 0.5"
+t_jq "$T/j.json" '.judge.spec' "http://127.0.0.1:$PJ"
+t_has out "judge: mean 3.50"
+t_run 2 gpumod eval "http://127.0.0.1:$P5" --suite "$T/judged.yaml" --no-store -q
+t_has err "gpumod: eval: the suite has 3 judge items: give --judge TARGET"
+t_end
+
+t_begin "warnings: answers cut at max_tokens, and a budget past the server's context"
+printf 'items:\n  - {id: short, prompt: "Q001: say the code word", expected: w001x, max_tokens: 1}\n' >"$T/short.yaml"
+t_run 0 gpumod eval "http://127.0.0.1:$P5" --suite "$T/short.yaml" --no-store -q --json "$T/w.json"
+t_jq "$T/w.json" '.summary.length_hits' 1
+t_has out "warning: 1 answers stopped at max_tokens"
+t_run 0 gpumod eval "http://127.0.0.1:$P5" --suite "$T/boom.yaml" --no-store -q --max-tokens 4000 --json "$T/c.json"
+t_jq "$T/c.json" '.summary.context | [.server, .needed > 4000] | map(tostring) | join(" ")' "2048 true"
+t_jq "$T/c.json" '.summary.context_hits' 1
+t_has out "the suite needs a context of"
+t_has out "the server has 2048"
+t_end
+
 t_begin "a suite with mistakes exits 2 with file:line, nothing sent"
 printf 'items:\n  - id: a\n    prompt: hi\n    expectd: x\n  - id: a\n    prompt: hi\n' >"$T/bad.yaml"
 t_run 2 gpumod eval "http://127.0.0.1:$P1" --suite "$T/bad.yaml" --no-store
