@@ -6,6 +6,7 @@
  * `gpumod config check --json` and `gpumod --json config check` agree. */
 #include "cli/cli.h"
 #include "util/buf.h"
+#include "util/opt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -325,23 +326,6 @@ static int cmd_version(cli *c, int argc, char **argv)
     return EXIT_OK;
 }
 
-/* Take the value of "--opt VALUE" or "--opt=VALUE".  Returns 1 when argv[*i]
- * is opt (advancing *i past a separate value), 0 when not, -1 when the
- * value is missing. */
-static int opt_value(char **argv, int argc, int *i, const char *opt, const char **out)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n)) return 0;
-    if (argv[*i][n] == '=') {
-        *out = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n]) return 0;
-    if (*i + 1 >= argc) return -1;
-    *out = argv[++*i];
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
     cli c = {0};
@@ -364,13 +348,13 @@ int main(int argc, char **argv)
             rest[nrest++] = argv[i];
             continue;
         }
-        if ((r = opt_value(argv, argc, &i, "--config-dir", &val))) {
+        if ((r = opt_value(argc, argv, &i, "--config-dir", &val))) {
             if (r < 0) goto missing;
             c.paths.config_dir = val;
-        } else if ((r = opt_value(argv, argc, &i, "--state-dir", &val))) {
+        } else if ((r = opt_value(argc, argv, &i, "--state-dir", &val))) {
             if (r < 0) goto missing;
             c.paths.state_dir = val;
-        } else if ((r = opt_value(argv, argc, &i, "--socket", &val))) {
+        } else if ((r = opt_value(argc, argv, &i, "--socket", &val))) {
             if (r < 0) goto missing;
             c.paths.socket = val;
         } else if (!strcmp(a, "--json")) {

@@ -21,6 +21,7 @@
 #include "oai/docfile.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/opt.h"
 
 enum { BX_OK = 0, BX_FAILED = 1, BX_USAGE = 2, BX_INTERRUPTED = 130 };
 
@@ -90,12 +91,8 @@ static int fail_usage(const char *fmt, ...)
 
 static int p_long(const char *opt, const char *v, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi)
+    if (opt_long(v, lo, hi, out))
         return fail_usage("%s '%s': expected an integer from %ld to %ld", opt, v, lo, hi);
-    *out = x;
     return 0;
 }
 
@@ -105,12 +102,8 @@ static int p_double(const char *opt, const char *v, double lo, double hi, bool a
         *out = INFINITY;
         return 0;
     }
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (!*v || *end || errno || !isfinite(x) || x < lo || x > hi)
+    if (opt_double(v, lo, hi, out))
         return fail_usage("%s '%s': expected a number from %g to %g%s", opt, v, lo, hi, allow_inf ? " or inf" : "");
-    *out = x;
     return 0;
 }
 
@@ -196,21 +189,6 @@ static int p_ctx(const char *v, bopts *o)
     o->ctx_max = b;
     o->ctx_step = c;
     return 0;
-}
-
-/* "--opt VALUE" or "--opt=VALUE": 1 matched, 0 not, -1 missing value. */
-static int optval(int argc, char **argv, int *i, const char *opt, const char **val)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n)) return 0;
-    if (argv[*i][n] == '=') {
-        *val = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n]) return 0;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
 }
 
 static const char *const value_opts[] = {
@@ -301,7 +279,7 @@ static int match_value_opt(int argc, char **argv, int *i, const char **opt, cons
 {
     *opt = *v = NULL;
     for (int k = 0; value_opts[k]; k++) {
-        int r = optval(argc, argv, i, value_opts[k], v);
+        int r = opt_value(argc, argv, i, value_opts[k], v);
         if (r < 0) return fail_usage("option '%s' needs a value", value_opts[k]);
         if (r) {
             *opt = value_opts[k];
@@ -483,10 +461,10 @@ static int cmd_report(int argc, char **argv)
         int r;
         if (!strcmp(argv[i], "--md")) {
             md = true;
-        } else if ((r = optval(argc, argv, &i, "--csv", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--csv", &v))) {
             if (r < 0) return fail_usage("option '--csv' needs a value");
             csv = v;
-        } else if ((r = optval(argc, argv, &i, "--svg", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--svg", &v))) {
             if (r < 0) return fail_usage("option '--svg' needs a value");
             svg = v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -516,7 +494,7 @@ static int cmd_compare(int argc, char **argv)
         int r;
         if (!strcmp(argv[i], "--json")) {
             json = true;
-        } else if ((r = optval(argc, argv, &i, "--conf", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--conf", &v))) {
             if (r < 0) return fail_usage("option '--conf' needs a value");
             if (p_double("--conf", v, 0.5, 0.9999, false, &conf)) return BX_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {

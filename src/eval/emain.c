@@ -26,6 +26,7 @@
 #include "oai/store.h"
 #include "oai/target.h"
 #include "util/clock.h"
+#include "util/opt.h"
 #include "util/sha256.h"
 
 enum { EX_OK = 0, EX_FAILED = 1, EX_USAGE = 2, EX_INTERRUPTED = 130 };
@@ -110,40 +111,15 @@ typedef struct eopts {
     char **argv;
 } eopts;
 
-/* "--opt VALUE" or "--opt=VALUE": 1 matched, 0 not, -1 missing value. */
-static int optval(int argc, char **argv, int *i, const char *opt, const char **val)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n)) return 0;
-    if (argv[*i][n] == '=') {
-        *val = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n]) return 0;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
-}
-
 static int p_long(const char *opt, const char *v, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi)
-        return fail_usage("%s '%s': expected an integer from %ld to %ld", opt, v, lo, hi);
-    *out = x;
+    if (opt_long(v, lo, hi, out)) return fail_usage("%s '%s': expected an integer from %ld to %ld", opt, v, lo, hi);
     return 0;
 }
 
 static int p_double(const char *opt, const char *v, double lo, double hi, double *out)
 {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (!*v || *end || errno || !isfinite(x) || x < lo || x > hi)
-        return fail_usage("%s '%s': expected a number from %g to %g", opt, v, lo, hi);
-    *out = x;
+    if (opt_double(v, lo, hi, out)) return fail_usage("%s '%s': expected a number from %g to %g", opt, v, lo, hi);
     return 0;
 }
 
@@ -196,7 +172,7 @@ static int parse_run(int argc, char **argv, eopts *o)
         else if (a[0] == '-' && a[1]) {
             int r = 0;
             const char *const *opt;
-            for (opt = value_opts; *opt && !(r = optval(argc, argv, &i, *opt, &v)); opt++) {}
+            for (opt = value_opts; *opt && !(r = opt_value(argc, argv, &i, *opt, &v)); opt++) {}
             if (!*opt) return fail_usage("unknown option '%s'", a);
             if (r < 0) return fail_usage("option '%s' needs a value", *opt);
             if (set_value(o, *opt, v)) return EX_USAGE;
@@ -757,7 +733,7 @@ static int cmd_report(int argc, char **argv)
         int r;
         if (!strcmp(argv[i], "--md")) {
             md = true;
-        } else if ((r = optval(argc, argv, &i, "--csv", &v)) || (r = optval(argc, argv, &i, "--svg", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--csv", &v)) || (r = opt_value(argc, argv, &i, "--svg", &v))) {
             if (r < 0) rc = fail_usage("option '%s' needs a value", argv[i]);
             else if (!strncmp(argv[i - 1], "--csv", 5) || !strncmp(argv[i], "--csv=", 6)) csv = v;
             else svg = v;
@@ -821,7 +797,7 @@ static int cmd_list(int argc, char **argv)
         const char *v;
         int r;
         if (!strcmp(argv[i], "--json")) json = true;
-        else if ((r = optval(argc, argv, &i, "-n", &v))) {
+        else if ((r = opt_value(argc, argv, &i, "-n", &v))) {
             if (r < 0) return fail_usage("option '-n' needs a value");
             if (p_long("-n", v, 1, 1000, &n)) return EX_USAGE;
         } else
@@ -854,10 +830,10 @@ static int cmd_show(int argc, char **argv)
         int r;
         if (!strcmp(argv[i], "--json")) json = true;
         else if (!strcmp(argv[i], "--md")) md = true;
-        else if ((r = optval(argc, argv, &i, "--csv", &v))) {
+        else if ((r = opt_value(argc, argv, &i, "--csv", &v))) {
             if (r < 0) return fail_usage("option '--csv' needs a value");
             csv = v;
-        } else if ((r = optval(argc, argv, &i, "--svg", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--svg", &v))) {
             if (r < 0) return fail_usage("option '--svg' needs a value");
             svg = v;
         } else if (argv[i][0] == '-' || id)

@@ -205,22 +205,7 @@ void ereport_md(buf *out, const cJSON *doc)
     buf_addc(out, '\n');
 }
 
-/* a CSV field: quoted when it holds a comma, quote or line break */
-static void csv_field(buf *out, const char *s)
-{
-    if (!s) return;
-    if (!strpbrk(s, ",\"\r\n")) {
-        buf_adds(out, s);
-        return;
-    }
-    buf_addc(out, '"');
-    for (; *s; s++) {
-        if (*s == '"') buf_addc(out, '"');
-        buf_addc(out, *s);
-    }
-    buf_addc(out, '"');
-}
-
+/* a row per record, RFC 4180 (records end in CRLF, as bench's) */
 void ereport_csv(buf *out, const cJSON *doc)
 {
     static const char *const cols[] = {"id",         "category",  "rep",        "seed",          "state",
@@ -229,7 +214,7 @@ void ereport_csv(buf *out, const cJSON *doc)
                                        "error"};
     size_t nc = sizeof cols / sizeof *cols;
     for (size_t i = 0; i < nc; i++) buf_printf(out, "%s%s", i ? "," : "", cols[i]);
-    buf_addc(out, '\n');
+    buf_adds(out, "\r\n");
     const cJSON *it;
     cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "items"))
     {
@@ -237,11 +222,11 @@ void ereport_csv(buf *out, const cJSON *doc)
             if (i) buf_addc(out, ',');
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(it, cols[i]);
             if (cJSON_IsString(v))
-                csv_field(out, v->valuestring);
+                buf_csv_field(out, v->valuestring);
             else if (cJSON_IsNumber(v))
                 buf_printf(out, "%.15g", v->valuedouble);
         }
-        buf_addc(out, '\n');
+        buf_adds(out, "\r\n");
     }
 }
 

@@ -147,7 +147,7 @@ static void statistics(void **st)
     assert_non_null(strstr(b.p, "(4 passing records not shown"));
     buf_clear(&b);
     ereport_csv(&b, d);
-    assert_non_null(strstr(b.p, "\nc,y,0,1,error,exact,none,,Rome,,10,2,5,,1,\n"));
+    assert_non_null(strstr(b.p, "\nc,y,0,1,error,exact,none,,Rome,,10,2,5,,1,\r\n"));
     buf_clear(&b);
     const cJSON *docs[] = {d};
     ereport_svg(&b, docs, 1);
