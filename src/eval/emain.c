@@ -420,7 +420,7 @@ static int golden_step(const eopts *o, const eval_suite *s, const erun_result *r
     size_t nd = 0;
     bool ident = false;
     if (!was || golden_diff(was, now, &rep, &nd, &ident, err, sizeof err)) {
-        say("golden: %s%s", was ? "" : "", was ? err : err);
+        say("golden: %s", err);
         rc = EX_USAGE;
     } else {
         fwrite(rep.p, 1, rep.len, stdout);

@@ -167,9 +167,9 @@ static void head_lines(buf *out, const cJSON *doc)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(doc, "target");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(doc, "summary");
     const cJSON *set = cJSON_GetObjectItemCaseSensitive(doc, "settings");
-    buf_printf(out, "%s: %g/%g passed, %g failed, %g errors (%g items, k %g, seed %g) on %s",
+    buf_printf(out, "%s: %g/%g passed, %g failed, %g error%s (%g items, k %g, seed %g) on %s",
                sget(su, "name") ? sget(su, "name") : "suite", nget(s, "pass"), nget(s, "records"), nget(s, "fail"),
-               nget(s, "error"), nget(s, "items"), nget(s, "k"), nget(set, "seed"),
+               nget(s, "error"), nget(s, "error") == 1 ? "" : "s", nget(s, "items"), nget(s, "k"), nget(set, "seed"),
                sget(t, "spec") ? sget(t, "spec") : "?");
     if (sget(t, "model") && sget(t, "spec") && strcmp(sget(t, "model"), sget(t, "spec")))
         buf_printf(out, " (model %s)", sget(t, "model"));

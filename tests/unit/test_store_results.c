@@ -83,6 +83,19 @@ static void round_trip_and_filter(void **state)
     assert_int_equal(store_results(s, "nope", NULL, 0, &v, &n, err, sizeof err), 0);
     assert_int_equal(n, 0);
     store_results_free(v, n);
+    /* by kind (gpumod eval list): an eval result among bench's */
+    store_result ev = {.ts_ms = 1764000000001, .kind = "eval", .target = "chat", .service = "chat",
+                       .summary = "{}", .doc = "{\"schema\":\"gpumod.eval/1\"}"};
+    int64_t e = 0;
+    assert_int_equal(store_result_add(s, &ev, 0, 0, &e, NULL, err, sizeof err), 0);
+    assert_int_equal(store_results(s, NULL, "eval", 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].id, e);
+    store_results_free(v, n);
+    assert_int_equal(store_results(s, "chat", "load", 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0].id, c);
+    store_results_free(v, n);
 
     assert_int_equal(store_result_get(s, a, &v, err, sizeof err), 1);
     assert_string_equal(v[0].doc, "{\"schema\":\"gpumod.bench/1\",\"kind\":\"load\"}");
