@@ -388,10 +388,14 @@ int erun(const erun_opts *o, erun_result *out, char *err, size_t errlen)
         r->latency_ms = r->ttft_ms = NAN;
         r->state = SCORE_ERROR;
     }
-    if (bclient_fd_budget(o->concurrency, err, errlen)) return -1;
+    if (bclient_fd_budget(o->concurrency, err, errlen)) {
+        erun_release(out);
+        return -1;
+    }
     runner R = {.o = o, .res = out, .total = out->n};
     if (uv_loop_init(&R.loop) < 0) {
         errf(err, errlen, "eval: uv_loop_init failed");
+        erun_release(out);
         return -1;
     }
     R.model = client(&R, o->url, o->headers, err, errlen);
@@ -401,6 +405,7 @@ int erun(const erun_opts *o, erun_result *out, char *err, size_t errlen)
         uv_run(&R.loop, UV_RUN_DEFAULT);
         bclient_free(R.model);
         uv_loop_close(&R.loop);
+        erun_release(out);
         return -1;
     }
     bclient *m = R.model, *jc = R.judge;

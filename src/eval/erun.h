@@ -53,8 +53,9 @@ typedef struct erun_result {
     size_t length_hits;          /* answers that stopped at max_tokens (finish_reason "length") */
 } erun_result;
 
-/* Run every item k times.  0 when it ran (items may have failed), -1 with
- * err when it could not start (libcurl, the loop). */
+/* Run every item k times.  0 when it ran (items may have failed; release
+ * out), -1 with err when it could not start (libcurl, the loop, open-file
+ * limits; out is empty). */
 int erun(const erun_opts *o, erun_result *out, char *err, size_t errlen);
 void erun_release(erun_result *r);
 /* The request body of an item (caller frees): model, messages, tools,
