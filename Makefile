@@ -49,13 +49,13 @@ ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out src/main.c src/exec/% src/bench/% src/eval/%,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/%,$(shell find src -name '*.c' | LC_ALL=C sort))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 GPUMOD  := $(BUILD)/gpumod
 # gpumod-bench: the only program that links libcurl (src/bench/); its
 # parts other than main.c are an archive the unit tests link too.  eval
 # (src/eval/) runs in the same helper, so its parts join that archive.
-BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c)))
+BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c src/oai/*.c)))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_LIB  := $(BUILD)/libbench.a
 CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
@@ -75,7 +75,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate \
+        bench-status bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate bench-eval \
         test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
@@ -94,6 +94,7 @@ help:
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
 	@echo "make bench-compare  bench-switch and bench-proxy medians of BASE (default: the commit before issue 16) beside this tree's, ROUNDS (3) interleaved"
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
+	@echo "make bench-eval  one gpumod eval process, 64 items in flight against fakellm: items/s, CPU per item, the self-check"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
 	@echo "make test-real  gpumod-bench and the canary against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
@@ -117,7 +118,7 @@ $(BENCH_LIB): $(BENCH_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/gpumod-bench: $(BUILD)/obj/src/bench/main.o $(BENCH_LIB) $(BUILD)/libgpumod.a
+$(BUILD)/gpumod-bench: $(BUILD)/obj/src/helper.o $(BUILD)/obj/src/bench/main.o $(BENCH_LIB) $(BUILD)/libgpumod.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(BENCH_LIB) $(BUILD)/libgpumod.a
@@ -183,6 +184,12 @@ bench-compare: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
 # CPU, lags and client_bound verdict (docs/bench.md "Client capacity").
 bench-streams: $(FAKELLM) $(HELPERS)
 	@BUILD=$(BUILD) N=$${N:-1000} scripts/bench-streams
+
+# One gpumod eval process keeping 64 items in flight against fakellm: items/s
+# against the ideal, CPU per item, the self-check, bench's beside it
+# (docs/eval.md "Client capacity").
+bench-eval: $(FAKELLM) $(HELPERS)
+	@BUILD=$(BUILD) N=$${N:-1280} scripts/bench-eval
 
 # The estimator beside the bytes a real llama-server logged for each
 # recorded run (CPU runs on this kind of VM, H200 runs on the lent GPU

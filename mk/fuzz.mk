@@ -138,13 +138,13 @@ $(BUILD)/tests/test_fuzz_replay_modelscan: tests/fuzz/replay_modelscan.c tests/f
 
 # The bench client's stream parsing: fuzz_sse.c parses each response body
 # whole, a byte at a time and in random pieces, checks that the three agree
-# and feeds the events to the request classifier (src/bench/sse.c, breq.c).
-FUZZ_SSE_SRC    := tests/fuzz/fuzz_sse.c src/bench/sse.c src/bench/breq.c
+# and feeds the events to the request classifier (src/oai/sse.c, breq.c).
+FUZZ_SSE_SRC    := tests/fuzz/fuzz_sse.c src/oai/sse.c src/oai/breq.c
 FUZZ_SSE_CORPUS := tests/fuzz/corpus/sse
 FUZZ_SSE_ARGS   ?= -max_len=4096 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
                    -dict=tests/fuzz/sse.dict
 
-$(FUZZ_BUILD)/fuzz_sse: $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o src/bench/sse.h src/bench/breq.h
+$(FUZZ_BUILD)/fuzz_sse: $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o src/oai/sse.h src/oai/breq.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(shell pkg-config --cflags libcjson) $(WARN) -Wno-unknown-warning-option \
 	    -o $@ $(FUZZ_SSE_SRC) $(FUZZ_BUILD)/buf.o $(shell pkg-config --libs libcjson) -lm
 

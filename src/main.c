@@ -6,6 +6,7 @@
  * `gpumod config check --json` and `gpumod --json config check` agree. */
 #include "cli/cli.h"
 #include "util/buf.h"
+#include "util/opt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 static int cmd_help(cli *c, int argc, char **argv);
 static int cmd_version(cli *c, int argc, char **argv);
 int cmd_bench(cli *c, int argc, char **argv); /* src/cli/bench.c */
+int cmd_eval(cli *c, int argc, char **argv);  /* src/cli/bench.c */
 int cmd_template(cli *c, int argc, char **argv); /* src/cli/template.c */
 int cmd_protect(cli *c, int argc, char **argv);  /* src/cli/protect.c */
 int cmd_doctor(cli *c, int argc, char **argv);   /* src/cli/doctor.c */
@@ -176,6 +178,21 @@ static const cmd commands[] = {
      "      Runs the gpumod-bench helper.  Exit 0 done, 1 failed, 2 usage (or the\n"
      "      helper is not installed), 3 a service name but no daemon.\n",
      cmd_bench},
+    {"eval", "TARGET --suite S [options] | compare A.json B.json | list | show ID | report FILE",
+     "ask a model a suite of questions and score the answers, with intervals",
+     "  eval TARGET --suite PATH [-k N] [--seed S] [--concurrency C] [--timeout S]\n"
+     "              [--max-tokens N] [--temperature T] [--judge TARGET] [--golden FILE]\n"
+     "              [--json FILE] [--csv FILE] [--md] [--svg FILE] [--no-store] [-q]\n"
+     "      TARGET is a service id or model name (through the router) or an\n"
+     "      http(s):// URL.  Every option after 'eval' is eval's own; see\n"
+     "      'gpumod eval --help' and docs/eval.md.\n"
+     "  eval compare A.json B.json [--json]   B against A, item by item (McNemar)\n"
+     "  eval list [-n N] [--json] | eval show ID [--json]   results the daemon keeps\n"
+     "  eval report RESULT.json [--md] [--csv FILE] [--svg FILE]\n"
+     "      Runs the gpumod-bench helper.  Exit 0 done, 1 failed (compare: B is\n"
+     "      worse; golden: an output changed), 2 usage or a suite error, 3 a\n"
+     "      service name but no daemon.\n",
+     cmd_eval},
     {"template", "render ID | install ID|--all | daemon [--install] [--user|--system] [--unit-dir DIR] [--yes] [--force]",
      "systemd units for the services and the daemon, gated by preflight",
      "  template render ID [--user|--system] [--no-files-check]\n"
@@ -309,23 +326,6 @@ static int cmd_version(cli *c, int argc, char **argv)
     return EXIT_OK;
 }
 
-/* Take the value of "--opt VALUE" or "--opt=VALUE".  Returns 1 when argv[*i]
- * is opt (advancing *i past a separate value), 0 when not, -1 when the
- * value is missing. */
-static int opt_value(char **argv, int argc, int *i, const char *opt, const char **out)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n)) return 0;
-    if (argv[*i][n] == '=') {
-        *out = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n]) return 0;
-    if (*i + 1 >= argc) return -1;
-    *out = argv[++*i];
-    return 1;
-}
-
 int main(int argc, char **argv)
 {
     cli c = {0};
@@ -338,8 +338,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const char *val;
         int r;
-        /* after "bench" every argument is the helper's (its --json FILE, -q) */
-        if (dashdash || a[0] != '-' || !a[1] || (nrest && !strcmp(rest[0], "bench"))) {
+        /* after "bench" or "eval" every argument is the helper's (its --json FILE, -q) */
+        if (dashdash || a[0] != '-' || !a[1] || (nrest && (!strcmp(rest[0], "bench") || !strcmp(rest[0], "eval")))) {
             rest[nrest++] = argv[i];
             continue;
         }
@@ -348,13 +348,13 @@ int main(int argc, char **argv)
             rest[nrest++] = argv[i];
             continue;
         }
-        if ((r = opt_value(argv, argc, &i, "--config-dir", &val))) {
+        if ((r = opt_value(argc, argv, &i, "--config-dir", &val))) {
             if (r < 0) goto missing;
             c.paths.config_dir = val;
-        } else if ((r = opt_value(argv, argc, &i, "--state-dir", &val))) {
+        } else if ((r = opt_value(argc, argv, &i, "--state-dir", &val))) {
             if (r < 0) goto missing;
             c.paths.state_dir = val;
-        } else if ((r = opt_value(argv, argc, &i, "--socket", &val))) {
+        } else if ((r = opt_value(argc, argv, &i, "--socket", &val))) {
             if (r < 0) goto missing;
             c.paths.socket = val;
         } else if (!strcmp(a, "--json")) {

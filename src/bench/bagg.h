@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/breq.h"
+#include "oai/breq.h"
 #include "bench/bstats.h"
 
 typedef struct bslo {

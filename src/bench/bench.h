@@ -14,7 +14,10 @@
 #include <cjson/cJSON.h>
 
 #include "bench/bagg.h"
-#include "bench/breq.h"
+#include "oai/breq.h"
+#include "oai/fetch.h"
+#include "oai/store.h"
+#include "oai/target.h"
 #include "bench/bstats.h"
 #include "util/buf.h"
 
@@ -104,42 +107,6 @@ void bload_result_release(bload_result *r);
  * when unknown): fills client_bound and warnings. */
 void bself_judge(bself *s, double median_itl_ms, bool open_loop);
 
-/* ---- fetch.c: one blocking request with a deadline (libcurl easy) ----- */
-
-typedef struct bfetch {
-    int status;      /* 0 when no reply */
-    buf body;
-    char err[256];   /* "" on a reply */
-} bfetch;
-
-/* GET when body is NULL, else POST of a JSON body.  0 when a reply came
- * (any status), -1 with f->err ("connect to URL: ...", "timed out after
- * N ms"). */
-int bfetch_do(const char *url, const char *const *headers, const char *body, int64_t timeout_ms, bfetch *f);
-void bfetch_release(bfetch *f);
-/* For every later bfetch_do of this process: the deadline is at most
- * max_ms (0: no cap), and a request ends ("interrupted") as soon as
- * *interrupted is set (NULL: never).  Call before other threads fetch. */
-void bfetch_limit(volatile int *interrupted, int64_t max_ms);
-
-/* ---- target.c: what is being measured ---------------------------------- */
-
-typedef struct btarget {
-    char *spec;          /* as given: a service id, a model name or a URL */
-    char *via;           /* "router" or "url" */
-    char *service;       /* the service id through the router, else NULL */
-    char *base_url;      /* http(s)://host:port (no trailing slash) */
-    char *model;         /* the "model" sent */
-    char *endpoint;      /* "/v1/chat/completions" (default) or "/v1/completions" */
-    char *metrics_url;   /* where /metrics is scraped (router: /upstream/ID/metrics), or NULL */
-    char *tokenize_url;  /* /tokenize (router: /upstream/ID/tokenize), or NULL */
-    char *flavor;        /* "llamacpp", "vllm" or "unknown" */
-    char *build;         /* server build (/props build_info, /version, system_fingerprint), or NULL */
-    char *config_hash;   /* the service's preset hash (router targets), or NULL */
-    char *auth_header;   /* "Authorization: Bearer ..." or NULL (never printed) */
-    cJSON *identity;     /* what /props or /v1/models said that identifies it */
-} btarget;
-
 /* ---- telemetry.c: memory sampled during a run --------------------------- */
 
 typedef struct btele btele;
@@ -166,13 +133,9 @@ void breport_md(buf *out, const cJSON *result);    /* a Markdown table per point
  * against depth; switch runs: each phase's median with its interval. */
 void breport_svg(buf *out, const cJSON *result);
 
-/* ---- store.c: results kept by the daemon -------------------------------- */
+/* ---- main.c: `gpumod bench ...` (argv[1] on: the command's own words) -- */
 
-/* POST /results to the daemon (socket resolved as every CLI command does:
- * GPUMOD_SOCKET, else gpumod.yaml under GPUMOD_CONFIG_DIR, else
- * $XDG_RUNTIME_DIR/gpumod.sock) within timeout_ms.  0 stored (*id set),
- * 1 no daemon runs (nothing to do), -1 with err (it answered an error). */
-int bstore_post(const cJSON *result, int64_t timeout_ms, int64_t *id, char *err, size_t errlen);
+int bench_main(int argc, char **argv);
 
 /* ---- bswitch.c: gpumod bench switch MODE_A MODE_B [-n N] ------------------ */
 

@@ -101,16 +101,6 @@ int bprompt_tokenize_http(void *ud, const char *text, long *n, char *err, size_t
 /* Whether t's /tokenize answers; when not, t->tokenize_url is cleared. */
 bool bprompt_has_tokenizer(btarget *t);
 
-/* ---- target.c ----------------------------------------------------------- */
-
-/* Resolve spec (a URL, a service id or a model name).  0, or the exit
- * code (1 unreachable or failed, 2 usage, 3 no daemon) with err. */
-int btarget_resolve(btarget *t, const bopts *o, char *err, size_t errlen);
-void btarget_release(btarget *t);
-/* The headers of every request (auth), NULL-terminated; borrowed from t. */
-const char *const *btarget_headers(const btarget *t);
-cJSON *btarget_json(const btarget *t);
-
 /* ---- result.c ----------------------------------------------------------- */
 
 /* One load iteration as the document's object: aggregates, values,

@@ -41,7 +41,7 @@
 
 #include <uv.h>
 
-#include "bench/client.h"
+#include "oai/client.h"
 #include "util/errf.h"
 
 #define TICK_MS 50         /* interrupt and deadline checks; progress every 2nd */

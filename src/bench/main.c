@@ -18,8 +18,10 @@
 #include <unistd.h>
 
 #include "bench/bcompare.h"
+#include "oai/docfile.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/opt.h"
 
 enum { BX_OK = 0, BX_FAILED = 1, BX_USAGE = 2, BX_INTERRUPTED = 130 };
 
@@ -89,12 +91,8 @@ static int fail_usage(const char *fmt, ...)
 
 static int p_long(const char *opt, const char *v, long lo, long hi, long *out)
 {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < lo || x > hi)
+    if (opt_long(v, lo, hi, out))
         return fail_usage("%s '%s': expected an integer from %ld to %ld", opt, v, lo, hi);
-    *out = x;
     return 0;
 }
 
@@ -104,12 +102,8 @@ static int p_double(const char *opt, const char *v, double lo, double hi, bool a
         *out = INFINITY;
         return 0;
     }
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (!*v || *end || errno || !isfinite(x) || x < lo || x > hi)
+    if (opt_double(v, lo, hi, out))
         return fail_usage("%s '%s': expected a number from %g to %g%s", opt, v, lo, hi, allow_inf ? " or inf" : "");
-    *out = x;
     return 0;
 }
 
@@ -195,21 +189,6 @@ static int p_ctx(const char *v, bopts *o)
     o->ctx_max = b;
     o->ctx_step = c;
     return 0;
-}
-
-/* "--opt VALUE" or "--opt=VALUE": 1 matched, 0 not, -1 missing value. */
-static int optval(int argc, char **argv, int *i, const char *opt, const char **val)
-{
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n)) return 0;
-    if (argv[*i][n] == '=') {
-        *val = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n]) return 0;
-    if (*i + 1 >= argc) return -1;
-    *val = argv[++*i];
-    return 1;
 }
 
 static const char *const value_opts[] = {
@@ -300,7 +279,7 @@ static int match_value_opt(int argc, char **argv, int *i, const char **opt, cons
 {
     *opt = *v = NULL;
     for (int k = 0; value_opts[k]; k++) {
-        int r = optval(argc, argv, i, value_opts[k], v);
+        int r = opt_value(argc, argv, i, value_opts[k], v);
         if (r < 0) return fail_usage("option '%s' needs a value", value_opts[k]);
         if (r) {
             *opt = value_opts[k];
@@ -400,78 +379,31 @@ static int parse_run(int argc, char **argv, bopts *o)
 
 static int write_out(const char *path, const buf *b, const char *what)
 {
-    if (!strcmp(path, "-")) {
-        fwrite(b->p, 1, b->len, stdout);
-        fflush(stdout);
-        return 0;
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "gpumod: bench: cannot write the %s to '%s': %s\n", what, path, strerror(errno));
-        return -1;
-    }
-    size_t w = fwrite(b->p, 1, b->len, f);
-    int e = ferror(f) ? errno : 0;
-    int c = fclose(f); /* once, whatever it says: the FILE is gone after it */
-    if (!e && c != 0) e = errno;
-    if (w != b->len || e || c != 0) {
-        fprintf(stderr, "gpumod: bench: cannot write the %s to '%s': %s\n", what, path,
-                strerror(e ? e : EIO));
-        return -1;
-    }
-    return 0;
+    char err[600];
+    if (docfile_write(path, b, what, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "gpumod: bench: %s\n", err);
+    return -1;
 }
 
-/* Before a run: can path be written?  Opened for writing (appending, so
- * an existing file is not emptied yet) and, when it did not exist, removed
- * again.  -1 after "gpumod: bench: ..." naming the path and the reason. */
+/* Before a run: can path be written?  -1 after "gpumod: bench: ..." */
 static int check_writable(const char *opt, const char *path)
 {
-    if (!path || !strcmp(path, "-")) return 0;
-    bool existed = access(path, F_OK) == 0;
-    FILE *f = fopen(path, "a");
-    if (!f) {
-        fprintf(stderr, "gpumod: bench: %s '%s': cannot write there: %s\n", opt, path, strerror(errno));
-        return -1;
-    }
-    fclose(f);
-    if (!existed) unlink(path);
-    return 0;
+    char err[600];
+    if (docfile_writable(opt, path, err, sizeof err) == 0) return 0;
+    fprintf(stderr, "gpumod: bench: %s\n", err);
+    return -1;
 }
 
 /* The file parsed; NULL after "gpumod: bench: ..." naming the file and
- * the position of a JSON error. */
+ * the position of a JSON error, or saying it is not a bench result. */
 static cJSON *read_doc(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "gpumod: bench: cannot read '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    buf b = BUF_INIT;
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) buf_add(&b, chunk, n);
-    fclose(f);
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithOpts(b.p, &end, true);
+    char err[600];
+    cJSON *j = docfile_read(path, err, sizeof err);
     if (!j) {
-        const char *at = end ? end : cJSON_GetErrorPtr();
-        size_t off = at && at >= b.p && at <= b.p + b.len ? (size_t)(at - b.p) : 0;
-        int line = 1, col = 1;
-        for (size_t i = 0; i < off; i++) {
-            if (b.p[i] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        fprintf(stderr, "gpumod: bench: '%s': not valid JSON at line %d, column %d (byte %zu)\n", path, line, col, off);
-        buf_release(&b);
+        fprintf(stderr, "gpumod: bench: %s\n", err);
         return NULL;
     }
-    buf_release(&b);
     const char *schema = cJSON_GetStringValue(cJSON_GetObjectItem(j, "schema"));
     if (!schema || strncmp(schema, "gpumod.bench/", 13)) {
         fprintf(stderr, "gpumod: bench: '%s': not a bench result (expected \"schema\": \"gpumod.bench/1\")\n", path);
@@ -529,10 +461,10 @@ static int cmd_report(int argc, char **argv)
         int r;
         if (!strcmp(argv[i], "--md")) {
             md = true;
-        } else if ((r = optval(argc, argv, &i, "--csv", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--csv", &v))) {
             if (r < 0) return fail_usage("option '--csv' needs a value");
             csv = v;
-        } else if ((r = optval(argc, argv, &i, "--svg", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--svg", &v))) {
             if (r < 0) return fail_usage("option '--svg' needs a value");
             svg = v;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -562,7 +494,7 @@ static int cmd_compare(int argc, char **argv)
         int r;
         if (!strcmp(argv[i], "--json")) {
             json = true;
-        } else if ((r = optval(argc, argv, &i, "--conf", &v))) {
+        } else if ((r = opt_value(argc, argv, &i, "--conf", &v))) {
             if (r < 0) return fail_usage("option '--conf' needs a value");
             if (p_double("--conf", v, 0.5, 0.9999, false, &conf)) return BX_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -1068,7 +1000,8 @@ static int cmd_run(int argc, char **argv)
     cJSON *doc = bresult_new(o.ctx_sweep ? "ctx_sweep" : "load", &o, started);
     btarget t;
     char err[1024] = "";
-    rc = btarget_resolve(&t, &o, err, sizeof err);
+    btarget_opts to = {"bench", o.target, o.model, o.api_key_env, o.completions, o.timeout_s};
+    rc = btarget_resolve(&t, &to, err, sizeof err);
     if (!rc && interrupted) rc = BX_INTERRUPTED;
     if (rc) {
         if (interrupted && rc != BX_USAGE) {
@@ -1155,7 +1088,7 @@ static int cmd_run(int argc, char **argv)
     return rc;
 }
 
-int main(int argc, char **argv)
+int bench_main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(usage_text, stderr);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/svg.h"
+#include "core/svg.h"
 #include "util/strv.h"
 
 /* ---- reading the document -------------------------------------------------- */
@@ -659,22 +659,7 @@ void breport_md(buf *out, const cJSON *r)
 
 /* ---- CSV ------------------------------------------------------------------------------ */
 
-/* RFC 4180: a field holding a comma, a quote or a line break is quoted,
- * its quotes doubled; records end in CRLF */
-static void csv_field(buf *out, const char *s)
-{
-    if (!s) return;
-    if (!strpbrk(s, ",\"\r\n")) {
-        buf_adds(out, s);
-        return;
-    }
-    buf_addc(out, '"');
-    for (; *s; s++) {
-        if (*s == '"') buf_addc(out, '"');
-        buf_addc(out, *s);
-    }
-    buf_addc(out, '"');
-}
+/* RFC 4180 (buf_csv_field); records end in CRLF */
 
 static void csv_num(buf *out, double v)
 {
@@ -685,7 +670,7 @@ static void csv_num(buf *out, double v)
 static void csv_json(buf *out, const cJSON *v)
 {
     if (cJSON_IsNumber(v)) csv_num(out, v->valuedouble);
-    else if (cJSON_IsString(v)) csv_field(out, v->valuestring);
+    else if (cJSON_IsString(v)) buf_csv_field(out, v->valuestring);
     else if (cJSON_IsBool(v)) buf_adds(out, cJSON_IsTrue(v) ? "true" : "false");
 }
 
@@ -710,7 +695,7 @@ static void csv_points(buf *out, const cJSON *r, bool ctx)
     buf_adds(out, "x_name,x,iteration");
     for (size_t i = 0; i < keys.n; i++) {
         buf_addc(out, ',');
-        csv_field(out, keys.v[i]);
+        buf_csv_field(out, keys.v[i]);
     }
     for (size_t i = 0; extra[i]; i++) buf_printf(out, ",%s", extra[i]);
     buf_adds(out, "\r\n");
@@ -719,7 +704,7 @@ static void csv_points(buf *out, const cJSON *r, bool ctx)
         int n = 0;
         cJSON_ArrayForEach(it, jarr(pt, "iterations"))
         {
-            csv_field(out, jstr(pt, "x_name"));
+            buf_csv_field(out, jstr(pt, "x_name"));
             buf_addc(out, ',');
             csv_num(out, jnum(pt, "x"));
             buf_printf(out, ",%d", ++n);
@@ -769,7 +754,7 @@ static void csv_switch(buf *out, const cJSON *r)
     buf_adds(out, "switch,from,to,outcome,ok");
     for (size_t i = 0; i < keys.n; i++) {
         buf_addc(out, ',');
-        csv_field(out, keys.v[i]);
+        buf_csv_field(out, keys.v[i]);
     }
     buf_adds(out, ",error\r\n");
     int n = 0;

@@ -1,7 +1,9 @@
-/* bench.c - `gpumod bench ...`: exec the gpumod-bench helper.
+/* bench.c - `gpumod bench ...` and `gpumod eval ...`: exec the
+ * gpumod-bench helper.
  *
- * bench is the only part of gpumod that needs libcurl, so it lives in its
- * own executable (git-style) and this binary never links it.  The helper
+ * bench and eval are the parts of gpumod that need libcurl, so they live
+ * in their own executable (git-style) and this binary never links it; eval
+ * runs it under the name gpumod-eval (argv[0], src/helper.c).  The helper
  * is looked for next to /proc/self/exe (a build tree), then in
  * <that directory>/../libexec/gpumod (an install under any prefix), then
  * in GPUMOD_LIBEXECDIR (the prefix it was built for).  The global options
@@ -21,6 +23,7 @@
 #define HELPER "gpumod-bench"
 
 int cmd_bench(cli *c, int argc, char **argv); /* src/main.c's table */
+int cmd_eval(cli *c, int argc, char **argv);
 
 /* dir/HELPER when it is executable (caller frees), else NULL; dir is
  * added to the list of places looked in */
@@ -33,7 +36,8 @@ static char *try_dir(const char *dir, buf *looked)
     return NULL;
 }
 
-int cmd_bench(cli *c, int argc, char **argv)
+/* exec the helper as name (its argv[0]) with argv[1..] */
+static int run_helper(cli *c, const char *what, const char *name, int argc, char **argv)
 {
     char self[PATH_MAX];
     char *path = NULL;
@@ -55,7 +59,7 @@ int cmd_bench(cli *c, int argc, char **argv)
     }
     if (!path) path = try_dir(GPUMOD_LIBEXECDIR, &looked);
     if (!path) {
-        fprintf(stderr, "gpumod: bench: the %s helper is not installed (looked in %s)\n", HELPER, looked.p);
+        fprintf(stderr, "gpumod: %s: the %s helper is not installed (looked in %s)\n", what, HELPER, looked.p);
         buf_release(&looked);
         return EXIT_USAGE;
     }
@@ -64,18 +68,28 @@ int cmd_bench(cli *c, int argc, char **argv)
         (c->paths.state_dir && setenv("GPUMOD_STATE_DIR", c->paths.state_dir, 1)) ||
         (c->paths.socket && setenv("GPUMOD_SOCKET", c->paths.socket, 1)) ||
         (c->verbose < 0 && setenv("GPUMOD_QUIET", "1", 1))) {
-        fprintf(stderr, "gpumod: bench: setenv: %s\n", strerror(errno));
+        fprintf(stderr, "gpumod: %s: setenv: %s\n", what, strerror(errno));
         free(path);
         return EXIT_REFUSED;
     }
     char **av = xcalloc((size_t)argc + 1, sizeof *av);
-    av[0] = path;
+    av[0] = (char *)(name ? name : path);
     for (int i = 1; i < argc; i++) av[i] = argv[i];
     av[argc] = NULL;
     fflush(NULL);
     execv(path, av);
-    fprintf(stderr, "gpumod: bench: cannot run '%s': %s\n", path, strerror(errno));
+    fprintf(stderr, "gpumod: %s: cannot run '%s': %s\n", what, path, strerror(errno));
     free(av);
     free(path);
     return EXIT_REFUSED;
+}
+
+int cmd_bench(cli *c, int argc, char **argv)
+{
+    return run_helper(c, "bench", NULL, argc, argv);
+}
+
+int cmd_eval(cli *c, int argc, char **argv)
+{
+    return run_helper(c, "eval", "gpumod-eval", argc, argv);
 }

@@ -1121,10 +1121,25 @@ static const char *json_type(const cJSON *v)
 
 static const char *const result_kinds[] = {"load", "ctx_sweep", "switch", NULL};
 
+static const char *obj_str(const cJSON *o, const char *key);
+
 /* The figures a list shows: each point's summary (load, ctx_sweep), or
  * each phase's median, interval and n (switch). */
 static cJSON *result_summary(const cJSON *doc, const char *kind)
 {
+    if (!strcmp(kind, "eval")) {
+        /* the figures of the run, the suite's name and the client's pace */
+        cJSON *o = cJSON_CreateObject();
+        const cJSON *su = cJSON_GetObjectItemCaseSensitive(doc, "summary"), *v;
+        static const char *const keep[] = {"items", "records", "k", "pass", "fail", "error", "accuracy",
+                                           "pass_at_k", "judge"};
+        for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+            if ((v = cJSON_GetObjectItemCaseSensitive(su, keep[i])))
+                cJSON_AddItemToObject(o, keep[i], cJSON_Duplicate(v, true));
+        const char *name = obj_str(cJSON_GetObjectItemCaseSensitive(doc, "suite"), "name");
+        if (name) cJSON_AddStringToObject(o, "suite", name);
+        return o;
+    }
     if (!strcmp(kind, "switch")) {
         cJSON *o = cJSON_CreateObject(), *ph = cJSON_AddObjectToObject(o, "phases");
         const cJSON *p;
@@ -1163,8 +1178,53 @@ static const char *obj_str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* The kind of a result body, or NULL after a 400 saying what is wrong:
+ * gpumod.bench/1 with kind load, ctx_sweep (points) or switch (modes), or
+ * gpumod.eval/1 with kind eval (items, summary); target an object. */
+static const char *result_check(req *r, const cJSON *j)
+{
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+    const cJSON *target = cJSON_GetObjectItemCaseSensitive(j, "target");
+    const cJSON *points = cJSON_GetObjectItemCaseSensitive(j, "points");
+    const cJSON *modes = cJSON_GetObjectItemCaseSensitive(j, "modes");
+    const char *k = cJSON_IsString(kind) ? kind->valuestring : NULL;
+    const char *sc = cJSON_IsString(schema) ? schema->valuestring : NULL;
+    bool eval = sc && !strcmp(sc, "gpumod.eval/1");
+    size_t ki = 0;
+    while (k && result_kinds[ki] && strcmp(result_kinds[ki], k)) ki++;
+    char got[96];
+    if (!sc || (strcmp(sc, "gpumod.bench/1") && !eval)) {
+        snprintf(got, sizeof got, sc ? "'%.60s'" : "%s", sc ? sc : json_type(schema));
+        result_bad(r, "$.schema", "\"gpumod.bench/1\" or \"gpumod.eval/1\"", got);
+    } else if (eval && (!k || strcmp(k, "eval"))) {
+        snprintf(got, sizeof got, k ? "'%.60s'" : "%s", k ? k : json_type(kind));
+        result_bad(r, "$.kind", "\"eval\" (a gpumod.eval/1 result)", got);
+    } else if (!eval && (!k || !result_kinds[ki] || !strcmp(k, "eval"))) {
+        snprintf(got, sizeof got, k ? "'%.60s'" : "%s", k ? k : json_type(kind));
+        result_bad(r, "$.kind", "one of \"load\", \"ctx_sweep\", \"switch\"", got);
+    } else if (target && !cJSON_IsObject(target) && !cJSON_IsNull(target)) {
+        result_bad(r, "$.target", "an object", json_type(target));
+    } else if (eval && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "items"))) {
+        result_bad(r, "$.items", "an array (an eval result)", json_type(cJSON_GetObjectItemCaseSensitive(j, "items")));
+    } else if (eval && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "summary"))) {
+        result_bad(r, "$.summary", "an object (an eval result)",
+                   json_type(cJSON_GetObjectItemCaseSensitive(j, "summary")));
+    } else if (!eval && strcmp(k, "switch") && !cJSON_IsArray(points)) {
+        result_bad(r, "$.points", "an array (a load or ctx_sweep result)", json_type(points));
+    } else if (!eval && !strcmp(k, "switch") &&
+               (!cJSON_IsArray(modes) || cJSON_GetArraySize(modes) != 2 ||
+                !cJSON_IsString(cJSON_GetArrayItem(modes, 0)) || !cJSON_IsString(cJSON_GetArrayItem(modes, 1)))) {
+        result_bad(r, "$.modes", "an array of two mode ids (a switch result)", json_type(modes));
+    } else {
+        return k;
+    }
+    return NULL;
+}
+
 /* POST /results: a gpumod bench result document (docs/bench.md) stored
- * without its raw requests; 201 {"id"}. */
+ * without its raw requests, or a gpumod eval one (docs/eval.md); 201
+ * {"id"}. */
 static void post_results(req *r)
 {
     if (!r->d->st) {
@@ -1178,36 +1238,14 @@ static void post_results(req *r)
     }
     cJSON *j = body_json(r, "results");
     if (!j) return;
-    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
-    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(j, "kind");
+    const char *k = result_check(r, j);
+    if (!k) {
+        cJSON_Delete(j);
+        return;
+    }
     const cJSON *target = cJSON_GetObjectItemCaseSensitive(j, "target");
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(j, "points");
     const cJSON *modes = cJSON_GetObjectItemCaseSensitive(j, "modes");
-    const char *k = cJSON_IsString(kind) ? kind->valuestring : NULL;
-    size_t ki = 0;
-    while (k && result_kinds[ki] && strcmp(result_kinds[ki], k)) ki++;
-    char got[96];
-    if (!cJSON_IsString(schema) || strcmp(schema->valuestring, "gpumod.bench/1")) {
-        snprintf(got, sizeof got, cJSON_IsString(schema) ? "'%.60s'" : "%s",
-                 cJSON_IsString(schema) ? schema->valuestring : json_type(schema));
-        result_bad(r, "$.schema", "\"gpumod.bench/1\"", got);
-    } else if (!k || !result_kinds[ki]) {
-        snprintf(got, sizeof got, k ? "'%.60s'" : "%s", k ? k : json_type(kind));
-        result_bad(r, "$.kind", "one of \"load\", \"ctx_sweep\", \"switch\"", got);
-    } else if (target && !cJSON_IsObject(target) && !cJSON_IsNull(target)) {
-        result_bad(r, "$.target", "an object", json_type(target));
-    } else if (strcmp(k, "switch") && !cJSON_IsArray(points)) {
-        result_bad(r, "$.points", "an array (a load or ctx_sweep result)", json_type(points));
-    } else if (!strcmp(k, "switch") && (!cJSON_IsArray(modes) || cJSON_GetArraySize(modes) != 2 ||
-                                        !cJSON_IsString(cJSON_GetArrayItem(modes, 0)) ||
-                                        !cJSON_IsString(cJSON_GetArrayItem(modes, 1)))) {
-        result_bad(r, "$.modes", "an array of two mode ids (a switch result)", json_type(modes));
-    } else {
-        goto valid;
-    }
-    cJSON_Delete(j);
-    return;
-valid:;
     /* the raw requests (--raw) stay in the user's file, not here */
     cJSON *pt;
     cJSON_ArrayForEach(pt, points)
@@ -1269,7 +1307,7 @@ static void result_row_json(buf *b, const store_result *x)
     buf_addc(b, '}');
 }
 
-/* GET /results?service=&n=: newest first, without the documents. */
+/* GET /results?service=&kind=&n=: newest first, without the documents. */
 static void get_results(req *r)
 {
     int64_t n = qint(r, "n");
@@ -1282,11 +1320,12 @@ static void get_results(req *r)
         reply_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
         return;
     }
-    const char *svc = qget(r, "service");
+    const char *svc = qget(r, "service"), *kind = qget(r, "kind");
     store_result *v = NULL;
     size_t cnt = 0;
     char err[256];
-    if (store_results(r->d->st, svc && *svc ? svc : NULL, n > 0 ? (size_t)n : 20, &v, &cnt, err, sizeof err)) {
+    if (store_results(r->d->st, svc && *svc ? svc : NULL, kind && *kind ? kind : NULL, n > 0 ? (size_t)n : 20, &v,
+                      &cnt, err, sizeof err)) {
         reply_error(r->c, 503, "unavailable", NULL, "results: %s", err);
         return;
     }

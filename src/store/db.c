@@ -933,8 +933,8 @@ int store_result_add(store *s, const store_result *r, int64_t keep, int64_t max_
     return 0;
 }
 
-static int query_results(store *s, int64_t one_id, const char *service, size_t limit, store_result **out,
-                         size_t *n, char *err, size_t errlen)
+static int query_results(store *s, int64_t one_id, const char *service, const char *kind, size_t limit,
+                         store_result **out, size_t *n, char *err, size_t errlen)
 {
     *out = NULL;
     *n = 0;
@@ -942,13 +942,12 @@ static int query_results(store *s, int64_t one_id, const char *service, size_t l
     const char *sql =
         one_id > 0 ? "SELECT id, ts_ms, kind, target, service, config_hash, summary, bytes, doc FROM bench_results "
                      "WHERE id = ?1"
-        : service  ? "SELECT id, ts_ms, kind, target, service, config_hash, summary, bytes, NULL FROM bench_results "
-                     "WHERE service = ?2 ORDER BY id DESC LIMIT ?1"
                    : "SELECT id, ts_ms, kind, target, service, config_hash, summary, bytes, NULL FROM bench_results "
-                     "ORDER BY id DESC LIMIT ?1";
+                     "WHERE (?2 IS NULL OR service = ?2) AND (?3 IS NULL OR kind = ?3) ORDER BY id DESC LIMIT ?1";
     if (prep(s, sql, &st, err, errlen)) return -1;
     sqlite3_bind_int64(st, 1, one_id > 0 ? one_id : (sqlite3_int64)(limit ? limit : 100));
     if (one_id <= 0 && service) sqlite3_bind_text(st, 2, service, -1, SQLITE_STATIC);
+    if (one_id <= 0 && kind) sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
     size_t cap = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -978,10 +977,10 @@ static int query_results(store *s, int64_t one_id, const char *service, size_t l
     return 0;
 }
 
-int store_results(store *s, const char *service, size_t limit, store_result **out, size_t *n, char *err,
-                  size_t errlen)
+int store_results(store *s, const char *service, const char *kind, size_t limit, store_result **out, size_t *n,
+                  char *err, size_t errlen)
 {
-    return query_results(s, 0, service, limit, out, n, err, errlen);
+    return query_results(s, 0, service, kind, limit, out, n, err, errlen);
 }
 
 int store_result_get(store *s, int64_t id, store_result **out, char *err, size_t errlen)
@@ -989,7 +988,7 @@ int store_result_get(store *s, int64_t id, store_result **out, char *err, size_t
     size_t n = 0;
     *out = NULL;
     if (id <= 0) return 0;
-    if (query_results(s, id, NULL, 1, out, &n, err, errlen)) return -1;
+    if (query_results(s, id, NULL, NULL, 1, out, &n, err, errlen)) return -1;
     if (!n) {
         store_results_free(*out, 0);
         *out = NULL;

@@ -171,8 +171,9 @@ typedef struct store_retention {
 int store_prune(store *s, const store_retention *r, int64_t *events_deleted, int64_t *switches_deleted, char *err,
                 size_t errlen);
 
-/* Bench results (schema v6, docs/api.md "Results"): one row per result
- * document that `gpumod bench` sent (POST /results).  doc is the whole
+/* Bench and eval results (schema v6, docs/api.md "Results"): one row per
+ * result document that `gpumod bench` or `gpumod eval` sent (POST
+ * /results).  doc is the whole
  * document less its raw requests; summary a small JSON of its figures;
  * bytes the length of doc.  Strings may be NULL where the column allows
  * (service, config_hash). */
@@ -196,10 +197,10 @@ typedef struct store_result {
  * the new id, *pruned (may be NULL) how many older rows went. */
 int store_result_add(store *s, const store_result *r, int64_t keep, int64_t max_bytes, int64_t *id,
                      int64_t *pruned, char *err, size_t errlen);
-/* Newest first, without doc, of one service (NULL: all), at most limit
- * (0: 100).  Free with store_results_free. */
-int store_results(store *s, const char *service, size_t limit, store_result **out, size_t *n, char *err,
-                  size_t errlen);
+/* Newest first, without doc, of one service and one kind (each NULL:
+ * all), at most limit (0: 100).  Free with store_results_free. */
+int store_results(store *s, const char *service, const char *kind, size_t limit, store_result **out, size_t *n,
+                  char *err, size_t errlen);
 /* One with its doc: 1 found (*out: one element), 0 none, -1 error. */
 int store_result_get(store *s, int64_t id, store_result **out, char *err, size_t errlen);
 void store_results_free(store_result *v, size_t n);

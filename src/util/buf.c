@@ -176,3 +176,18 @@ bool view_ieq(view v, const char *s)
     size_t n = strlen(s);
     return v.len == n && strncasecmp(v.p, s, n) == 0;
 }
+
+void buf_csv_field(buf *b, const char *s)
+{
+    if (!s) return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        buf_adds(b, s);
+        return;
+    }
+    buf_addc(b, '"');
+    for (; *s; s++) {
+        if (*s == '"') buf_addc(b, '"');
+        buf_addc(b, *s);
+    }
+    buf_addc(b, '"');
+}

@@ -42,6 +42,9 @@ void buf_json_str_or_null(buf *b, const char *s);
 void buf_json_time(buf *b, int64_t unix_ms);
 /* Detach the string; the buffer is reset.  Caller frees. */
 char *buf_detach(buf *b);
+/* s as one CSV field (RFC 4180): quoted, its quotes doubled, when it holds
+ * a comma, a quote or a line break; nothing for NULL. */
+void buf_csv_field(buf *b, const char *s);
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t sz);

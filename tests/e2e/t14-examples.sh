@@ -4,7 +4,10 @@
 # fakellm's own --help.
 . "$(dirname "$0")/lib.sh"
 
+# (a directory without gpumod.yaml is not a configuration: examples/eval
+# holds an eval suite, which test_eval_suite and t85 read)
 for d in "$GPUMOD_SRC"/examples/*/; do
+    [ -f "$d/gpumod.yaml" ] || continue
     name=$(basename "$d")
     [ -d "$d/presets" ] || continue # examples/eval holds eval suites (test_eval_suite reads them)
     t_begin "examples/$name passes config check --no-files without warnings"

@@ -103,11 +103,11 @@ post '[1]'
 t_eq "$(status)" 400 "an array"
 post '{"schema":"gpumod.bench/2","kind":"load","points":[]}'
 t_eq "$(status)" 400 "schema"
-t_jq out .error.message 'results: $.schema is '"'"'gpumod.bench/2'"'"', expected "gpumod.bench/1"'
+t_jq out .error.message 'results: $.schema is '"'"'gpumod.bench/2'"'"', expected "gpumod.bench/1" or "gpumod.eval/1"'
 t_jq out .error.detail.where '$.schema'
-t_jq out .error.detail.expected '"gpumod.bench/1"'
+t_jq out .error.detail.expected '"gpumod.bench/1" or "gpumod.eval/1"'
 post '{"kind":"load","points":[]}'
-t_jq out .error.message 'results: $.schema is missing, expected "gpumod.bench/1"'
+t_jq out .error.message 'results: $.schema is missing, expected "gpumod.bench/1" or "gpumod.eval/1"'
 post '{"schema":"gpumod.bench/1","kind":"speed","points":[]}'
 t_eq "$(status)" 400 "kind"
 t_jq out .error.detail.where '$.kind'
@@ -118,6 +118,14 @@ post '{"schema":"gpumod.bench/1","kind":"load","points":[],"target":"chat"}'
 t_jq out .error.detail.where '$.target'
 post '{"schema":"gpumod.bench/1","kind":"switch","modes":["a"]}'
 t_jq out .error.detail.where '$.modes'
+post '{"schema":"gpumod.bench/1","kind":"eval","points":[]}'
+t_jq out .error.detail.where '$.kind'
+post '{"schema":"gpumod.eval/1","kind":"load","items":[],"summary":{}}'
+t_jq out .error.message 'results: $.kind is '"'"'load'"'"', expected "eval" (a gpumod.eval/1 result)'
+post '{"schema":"gpumod.eval/1","kind":"eval","summary":{}}'
+t_jq out .error.message 'results: $.items is missing, expected an array (an eval result)'
+post '{"schema":"gpumod.eval/1","kind":"eval","items":[]}'
+t_jq out .error.detail.where '$.summary'
 api GET /results
 t_jq out '.results | length' 3
 t_end

@@ -1,6 +1,6 @@
 /* fuzz_sse.c - libFuzzer target for the bench client's stream parsing:
- * the SSE parser (src/bench/sse.c) and the request classifier that eats
- * its payloads (src/bench/breq.c); replay_sse.c #includes it, so there is
+ * the SSE parser (src/oai/sse.c) and the request classifier that eats
+ * its payloads (src/oai/breq.c); replay_sse.c #includes it, so there is
  * one definition of a correct parse.
  *
  * Input: byte 0 is a control byte, the rest is the response body.
@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/breq.h"
-#include "bench/sse.h"
+#include "oai/breq.h"
+#include "oai/sse.h"
 
 static char fz_why[1024];
 

@@ -17,8 +17,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "bench/breq.h"
-#include "bench/sse.h"
+#include "oai/breq.h"
+#include "oai/sse.h"
 #include "testenv.h"
 
 #define MS 1000000LL

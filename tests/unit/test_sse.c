@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "bench/sse.h"
+#include "oai/sse.h"
 #include "testenv.h"
 
 /* What the callbacks saw: "type|data" per event and "#text" per comment,

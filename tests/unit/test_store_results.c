@@ -63,7 +63,7 @@ static void round_trip_and_filter(void **state)
     int64_t c = add(s, "chat", "{\"k\":3}", 0, 0, NULL);
     store_result *v;
     size_t n;
-    assert_int_equal(store_results(s, NULL, 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(store_results(s, NULL, NULL, 0, &v, &n, err, sizeof err), 0);
     assert_int_equal(n, 3);
     assert_int_equal(v[0].id, c); /* newest first */
     assert_int_equal(v[2].id, a);
@@ -76,12 +76,25 @@ static void round_trip_and_filter(void **state)
     assert_null(v[1].config_hash);
     assert_string_equal(v[1].target, "http://h:1");
     store_results_free(v, n);
-    assert_int_equal(store_results(s, "chat", 1, &v, &n, err, sizeof err), 0);
+    assert_int_equal(store_results(s, "chat", NULL, 1, &v, &n, err, sizeof err), 0);
     assert_int_equal(n, 1);
     assert_int_equal(v[0].id, c);
     store_results_free(v, n);
-    assert_int_equal(store_results(s, "nope", 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(store_results(s, "nope", NULL, 0, &v, &n, err, sizeof err), 0);
     assert_int_equal(n, 0);
+    store_results_free(v, n);
+    /* by kind (gpumod eval list): an eval result among bench's */
+    store_result ev = {.ts_ms = 1764000000001, .kind = "eval", .target = "chat", .service = "chat",
+                       .summary = "{}", .doc = "{\"schema\":\"gpumod.eval/1\"}"};
+    int64_t e = 0;
+    assert_int_equal(store_result_add(s, &ev, 0, 0, &e, NULL, err, sizeof err), 0);
+    assert_int_equal(store_results(s, NULL, "eval", 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].id, e);
+    store_results_free(v, n);
+    assert_int_equal(store_results(s, "chat", "load", 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0].id, c);
     store_results_free(v, n);
 
     assert_int_equal(store_result_get(s, a, &v, err, sizeof err), 1);
@@ -105,7 +118,7 @@ static void pruned_by_count_and_by_bytes(void **state)
     assert_int_equal(pruned, 1); /* the 5th insert dropped the 2nd oldest */
     store_result *v;
     size_t n;
-    assert_int_equal(store_results(s, NULL, 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(store_results(s, NULL, NULL, 0, &v, &n, err, sizeof err), 0);
     assert_int_equal(n, 3);
     assert_int_equal(v[0].id, ids[4]);
     assert_int_equal(v[2].id, ids[2]);
@@ -115,7 +128,7 @@ static void pruned_by_count_and_by_bytes(void **state)
     /* 20-byte documents, 50 bytes allowed: the two newest stay */
     ids[5] = add(s, "chat", "{\"doc\":\"0123456789\"}", 100, 50, &pruned);
     assert_int_equal(pruned, 2);
-    assert_int_equal(store_results(s, NULL, 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(store_results(s, NULL, NULL, 0, &v, &n, err, sizeof err), 0);
     assert_int_equal(n, 2);
     assert_int_equal(v[0].id, ids[5]);
     assert_int_equal(v[1].id, ids[4]);
@@ -123,7 +136,7 @@ static void pruned_by_count_and_by_bytes(void **state)
     /* one document over the byte cap on its own is still kept (the newest always is) */
     ids[6] = add(s, "chat", "{\"doc\":\"0123456789\"}", 100, 5, &pruned);
     assert_int_equal(pruned, 2);
-    assert_int_equal(store_results(s, NULL, 0, &v, &n, err, sizeof err), 0);
+    assert_int_equal(store_results(s, NULL, NULL, 0, &v, &n, err, sizeof err), 0);
     assert_int_equal(n, 1);
     assert_int_equal(v[0].id, ids[6]);
     store_results_free(v, n);

@@ -17,7 +17,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../src/bench/svg.c"
+#include "../../src/core/svg.c"
 #include "testenv.h"
 #include "xmlcheck.h"
 

@@ -8,7 +8,7 @@
  * (max_event 0: no bound, for tests).
  * A BOM split across feeds is matched byte by byte in the line buffer,
  * whose bytes become ordinary line content when the match fails. */
-#include "bench/sse.h"
+#include "oai/sse.h"
 
 #include <stdio.h>
 #include <string.h>

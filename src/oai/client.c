@@ -1,4 +1,4 @@
-/* client.c - the bench client: streaming POSTs through libcurl multi on a
+/* client.c (oai) - the helpers' client: streaming POSTs through libcurl multi on a
  * libuv loop (curl_multi_socket_action).  curl says which sockets to watch
  * (CURLMOPT_SOCKETFUNCTION: one uv_poll_t each) and when it next needs
  * time (CURLMOPT_TIMERFUNCTION: one uv_timer_t); completions come from
@@ -15,7 +15,7 @@
  * per-host cap) so a closed loop runs on warm keep-alive connections, as a
  * real client pool would.  HTTP/1.1 only: one stream per connection, the
  * shape every serving benchmark measures. */
-#include "bench/client.h"
+#include "oai/client.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -29,7 +29,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
-#include "bench/sse.h"
+#include "oai/sse.h"
 #include "util/buf.h"
 #include "util/errf.h"
 
@@ -240,6 +240,7 @@ static void on_event(void *ud, const char *type, const char *data, size_t len)
     if (len == 6 && memcmp(data, "[DONE]", 6) == 0)
         return;
     breq_on_data(x->r, x->now, data, len);
+    if (x->c->o.data) x->c->o.data(x->c->o.ud, x->r, x->ud, data, len);
 }
 
 static size_t on_write(char *p, size_t size, size_t n, void *ud)

@@ -1,11 +1,11 @@
-/* store.c - a bench result sent to the daemon (POST /results), which keeps
+/* store.c (oai) - a helper's result sent to the daemon (POST /results), which keeps
  * the newest ones in its state database (docs/api.md "Results").
  *
  * The socket is found exactly as every CLI command finds it (client/ctl.c:
  * GPUMOD_SOCKET, else the `socket` of gpumod.yaml under GPUMOD_CONFIG_DIR,
  * else the default); `gpumod bench` passes its global options down as
  * those variables.  No daemon is not an error: bench works without one. */
-#include "bench/bench.h"
+#include "oai/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * page of a big vLLM is a few hundred KiB; more is a wrong URL).  Every
  * request is bounded by min(its own deadline, the run's --timeout) and
  * ends early when the SIGINT flag given to bfetch_limit is set. */
-#include "bench/bench.h"
+#include "oai/fetch.h"
 
 #include <pthread.h>
 #include <stdio.h>

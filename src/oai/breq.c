@@ -12,7 +12,7 @@
  * choices (the trailing usage chunk) never count: the spec's "usage-only".
  * The server's numbers win over our counting everywhere; the count of
  * events is only the fallback, and says so (out_estimated, k_estimated). */
-#include "bench/breq.h"
+#include "oai/breq.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

@@ -1,7 +1,8 @@
-/* client.h (bench, internal) - streaming POSTs on a libuv loop through
- * libcurl multi (curl_multi_socket_action): one uv_poll_t per socket
- * curl opens, one uv_timer_t for curl's timeouts.  load.c drives it; the
- * unit tests reach it through bload_run. */
+/* client.h (oai) - streaming POSTs on a libuv loop through libcurl multi
+ * (curl_multi_socket_action): one uv_poll_t per socket curl opens, one
+ * uv_timer_t for curl's timeouts.  bench's load generator (bench/load.c)
+ * and eval's runner (eval/run.c) drive it; the unit tests reach it
+ * through bload_run. */
 #ifndef GPUMOD_BENCH_CLIENT_H
 #define GPUMOD_BENCH_CLIENT_H
 
@@ -10,7 +11,7 @@
 
 #include <uv.h>
 
-#include "bench/breq.h"
+#include "oai/breq.h"
 
 typedef struct bclient bclient;
 
@@ -25,6 +26,9 @@ typedef struct bclient_opts {
     int64_t timeout_ms;          /* each request's whole deadline (> 0) */
     long max_conns;              /* connections kept for reuse (>= concurrency) */
     bclient_done_fn done;
+    /* each SSE data payload (not "[DONE]") of a 2xx stream after breq
+     * took it, for a caller that keeps what the model said (may be NULL) */
+    void (*data)(void *ud, breq *r, void *req_ud, const char *json, size_t len);
     void *ud;
 } bclient_opts;
 

@@ -1,13 +1,15 @@
-/* target.c - what is being measured: a URL, or a service id / model name
- * resolved through the daemon's route table to the router, and the
- * server's identity (flavor, build, config hash).
+/* target.c (oai) - what a helper talks to: a URL, or a service id /
+ * model name resolved through the daemon's route table to the router, and
+ * the server's identity (flavor, build, model path, context, config hash).
  *
- * Router targets are measured through the router because that is the
- * path every client takes; the server's own endpoints (/metrics,
- * /tokenize, /props) are reached through /upstream/ID/ so that the
- * deltas are the service's, not the router's.  The API key is a header
- * only: it is never printed and never lands in the document. */
-#include "bench/cli.h"
+ * Router targets go through the router because that is the path every
+ * client takes; the server's own endpoints (/metrics, /tokenize, /props)
+ * are reached through /upstream/ID/ so that bench's deltas are the
+ * service's, not the router's.  The API key is a header only: it is never
+ * printed and never lands in a document. */
+#include "oai/target.h"
+
+#include <strings.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "util/buf.h"
 #include "util/errf.h"
 #include "util/url.h"
+#include "oai/fetch.h"
 
 #define PROBE_MS 10000 /* bfetch caps it at --timeout */
 
@@ -91,6 +94,8 @@ static void identify(btarget *t, const char *probe_base)
         if (mp) cJSON_AddStringToObject(t->identity, "model_path", mp);
         const cJSON *ts = cJSON_GetObjectItem(props, "total_slots");
         if (cJSON_IsNumber(ts)) cJSON_AddNumberToObject(t->identity, "total_slots", ts->valuedouble);
+        const cJSON *nc = cJSON_GetObjectItem(cJSON_GetObjectItem(props, "default_generation_settings"), "n_ctx");
+        if (cJSON_IsNumber(nc)) cJSON_AddNumberToObject(t->identity, "n_ctx", nc->valuedouble);
     }
     cJSON_Delete(props);
     cJSON *models = get_json(t, probe_base, "/v1/models", NULL, 0);
@@ -117,12 +122,12 @@ static void identify(btarget *t, const char *probe_base)
     if (!t->flavor) t->flavor = xstrdup("unknown");
 }
 
-static int resolve_url(btarget *t, const bopts *o, char *err, size_t errlen)
+static int resolve_url(btarget *t, const btarget_opts *o, char *err, size_t errlen)
 {
     url_base u;
     char uerr[300];
     if (url_base_parse(o->target, &u, uerr, sizeof uerr)) {
-        errf(err, errlen, "bench: target '%s': %s", o->target, uerr);
+        errf(err, errlen, "%s: target '%s': %s", o->who, o->target, uerr);
         return EXIT_USAGE;
     }
     size_t pl = strlen(u.path);
@@ -134,19 +139,20 @@ static int resolve_url(btarget *t, const bopts *o, char *err, size_t errlen)
     set_key(t, o->api_key_env ? o->api_key_env : "OPENAI_API_KEY");
     t->metrics_url = xasprintf("%s/metrics", t->base_url);
     t->tokenize_url = xasprintf("%s/tokenize", t->base_url);
+    t->props_url = xasprintf("%s/props", t->base_url);
     if (o->model) {
         t->model = xstrdup(o->model);
     } else {
         char ferr[300] = "";
         cJSON *m = get_json(t, t->base_url, "/v1/models", ferr, sizeof ferr);
         if (!m) {
-            errf(err, errlen, "bench: %s (asking for the model; give --model NAME)", ferr);
+            errf(err, errlen, "%s: %s (asking for the model; give --model NAME)", o->who, ferr);
             return EXIT_REFUSED;
         }
         const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(m, "data"), 0), "id"));
         if (!id) {
             cJSON_Delete(m);
-            errf(err, errlen, "bench: %s/v1/models lists no model: give --model NAME", t->base_url);
+            errf(err, errlen, "%s: %s/v1/models lists no model: give --model NAME", o->who, t->base_url);
             return EXIT_REFUSED;
         }
         t->model = xstrdup(id);
@@ -154,7 +160,7 @@ static int resolve_url(btarget *t, const bopts *o, char *err, size_t errlen)
     }
     identify(t, t->base_url);
     if (unresponsive[0]) {
-        errf(err, errlen, "bench: the server does not answer: %s", unresponsive);
+        errf(err, errlen, "%s: the server does not answer: %s", o->who, unresponsive);
         return EXIT_REFUSED;
     }
     return 0;
@@ -206,15 +212,15 @@ static char *resolve_name(const config_paths *daemon, const char *name, char *er
     return out;
 }
 
-static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
+static int resolve_router(btarget *t, const btarget_opts *o, char *err, size_t errlen)
 {
     config cfg;
     config_paths paths = {0};
     memset(&cfg, 0, sizeof cfg);
     /* GPUMOD_CONFIG_DIR / GPUMOD_SOCKET are read by the loader itself */
     if (config_load_settings(&cfg, &paths) != 0 && cfg.diags.errors) {
-        errf(err, errlen, "bench: the configuration has errors (see gpumod config check); "
-                          "'%s' is not a URL, so it is looked up through the daemon",
+        errf(err, errlen, "%s: the configuration has errors (see gpumod config check); "
+                          "'%s' is not a URL, so it is looked up through the daemon", o->who,
              o->target);
         config_release(&cfg);
         return EXIT_USAGE;
@@ -224,14 +230,14 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
     http_reply r = {0};
     int rc = ctl_call(&daemon, "GET", "/route", NULL, CTL_QUICK_MS, true, &r);
     if (rc == EXIT_DAEMON) {
-        errf(err, errlen, "bench: %s is a service name but no daemon runs; start it with gpumod serve, or give a URL",
+        errf(err, errlen, "%s: %s is a service name but no daemon runs; start it with gpumod serve, or give a URL", o->who,
              o->target);
         http_reply_release(&r);
         config_release(&cfg);
         return EXIT_DAEMON;
     }
     if (rc || r.status != 200) {
-        errf(err, errlen, "bench: GET /route from the daemon failed (%s)",
+        errf(err, errlen, "%s: GET /route from the daemon failed (%s)", o->who,
              rc ? "no reply" : r.status == 503 ? "the router is not up" : "an error status");
         http_reply_release(&r);
         config_release(&cfg);
@@ -242,7 +248,7 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
     char rerr[600];
     char *svc = resolve_name(&daemon, o->target, rerr, sizeof rerr);
     if (!svc) {
-        errf(err, errlen, "bench: '%s' is neither a URL nor a name the router routes: %s", o->target, rerr);
+        errf(err, errlen, "%s: '%s' is neither a URL nor a name the router routes: %s", o->who, o->target, rerr);
         cJSON_Delete(table);
         config_release(&cfg);
         return EXIT_USAGE;
@@ -253,6 +259,7 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
     t->model = xstrdup(o->model ? o->model : o->target);
     t->metrics_url = xasprintf("%s/upstream/%s/metrics", t->base_url, svc);
     t->tokenize_url = xasprintf("%s/upstream/%s/tokenize", t->base_url, svc);
+    t->props_url = xasprintf("%s/upstream/%s/props", t->base_url, svc);
     set_key(t, o->api_key_env ? o->api_key_env : cfg.set.router.api_keys_env);
 
     /* /upstream/ does not start a service: one small request by name does */
@@ -276,7 +283,7 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
         if (frc || f.status >= 400) {
             cJSON *e = frc ? NULL : cJSON_Parse(f.body.p);
             const char *msg = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(e, "error"), "message"));
-            errf(err, errlen, "bench: service '%s' (%s) could not be started through the router: %s", svc, state,
+            errf(err, errlen, "%s: service '%s' (%s) could not be started through the router: %s", o->who, svc, state,
                  frc ? f.err : msg ? msg : "an error status");
             cJSON_Delete(e);
             bfetch_release(&f);
@@ -308,13 +315,13 @@ static int resolve_router(btarget *t, const bopts *o, char *err, size_t errlen)
     identify(t, probe);
     free(probe);
     if (unresponsive[0]) {
-        errf(err, errlen, "bench: service '%s' does not answer through the router: %s", svc, unresponsive);
+        errf(err, errlen, "%s: service '%s' does not answer through the router: %s", o->who, svc, unresponsive);
         return EXIT_REFUSED;
     }
     return 0;
 }
 
-int btarget_resolve(btarget *t, const bopts *o, char *err, size_t errlen)
+int btarget_resolve(btarget *t, const btarget_opts *o, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     t->spec = xstrdup(o->target);
@@ -327,11 +334,11 @@ int btarget_resolve(btarget *t, const bopts *o, char *err, size_t errlen)
     bool port = colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1);
     bool dotted = strchr(o->target, '.') && strspn(o->target, "0123456789.") == strlen(o->target);
     if (!strstr(o->target, "://") && (port || dotted || o->target[0] == '[')) {
-        errf(err, errlen, "bench: target '%s': expected http://HOST:PORT (no scheme given; add http://)", o->target);
+        errf(err, errlen, "%s: target '%s': expected http://HOST:PORT (no scheme given; add http://)", o->who, o->target);
         return EXIT_USAGE;
     }
     if (strchr(o->target, '/') && strstr(o->target, "://")) {
-        errf(err, errlen, "bench: target '%s': expected an http:// or https:// URL, a service id or a model name",
+        errf(err, errlen, "%s: target '%s': expected an http:// or https:// URL, a service id or a model name", o->who,
              o->target);
         return EXIT_USAGE;
     }
@@ -348,6 +355,7 @@ void btarget_release(btarget *t)
     free(t->endpoint);
     free(t->metrics_url);
     free(t->tokenize_url);
+    free(t->props_url);
     free(t->flavor);
     free(t->build);
     free(t->config_hash);
@@ -378,4 +386,11 @@ cJSON *btarget_json(const btarget *t)
     add_str_or_null(j, "config_hash", t->config_hash);
     cJSON_AddItemToObject(j, "identity", t->identity ? cJSON_Duplicate(t->identity, true) : cJSON_CreateObject());
     return j;
+}
+
+long btarget_ctx(const btarget *t)
+{
+    const cJSON *v = cJSON_GetObjectItem(t->identity, "n_ctx");
+    if (!cJSON_IsNumber(v)) v = cJSON_GetObjectItem(t->identity, "max_model_len");
+    return cJSON_IsNumber(v) && v->valuedouble > 0 ? (long)v->valuedouble : -1;
 }

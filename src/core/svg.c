@@ -7,7 +7,7 @@
  * 6.6 px per character of the 12 px sans-serif face), so the output is
  * byte-for-byte reproducible and testable.  Every coordinate printed is
  * finite: NaN data never reaches the output, it only breaks a line. */
-#include "bench/svg.h"
+#include "core/svg.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -1,0 +1,18 @@
+/* helper.c - the main() of gpumod-bench, the git-style helper that holds
+ * every command needing libcurl: `gpumod bench` execs it as gpumod-bench,
+ * `gpumod eval` as gpumod-eval (argv[0]; src/cli/bench.c), so that each
+ * command keeps its own words after the program name and neither can be
+ * mistaken for the other's target.  It sits above bench/ and eval/,
+ * which are siblings and never include each other. */
+#include <string.h>
+
+#include "bench/bench.h"
+#include "eval/erun.h"
+
+int main(int argc, char **argv)
+{
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+    if (!strcmp(base, "gpumod-eval")) return eval_main(argc, argv);
+    return bench_main(argc, argv);
+}
