@@ -9,7 +9,6 @@
 for d in "$GPUMOD_SRC"/examples/*/; do
     [ -f "$d/gpumod.yaml" ] || continue
     name=$(basename "$d")
-    [ -d "$d/presets" ] || continue # examples/eval holds eval suites (test_eval_suite reads them)
     t_begin "examples/$name passes config check --no-files without warnings"
     t_run 0 gpumod --config-dir "$d" config check --no-files
     t_has out ": 0 errors, 0 warnings"
