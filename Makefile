@@ -97,7 +97,7 @@ help:
 	@echo "make bench-eval  one gpumod eval process, 64 items in flight against fakellm: items/s, CPU per item, the self-check"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
-	@echo "make test-real  gpumod-bench and the canary against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
+	@echo "make test-real  gpumod-bench, the canary and eval against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -211,6 +211,7 @@ bench-agree: $(FAKELLM) $(HELPERS)
 test-real: $(GPUMOD) $(HELPERS)
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/bench-real.sh
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/canary-real.sh
+	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/eval-real.sh
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup
