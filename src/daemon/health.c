@@ -199,6 +199,7 @@ static health_probe *probe_new(uv_loop_t *loop, const char *host, int port, cons
     uv_timer_init(loop, &p->timer);
     p->tcp.data = p->timer.data = p->conn.data = p;
     p->open = 2;
+    uv_update_time(loop); /* the deadline counts from now, not from the loop's last turn */
     uv_timer_start(&p->timer, on_timeout, (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), 0);
     int rc = uv_tcp_connect(&p->conn, &p->tcp, (const struct sockaddr *)&sa, on_connect);
     if (rc < 0) {
