@@ -70,6 +70,9 @@ t_eq "$(jq -rs '[.[] | select(.kind == "footprint")] | last | .data.config_hash'
     "$(jq -r .running_hash "$T/svc.json")" "the footprint's config hash"
 t_run 0 gpumod service show chat
 t_has out "started with context_size 512 (an override)"
+t_run 0 gpumod service list
+t_match out "^chat .*  context_size 512 \(override\)"
+t_lacks out "config changed"
 t_end
 
 t_begin "the same overrides again: 200, nothing new; another size: 409 conflict saying what runs"
