@@ -104,19 +104,24 @@ static const cmd commands[] = {
      "  status [--json]\n"
      "      One request to the daemon.  Exit 3 when no daemon is running.\n",
      cmd_status},
-    {"service", "list | show ID | start ID [--no-wait] [--timeout S] | stop ID | restart ID | logs ID [-f] [-n N]",
+    {"service",
+     "list | show ID | start ID [--no-wait] [--timeout S] [--ctx N] | stop ID | restart ID [--ctx N] | logs ID [-f] "
+     "[-n N]",
      "start, stop and inspect services through the daemon",
      "  service list [--json]          every service with its state, pid, port\n"
      "  service show ID [--json]       one service in detail (need, footprint, restarts,\n"
      "                                 health, last exit, last start)\n"
-     "  service start ID [--no-wait] [--timeout S]\n"
+     "  service start ID [--no-wait] [--timeout S] [--ctx N]\n"
      "      Queue for the load slot, pass the gate, spawn, wait until ready (a\n"
      "      progress bar on a terminal).  Exit 0 ready, 1 refused or failed (the\n"
      "      reason, and for a failure the log tail, on stderr), 4 not ready within\n"
      "      --timeout (the start goes on).  --no-wait returns once it is queued.\n"
+     "      --ctx N (--context-size N): this start runs with a context of N tokens\n"
+     "      instead of the preset's (llamacpp, vllm; judged by the gate like any\n"
+     "      start); exit 1 when it runs already with another size.\n"
      "  service stop ID [--timeout S]  SIGTERM to its process group, SIGKILL after\n"
      "                                 stop_timeout, then wait until its memory is freed\n"
-     "  service restart ID             stop, then start as above\n"
+     "  service restart ID [--ctx N]   stop, then start as above\n"
      "  service logs ID [-f] [-n N]    the last N lines (100) of its output; -f follows\n",
      cmd_service},
     {"events", "[-f] [--since T] [--service ID] [--kind K[,K]] [-n N] [--json]",

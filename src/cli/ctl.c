@@ -49,8 +49,13 @@ void service_row(buf *b, const cJSON *svc)
         fmt_bytes(b, (uint64_t)total);
         if (jstr(adm, "source")) buf_printf(b, " (%s)", jstr(adm, "source"));
     }
+    /* a start's overrides make the run differ from its preset too: say which */
     const cJSON *cc = cJSON_GetObjectItemCaseSensitive(svc, "config_changed");
-    if (cJSON_IsTrue(cc)) buf_adds(b, "  config changed (restart to apply)");
+    const cJSON *ov = cJSON_GetObjectItemCaseSensitive(svc, "overrides");
+    if (cJSON_IsObject(ov) && !jnull(ov, "context_size"))
+        buf_printf(b, "  context_size %.0f (override)", jnum(ov, "context_size", 0));
+    else if (cJSON_IsTrue(cc))
+        buf_adds(b, "  config changed (restart to apply)");
     const cJSON *conf = cJSON_GetObjectItemCaseSensitive(svc, "configured");
     if (cJSON_IsFalse(conf)) buf_adds(b, "  no longer configured");
     buf_addc(b, '\n');

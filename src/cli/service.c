@@ -10,6 +10,7 @@
 #include "cli/ctl.h"
 #include "cli/hostview.h"
 #include "cli/svcwait.h"
+#include "config/preset.h"
 #include "util/clock.h"
 #include "util/url.h"
 
@@ -83,7 +84,10 @@ static void show_text(buf *b, const cJSON *s)
     buf_addc(b, '\n');
     buf_printf(b, "  driver %s", jstr(s, "driver") ? jstr(s, "driver") : "?");
     if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s, "configured"))) buf_adds(b, ", no longer configured");
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "config_changed")))
+    const cJSON *ov = cJSON_GetObjectItemCaseSensitive(s, "overrides");
+    if (cJSON_IsObject(ov) && !jnull(ov, "context_size"))
+        buf_printf(b, ", started with context_size %.0f (an override)", jnum(ov, "context_size", 0));
+    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "config_changed")))
         buf_adds(b, ", configuration changed since it started (restart to apply)");
     buf_addc(b, '\n');
     need_line(b, "admitted", cJSON_GetObjectItemCaseSensitive(s, "admitted"));
@@ -211,13 +215,22 @@ static int report_outcome(cli *c, const cJSON *s, const char *id, double t0, boo
     return start_code_exit(code);
 }
 
-static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s)
+/* The body of a start or restart: its overrides (docs/api.md), or NULL
+ * for none (caller frees). */
+static char *overrides_body(int64_t ctx)
+{
+    return ctx > 0 ? xasprintf("{\"overrides\":{\"context_size\":%lld}}", (long long)ctx) : NULL;
+}
+
+static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s, int64_t ctx)
 {
     double t0 = clock_mono_ms_f();
     buf t = BUF_INIT;
     path_for(&t, id, "/start?wait=0&origin=cli");
     http_reply r;
-    int rc = ctl_call(&c->paths, "POST", t.p, NULL, CTL_QUICK_MS, false, &r);
+    char *body = overrides_body(ctx);
+    int rc = ctl_call(&c->paths, "POST", t.p, body, CTL_QUICK_MS, false, &r);
+    free(body);
     buf_release(&t);
     if (rc) return rc;
     if (r.status != 200 && r.status != 202) {
@@ -260,7 +273,7 @@ static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s)
 }
 
 /* stop and restart: one request that waits for the outcome */
-static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout_s)
+static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout_s, int64_t ctx)
 {
     double t0 = clock_mono_ms_f();
     buf t = BUF_INIT;
@@ -268,7 +281,9 @@ static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout
     buf_printf(&t, "/%s?origin=cli", verb);
     http_reply r;
     int64_t ms = timeout_s > 0 ? timeout_s * 1000 : 24LL * 3600 * 1000;
-    int rc = ctl_call(&c->paths, "POST", t.p, NULL, ms, false, &r);
+    char *body = overrides_body(ctx);
+    int rc = ctl_call(&c->paths, "POST", t.p, body, ms, false, &r);
+    free(body);
     buf_release(&t);
     if (rc) return rc;
     char what[64];
@@ -359,11 +374,16 @@ int cmd_service(cli *c, int argc, char **argv)
     if (argc < 2) return cli_usage_error(c, k, "service: which action? list, show, start, stop, restart or logs");
     const char *act = argv[1], *id = NULL;
     bool nowait = false, follow = false;
-    int64_t timeout_s = 0, n = 100;
+    int64_t timeout_s = 0, n = 100, ctx = 0;
+    bool starts = !strcmp(act, "start") || !strcmp(act, "restart");
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--no-wait") && !strcmp(act, "start")) {
             nowait = true;
+        } else if ((!strcmp(a, "--ctx") || !strcmp(a, "--context-size")) && i + 1 < argc && starts) {
+            int64_t lo = 1, hi = 16777216;
+            preset_int_range("context_size", &lo, &hi); /* the schema's range, as the daemon checks */
+            if (cli_int_arg(c, k, a, argv[++i], lo, hi, &ctx)) return EXIT_USAGE;
         } else if (!strcmp(a, "--timeout") && i + 1 < argc && strcmp(act, "logs") && strcmp(act, "list") &&
                    strcmp(act, "show")) {
             if (cli_int_arg(c, k, a, argv[++i], 1, 86400 * 7, &timeout_s)) return EXIT_USAGE;
@@ -389,7 +409,7 @@ int cmd_service(cli *c, int argc, char **argv)
     if (!known) return cli_usage_error(c, k, "service: unknown action '%s'", act);
     if (!id) return cli_usage_error(c, k, "service %s: which service? give its id", act);
     if (!strcmp(act, "show")) return do_show(c, id);
-    if (!strcmp(act, "start")) return do_start(c, id, nowait, timeout_s);
+    if (!strcmp(act, "start")) return do_start(c, id, nowait, timeout_s, ctx);
     if (!strcmp(act, "logs")) return do_logs(c, id, follow, n);
-    return do_blocking(c, id, act, timeout_s);
+    return do_blocking(c, id, act, timeout_s, ctx);
 }

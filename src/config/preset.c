@@ -995,6 +995,32 @@ void preset_doc_markdown(buf *out)
     schema_doc_markdown(out, preset_fields, "");
 }
 
+bool preset_int_range(const char *key, int64_t *lo, int64_t *hi)
+{
+    for (const field *f = preset_fields; f->key; f++)
+        if (f->type == F_INT && !strcmp(f->key, key)) {
+            *lo = (int64_t)f->min;
+            *hi = (int64_t)f->max;
+            return true;
+        }
+    return false;
+}
+
+int preset_with_context(const preset *p, int64_t ctx, preset *out, char *err, size_t errlen)
+{
+    if (p->driver != DRV_LLAMACPP && p->driver != DRV_VLLM) {
+        snprintf(err, errlen,
+                 "preset '%s': driver %s takes no context size from gpumod (only llamacpp's -c and vllm's "
+                 "--max-model-len do)",
+                 p->id, driver_names[p->driver]);
+        return -1;
+    }
+    *out = *p;
+    out->context_size = ctx;
+    if (p->driver == DRV_VLLM) out->vllm.max_model_len = ctx;
+    return 0;
+}
+
 void unit_vars_doc_markdown(buf *out)
 {
     buf_adds(out, "| unit_vars key | drivers | type | what gpumod does with it |\n|---|---|---|---|\n");

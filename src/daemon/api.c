@@ -530,12 +530,19 @@ static void post_op(req *r, op_kind op)
         sup_stop(r->d->sup, o->id, origin, op_done, o);
         return;
     }
+    sup_overrides ov;
+    char err[512];
+    if (api_overrides_parse(op_names[op], r->body, &ov, err, sizeof err) != 0) {
+        reply_error(r->c, 400, "bad_request", NULL, "%s", err);
+        op_free(o);
+        return;
+    }
     if (op == OP_RESTART) {
-        sup_restart(r->d->sup, o->id, origin, op_done, o);
+        sup_restart_with(r->d->sup, o->id, origin, &ov, op_done, o);
         return;
     }
     o->in_call = true;
-    uint64_t seq = sup_start(r->d->sup, o->id, origin, op_done, o);
+    uint64_t seq = sup_start_with(r->d->sup, o->id, origin, &ov, op_done, o);
     o->in_call = false;
     if (o->fired) { /* answered at once: ready already, or an error */
         if (o->nowait && o->outcome == SUP_OK) {

@@ -18,6 +18,7 @@ static const struct {
     [SUP_START_FAILED] = {422, "start_failed"},
     [SUP_NEED_UNKNOWN] = {422, "need_unknown"},
     [SUP_SHUTTING_DOWN] = {503, "shutting_down"},
+    [SUP_BAD_REQUEST] = {400, "bad_request"},
 };
 
 int sup_outcome_status(sup_outcome o)

@@ -20,6 +20,8 @@ typedef enum sup_outcome {
     SUP_START_FAILED,       /* the start failed (the message ends with the log tail) */
     SUP_NEED_UNKNOWN,       /* what the service needs cannot be told */
     SUP_SHUTTING_DOWN,      /* the daemon is shutting down */
+    SUP_BAD_REQUEST,        /* the request cannot apply to this service (an override its driver or the
+                               runner does not take) */
 } sup_outcome;
 
 /* 200, or the HTTP status of the outcome's error. */

@@ -96,18 +96,31 @@ static void refuse(svc *v, const sup_result *r, const char *words)
     sv_end_result(v, "refused", r);
 }
 
+/* The preset v's start runs (its overrides applied to the preset of
+ * now: tmp holds the copy, for this loop turn only), or NULL after the
+ * start was refused: no preset any more, or an override its driver does
+ * not take (the configuration was reloaded since the start was asked). */
+static const preset *run_preset_or_refuse(svc *v, preset *tmp)
+{
+    char err[512];
+    const preset *p = sv_run_preset(v, tmp, err, sizeof err);
+    if (p) return p;
+    bool gone = !sv_preset_of(v);
+    char *m = gone ? xstrdup(err) : xasprintf("cannot start '%s' with overrides: %s", v->id, err);
+    refuse(v, &(sup_result){.outcome = gone ? SUP_NOT_FOUND : SUP_BAD_REQUEST, .message = m},
+           gone ? "no longer configured" : "overrides do not apply");
+    free(m);
+    return NULL;
+}
+
 static void admit_with(svc *v, const snapshot *snap)
 {
     sup *s = v->s;
     v->admitting = false;
     if (v->state != SVC_STARTING) return;
-    const preset *p = sv_preset_of(v);
-    if (!p) {
-        char *m = xasprintf("service '%s' is not configured any more", v->id);
-        refuse(v, &(sup_result){.outcome = SUP_NOT_FOUND, .message = m}, "no longer configured");
-        free(m);
-        return;
-    }
+    preset tmp;
+    const preset *p = run_preset_or_refuse(v, &tmp);
+    if (!p) return;
     const settings *st = sv_set_of(s);
     sv_copy_running(v, p, st);
     char err[512];
@@ -172,7 +185,9 @@ static void admit_with(svc *v, const snapshot *snap)
 static void admit(svc *v)
 {
     sup *s = v->s;
+    preset tmp;
     const preset *p = sv_preset_of(v);
+    if (p && sup_overrides_any(&v->ov) && !run_preset_or_refuse(v, &tmp)) return;
     if (p && p->driver == DRV_REMOTE) {
         /* remote: no process, no port, no gate; ready as soon as asked */
         sv_copy_running(v, p, sv_set_of(s));

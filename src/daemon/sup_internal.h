@@ -97,6 +97,10 @@ struct sup_svc {
 
     /* the start in progress (or the last one) */
     uint64_t seq;
+    /* its overrides: applied to the preset of the moment at admission and
+     * at spawn (sv_run_preset), kept by a restart of the policy */
+    sup_overrides ov;
+    int64_t run_ctx; /* the context size it was admitted with (sv_copy_running); 0: not yet, or none set */
     char origin[16];
     const char *outcome; /* static: pending ready refused failed cancelled */
     sup_outcome res; /* how it ended (SUP_OK: ready, or not yet) */
@@ -182,6 +186,11 @@ struct sup {
 int64_t sv_wall_ms(void);
 void sv_set_str(char **dst, const char *src);
 const preset *sv_preset_of(const svc *v);
+/* What v's start runs: its preset of now with the start's overrides
+ * applied, into tmp when there are any (a shallow copy: use it within
+ * this loop turn, a reload frees what it points into).  NULL with err
+ * when v has no preset any more or its driver takes no such override. */
+const preset *sv_run_preset(const svc *v, preset *tmp, char *err, size_t errlen);
 const settings *sv_set_of(const sup *s);
 svc *sv_find(sup *s, const char *id);
 svc *sv_add_svc(sup *s, const char *id);
@@ -205,8 +214,9 @@ bool sv_feed(svc *v, svc_event ev, const char *words);
  * kill_gen) moved on meanwhile. */
 void sv_take_gen(svc *v, bool kill, void (*fn)(svc *v, const snapshot *snap));
 void sv_take(svc *v, void (*fn)(svc *v, const snapshot *snap));
-/* A new start (ticket) through the lifecycle. */
-void sv_do_start(svc *v, const char *origin);
+/* A new start (ticket) through the lifecycle, with ov (NULL: keep the
+ * last start's, as a restart does). */
+void sv_do_start(svc *v, const char *origin, const sup_overrides *ov);
 /* Shutting down and nothing left to wait for: close the timers, then
  * the shutdown's callback. */
 void sv_maybe_shutdown_done(sup *s);

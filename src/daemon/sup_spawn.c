@@ -687,6 +687,7 @@ static void fail_spawn(svc *v, const char *msg)
 void sv_copy_running(svc *v, const preset *p, const settings *st)
 {
     v->driver = p->driver;
+    v->run_ctx = p->context_size > 0 ? p->context_size : 0;
     sv_set_str(&v->host, driver_host(p));
     v->port = (int)p->port;
     sv_set_str(&v->health_path, driver_health_path(p));
@@ -831,7 +832,7 @@ static void restart_fire(uv_timer_t *t)
         sv_cancel_restart_for(v, "a state change");
         return;
     }
-    sv_do_start(v, "restart");
+    sv_do_start(v, "restart", NULL); /* the overrides of the run it restarts */
 }
 
 void sv_policy_restart(svc *v)

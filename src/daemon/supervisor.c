@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/preset.h"
 #include "drivers/driver.h"
 #include "drivers/hash.h"
 #include "util/clock.h"
@@ -49,6 +50,32 @@ void sv_set_str(char **dst, const char *src)
 const preset *sv_preset_of(const svc *v)
 {
     return v->p;
+}
+
+bool sup_overrides_any(const sup_overrides *ov)
+{
+    return ov && ov->context_size > 0;
+}
+
+/* p with ov applied, into out (a shallow copy: p's pointers). */
+static int overrides_apply(const preset *p, const sup_overrides *ov, preset *out, char *err, size_t errlen)
+{
+    *out = *p;
+    if (ov->context_size > 0) {
+        preset q = *out;
+        if (preset_with_context(&q, ov->context_size, out, err, errlen) != 0) return -1;
+    }
+    return 0;
+}
+
+const preset *sv_run_preset(const svc *v, preset *tmp, char *err, size_t errlen)
+{
+    if (!v->p) {
+        errf(err, errlen, "service '%s' is not configured any more", v->id);
+        return NULL;
+    }
+    if (!sup_overrides_any(&v->ov)) return v->p;
+    return overrides_apply(v->p, &v->ov, tmp, err, errlen) == 0 ? tmp : NULL;
 }
 
 const settings *sv_set_of(const sup *s)
@@ -269,7 +296,7 @@ static void act(svc *v, svc_state from, svc_event ev, svc_action a)
 }
 
 /* A new start (ticket) through the lifecycle. */
-void sv_do_start(svc *v, const char *origin)
+void sv_do_start(svc *v, const char *origin, const sup_overrides *ov)
 {
     sup *s = v->s;
     sv_ensure_timers(v);
@@ -287,6 +314,8 @@ void sv_do_start(svc *v, const char *origin)
     sv_set_pending(v, SUP_OK, NULL);
     v->start_at_ms = sv_wall_ms();
     v->run_hash[0] = 0; /* set at admission, from the config of that moment */
+    v->run_ctx = 0;
+    if (ov) v->ov = *ov;
     v->ran = false;
     if (strcmp(origin, "restart") != 0) { /* a person (or a switch) asked: a fresh policy window */
         memset(&v->hist, 0, sizeof v->hist);
@@ -339,17 +368,76 @@ static void answer_not_configured(sup_cb cb, void *ud, const char *id)
 
 uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
 {
+    return sup_start_with(s, id, origin, NULL, cb, ud);
+}
+
+uint64_t sup_start_with(sup *s, const char *id, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud)
+{
     svc *v = sv_find(s, id);
     if (!v) {
         answer_not_configured(cb, ud, id);
         return 0;
     }
-    return sup_start_svc(s, v, origin, cb, ud);
+    return sup_start_svc_with(s, v, origin, ov, cb, ud);
 }
 
 uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
 {
+    return sup_start_svc_with(s, v, origin, NULL, cb, ud);
+}
+
+/* The overrides asked cannot run: the runner runs what is installed, or
+ * the preset's driver takes no such key.  True when cb was answered. */
+static bool overrides_refused(sup *s, const svc *v, const sup_overrides *ov, sup_cb cb, void *ud)
+{
+    char err[512];
+    preset tmp;
+    char *m = NULL;
+    if (!strcmp(s->run->name, "systemd"))
+        m = xasprintf("cannot start '%s' with overrides: the systemd runner starts its installed unit "
+                      "gpumod-%s.service as written (overrides need supervisor.runner: spawn)",
+                      v->id, v->id);
+    else if (v->p && overrides_apply(v->p, ov, &tmp, err, sizeof err) != 0)
+        m = xasprintf("cannot start '%s' with overrides: %s", v->id, err);
+    if (!m) return false;
+    answer_now(cb, ud, SUP_BAD_REQUEST, m);
+    free(m);
+    return true;
+}
+
+/* The context size v runs (or will run, or restarts) with; 0: none set. */
+static int64_t ctx_running(const svc *v)
+{
+    if (v->ov.context_size > 0) return v->ov.context_size;
+    if (v->run_ctx > 0) return v->run_ctx;
+    return v->p && v->p->context_size > 0 ? v->p->context_size : 0;
+}
+
+/* A start asks ov of a service starting, ready or unhealthy: the same
+ * settings as it has, or a conflict (cb answered, true) that says what
+ * runs. */
+static bool overrides_conflict(const svc *v, const sup_overrides *ov, sup_cb cb, void *ud)
+{
+    if (!sup_overrides_any(ov)) return false;
+    int64_t have = ctx_running(v);
+    if (ov->context_size <= 0 || ov->context_size == have) return false;
+    char now[64];
+    if (have > 0)
+        snprintf(now, sizeof now, "context_size %lld", (long long)have);
+    else
+        snprintf(now, sizeof now, "no context_size set");
+    char *m = xasprintf("'%s' is %s with %s; stop it first to start it with context_size %lld", v->id,
+                        svc_state_names[v->state], now, (long long)ov->context_size);
+    answer_now(cb, ud, SUP_CONFLICT, m);
+    free(m);
+    return true;
+}
+
+uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud)
+{
     const char *id = v->id;
+    static const sup_overrides none;
+    if (!sup_overrides_any(ov)) ov = &none;
     if (!v->p && (v->state == SVC_DOWN || v->state == SVC_FAILED)) {
         answer_not_configured(cb, ud, id);
         return 0;
@@ -358,6 +446,10 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
         answer_now(cb, ud, SUP_SHUTTING_DOWN, "the daemon is shutting down");
         return 0;
     }
+    if (sup_overrides_any(ov) && overrides_refused(s, v, ov, cb, ud)) return 0;
+    if ((v->state == SVC_READY || v->state == SVC_STARTING || v->state == SVC_UNHEALTHY) &&
+        overrides_conflict(v, ov, cb, ud))
+        return 0;
     switch (v->state) {
     case SVC_READY: {
         v->seq = ++s->seq;
@@ -407,7 +499,7 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
     }
     if (guarded(s, id, origin, cb, ud)) return 0;
     push_waiter(&v->starts, cb, ud);
-    sv_do_start(v, origin ? origin : "api");
+    sv_do_start(v, origin ? origin : "api", ov);
     return v->seq;
 }
 
@@ -463,6 +555,7 @@ void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
 typedef struct restart_ctx {
     sup *s;
     char *id, *origin;
+    sup_overrides ov;
     sup_cb cb;
     void *ud;
 } restart_ctx;
@@ -471,7 +564,7 @@ static void restart_stopped(const sup_result *r, void *ud)
 {
     restart_ctx *c = ud;
     if (r->outcome == SUP_OK)
-        sup_start(c->s, c->id, c->origin, c->cb, c->ud);
+        sup_start_with(c->s, c->id, c->origin, &c->ov, c->cb, c->ud);
     else if (c->cb)
         c->cb(r, c->ud); /* the stop's result, detail and all */
     free(c->id);
@@ -481,11 +574,20 @@ static void restart_stopped(const sup_result *r, void *ud)
 
 void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
 {
-    if (sv_find(s, id) && guarded(s, id, origin, cb, ud)) return;
+    sup_restart_with(s, id, origin, NULL, cb, ud);
+}
+
+void sup_restart_with(sup *s, const char *id, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud)
+{
+    svc *v = sv_find(s, id);
+    if (v && guarded(s, id, origin, cb, ud)) return;
+    /* overrides that cannot run are refused before anything is stopped */
+    if (v && sup_overrides_any(ov) && overrides_refused(s, v, ov, cb, ud)) return;
     restart_ctx *c = xcalloc(1, sizeof *c);
     c->s = s;
     c->id = xstrdup(id);
     c->origin = xstrdup(origin ? origin : "api");
+    if (ov) c->ov = *ov;
     c->cb = cb;
     c->ud = ud;
     sup_stop(s, id, origin, restart_stopped, c);
@@ -587,11 +689,12 @@ int sup_set_config(sup *s, const config *cfg, strv *changed, char *err, size_t e
     bind_presets(s);
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
-        if (!live(v) || !v->run_hash[0]) continue;
-        const preset *p = v->p;
-        if (!p) continue;
-        char h[65], e[256];
-        if (config_hash(p, &cfg->set, h, NULL, e, sizeof e) != 0 || strcmp(h, v->run_hash) != 0) {
+        if (!live(v) || !v->run_hash[0] || !v->p) continue;
+        /* what it would run now, with its start's overrides */
+        char h[65], e[512];
+        preset tmp;
+        const preset *p = sv_run_preset(v, &tmp, e, sizeof e);
+        if (!p || config_hash(p, &cfg->set, h, NULL, e, sizeof e) != 0 || strcmp(h, v->run_hash) != 0) {
             if (changed) strv_push(changed, v->id);
         }
     }
@@ -674,6 +777,7 @@ bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
     if (p && config_hash(p, st, o->hash_buf, NULL, e, sizeof e) == 0) o->config_hash = o->hash_buf;
     bool running = live(v) && v->run_hash[0];
     o->running_hash = running ? v->run_hash : NULL;
+    o->overrides = (live(v) || v->next_restart_ms > 0) && sup_overrides_any(&v->ov) ? &v->ov : NULL;
     o->admitted = v->reserved || (live(v) && v->has_admitted) ? &v->admitted : NULL;
     o->footprint = v->has_fp ? &v->fp : NULL;
     o->load_ms = v->load_ms;

@@ -22,7 +22,8 @@ fi
 # themselves, without sup-lib.sh, and are not run here
 SCRIPTS=(${T94_SCRIPTS:-t60-sup-admit t60-sup-lifecycle t60-sup-stop t60-sup-restart t60-sup-fixes
     t60-sup-footprint t60-sup-reconcile t62-watchdog t63-daemon-cycles t64-switch-basic
-    t64-switch-failure t64-switch-memory t64-switch-review t64-switch-restart t64-switch-unified t67-canary})
+    t64-switch-failure t64-switch-memory t64-switch-review t64-switch-restart t64-switch-unified t67-canary
+    t68-start-overrides})
 
 logdir=$BUILD/test-logs
 mkdir -p "$logdir"
