@@ -263,7 +263,8 @@ static cJSON *doc_new(const eopts *o, const eval_suite *s, int64_t started)
 /* the context the suite needs (its largest prompt as the server counted
  * it plus that item's budget) against the server's; counts the records
  * whose prompt + budget do not fit */
-static void context_check(cJSON *doc, const eopts *o, const eval_suite *s, const erun_result *r, long n_ctx)
+static void context_check(cJSON *doc, const eopts *o, const eval_suite *s, const erun_result *r, long n_ctx,
+                          const char *service)
 {
     long need = -1, prompt = -1;
     size_t over = 0;
@@ -290,9 +291,13 @@ static void context_check(cJSON *doc, const eopts *o, const eval_suite *s, const
     if (r->length_hits)
         warn(doc, "%zu answers stopped at max_tokens (finish_reason \"length\"): raise --max-tokens or the "
                   "items' max_tokens", r->length_hits);
-    if (over)
+    if (over && service)
         warn(doc, "the suite needs a context of %ld tokens (largest prompt %ld + its max_tokens), the server has "
-                  "%ld: %zu records do not fit (start the service with a larger context)", need, prompt, n_ctx, over);
+                  "%ld: %zu records do not fit (gpumod service restart %s --ctx %ld)", need, prompt, n_ctx, over,
+             service, need);
+    else if (over)
+        warn(doc, "the suite needs a context of %ld tokens (largest prompt %ld + its max_tokens), the server has "
+                  "%ld: %zu records do not fit (start the server with a larger context)", need, prompt, n_ctx, over);
 }
 
 static void client_figures(cJSON *doc, const erun_result *r)
@@ -320,7 +325,7 @@ static cJSON *build_doc(const eopts *o, const eval_suite *s, const btarget *t, c
     cJSON *items = cJSON_AddArrayToObject(d, "items");
     for (size_t i = 0; i < r->n; i++)
         if (r->recs[i].settled) cJSON_AddItemToArray(items, erec_json(&s->items[r->recs[i].item], &r->recs[i]));
-    context_check(d, o, s, r, btarget_ctx(t));
+    context_check(d, o, s, r, btarget_ctx(t), t->service);
     client_figures(d, r);
     char ts[40];
     clock_rfc3339(clock_unix_ms(), ts, sizeof ts);
