@@ -1090,22 +1090,6 @@ static int cmd_run(int argc, char **argv)
 
 int bench_main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs(usage_text, stderr);
-        return BX_USAGE;
-    }
-    const char *sub = argv[1];
-    if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
-        fputs(usage_text, stdout);
-        return BX_OK;
-    }
-    if (!strcmp(sub, "compare")) return cmd_compare(argc - 1, argv + 1);
-    if (!strcmp(sub, "report")) return cmd_report(argc - 1, argv + 1);
-    if (!strcmp(sub, "switch")) return bswitch_main(argc - 1, argv + 1);
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage_text, stdout);
-            return BX_OK;
-        }
-    return cmd_run(argc, argv);
+    static const opt_sub subs[] = {{"compare", cmd_compare}, {"report", cmd_report}, {"switch", bswitch_main}, {NULL, NULL}};
+    return opt_dispatch(argc, argv, usage_text, subs, cmd_run);
 }

@@ -3,6 +3,7 @@
  * guess; every estimate carries its flag.  The document is the one source
  * of every rendering (table, CSV, Markdown, SVG, compare). */
 #include "bench/cli.h"
+#include "oai/docfile.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -334,17 +335,5 @@ cJSON *bresult_settings(const bopts *o, bool prompt_exact, long prompt_measured)
 
 cJSON *bresult_new(const char *kind, const bopts *o, int64_t started_unix_ms)
 {
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "schema", "gpumod.bench/1");
-    cJSON_AddStringToObject(d, "kind", kind);
-    char ts[40];
-    clock_rfc3339(started_unix_ms, ts, sizeof ts);
-    cJSON_AddStringToObject(d, "started", ts);
-    cJSON_AddNullToObject(d, "finished");
-    cJSON_AddStringToObject(d, "gpumod_version", GPUMOD_VERSION);
-    cJSON *a = cJSON_AddArrayToObject(d, "argv");
-    cJSON_AddItemToArray(a, cJSON_CreateString("gpumod"));
-    cJSON_AddItemToArray(a, cJSON_CreateString("bench"));
-    for (int i = 1; i < o->argc; i++) cJSON_AddItemToArray(a, cJSON_CreateString(o->argv[i]));
-    return d;
+    return docfile_new("gpumod.bench/1", kind, "bench", started_unix_ms, o->argc, o->argv);
 }

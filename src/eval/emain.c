@@ -74,17 +74,11 @@ static const char usage_text[] =
     "golden: an output changed), 2 usage or a suite error, 3 a service name but no\n"
     "daemon, 130 interrupted.\n";
 
-static int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int fail_usage(const char *fmt, ...)
+static void vsay(const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     fputs("gpumod: eval: ", stderr);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
-    va_end(ap);
-    fputs("usage: gpumod eval TARGET --suite PATH [options]; see 'gpumod eval --help'\n", stderr);
-    return EX_USAGE;
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -92,10 +86,19 @@ static void say(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("gpumod: eval: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsay(fmt, ap);
     va_end(ap);
+}
+
+static int fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    fputs("usage: gpumod eval TARGET --suite PATH [options]; see 'gpumod eval --help'\n", stderr);
+    return EX_USAGE;
 }
 
 /* ---- options ------------------------------------------------------------------ */
@@ -216,27 +219,15 @@ static void warn(cJSON *doc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    buf b = BUF_INIT;
-    buf_vprintf(&b, fmt, ap);
+    char *w = xvasprintf(fmt, ap);
     va_end(ap);
-    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(doc, "warnings"), cJSON_CreateString(b.p));
-    buf_release(&b);
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(doc, "warnings"), cJSON_CreateString(w));
+    free(w);
 }
 
 static cJSON *doc_new(const eopts *o, const eval_suite *s, int64_t started)
 {
-    cJSON *d = cJSON_CreateObject();
-    cJSON_AddStringToObject(d, "schema", EVAL_SCHEMA);
-    cJSON_AddStringToObject(d, "kind", "eval");
-    char ts[40];
-    clock_rfc3339(started, ts, sizeof ts);
-    cJSON_AddStringToObject(d, "started", ts);
-    cJSON_AddNullToObject(d, "finished");
-    cJSON_AddStringToObject(d, "gpumod_version", GPUMOD_VERSION);
-    cJSON *a = cJSON_AddArrayToObject(d, "argv");
-    cJSON_AddItemToArray(a, cJSON_CreateString("gpumod"));
-    cJSON_AddItemToArray(a, cJSON_CreateString("eval"));
-    for (int i = 1; i < o->argc; i++) cJSON_AddItemToArray(a, cJSON_CreateString(o->argv[i]));
+    cJSON *d = docfile_new(EVAL_SCHEMA, "eval", "eval", started, o->argc, o->argv);
     cJSON *su = cJSON_AddObjectToObject(d, "suite");
     cJSON_AddStringToObject(su, "name", s->name);
     cJSON_AddStringToObject(su, "path", s->path);
@@ -865,23 +856,6 @@ static int cmd_show(int argc, char **argv)
 
 int eval_main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs(usage_text, stderr);
-        return EX_USAGE;
-    }
-    const char *sub = argv[1];
-    if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
-        fputs(usage_text, stdout);
-        return EX_OK;
-    }
-    if (!strcmp(sub, "compare")) return cmd_compare(argc - 1, argv + 1);
-    if (!strcmp(sub, "report")) return cmd_report(argc - 1, argv + 1);
-    if (!strcmp(sub, "list")) return cmd_list(argc - 1, argv + 1);
-    if (!strcmp(sub, "show")) return cmd_show(argc - 1, argv + 1);
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(usage_text, stdout);
-            return EX_OK;
-        }
-    return cmd_run(argc, argv);
+    static const opt_sub subs[] = {{"compare", cmd_compare}, {"report", cmd_report}, {"list", cmd_list}, {"show", cmd_show}, {NULL, NULL}};
+    return opt_dispatch(argc, argv, usage_text, subs, cmd_run);
 }

@@ -205,11 +205,9 @@ static void set_error(erec *rec, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    buf b = BUF_INIT;
-    buf_vprintf(&b, fmt, ap);
-    va_end(ap);
     free(rec->error);
-    rec->error = buf_detach(&b);
+    rec->error = xvasprintf(fmt, ap);
+    va_end(ap);
     rec->state = SCORE_ERROR;
 }
 

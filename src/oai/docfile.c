@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/clock.h"
 #include "util/errf.h"
 
 int docfile_write(const char *path, const buf *b, const char *what, char *err, size_t errlen)
@@ -78,4 +79,22 @@ cJSON *docfile_read(const char *path, char *err, size_t errlen)
     }
     buf_release(&b);
     return j;
+}
+
+cJSON *docfile_new(const char *schema, const char *kind, const char *tool, int64_t started_unix_ms, int argc,
+                   char **argv)
+{
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "schema", schema);
+    cJSON_AddStringToObject(d, "kind", kind);
+    char ts[40];
+    clock_rfc3339(started_unix_ms, ts, sizeof ts);
+    cJSON_AddStringToObject(d, "started", ts);
+    cJSON_AddNullToObject(d, "finished");
+    cJSON_AddStringToObject(d, "gpumod_version", GPUMOD_VERSION);
+    cJSON *a = cJSON_AddArrayToObject(d, "argv");
+    cJSON_AddItemToArray(a, cJSON_CreateString("gpumod"));
+    cJSON_AddItemToArray(a, cJSON_CreateString(tool));
+    for (int i = 1; i < argc; i++) cJSON_AddItemToArray(a, cJSON_CreateString(argv[i]));
+    return d;
 }

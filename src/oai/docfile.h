@@ -5,6 +5,7 @@
 #define GPUMOD_OAI_DOCFILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -20,5 +21,12 @@ int docfile_writable(const char *opt, const char *path, char *err, size_t errlen
 /* The file parsed (caller frees), or NULL with err ("cannot read 'PATH':
  * reason", "'PATH': not valid JSON at line L, column C (byte N)"). */
 cJSON *docfile_read(const char *path, char *err, size_t errlen);
+
+/* A new result document with the members every helper's document begins
+ * with: schema, kind, started (RFC 3339 of started_unix_ms), finished
+ * (null), gpumod_version and argv ("gpumod", tool, then argv[1..argc)).
+ * The caller adds the rest and frees it. */
+cJSON *docfile_new(const char *schema, const char *kind, const char *tool, int64_t started_unix_ms, int argc,
+                   char **argv);
 
 #endif

@@ -48,14 +48,20 @@ char *xstrndup(const char *s, size_t n)
     return p;
 }
 
-char *xasprintf(const char *fmt, ...)
+char *xvasprintf(const char *fmt, va_list ap)
 {
     buf b = BUF_INIT;
+    buf_vprintf(&b, fmt, ap);
+    return buf_detach(&b);
+}
+
+char *xasprintf(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    buf_vprintf(&b, fmt, ap);
+    char *s = xvasprintf(fmt, ap);
     va_end(ap);
-    return buf_detach(&b);
+    return s;
 }
 
 void buf_init(buf *b)

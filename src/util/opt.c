@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,4 +42,29 @@ int opt_double(const char *v, double lo, double hi, double *out)
     if (!*v || *end || errno || !isfinite(x) || x < lo || x > hi) return -1;
     *out = x;
     return 0;
+}
+
+static bool is_help(const char *a)
+{
+    return !strcmp(a, "-h") || !strcmp(a, "--help");
+}
+
+int opt_dispatch(int argc, char **argv, const char *usage, const opt_sub *subs, int (*run)(int argc, char **argv))
+{
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (is_help(argv[1]) || !strcmp(argv[1], "help")) {
+        fputs(usage, stdout);
+        return 0;
+    }
+    for (const opt_sub *s = subs; s->name; s++)
+        if (!strcmp(argv[1], s->name)) return s->fn(argc - 1, argv + 1);
+    for (int i = 1; i < argc; i++)
+        if (is_help(argv[i])) {
+            fputs(usage, stdout);
+            return 0;
+        }
+    return run(argc, argv);
 }

@@ -14,4 +14,14 @@ int opt_long(const char *v, long lo, long hi, long *out);
 /* v is a finite number in [lo, hi]: 0 with *out, else -1. */
 int opt_double(const char *v, double lo, double hi, double *out);
 
+/* A helper's subcommands: argv[1] names one of subs (called with argv
+ * from argv[1]), else the run (called with argv whole).  No argument: the
+ * usage on stderr, 2; -h, --help or help first, or -h/--help anywhere
+ * in a run: the usage on stdout, 0. */
+typedef struct opt_sub {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} opt_sub;
+int opt_dispatch(int argc, char **argv, const char *usage, const opt_sub *subs, int (*run)(int argc, char **argv));
+
 #endif

@@ -1,10 +1,12 @@
 /* test_util_text.c - the one-of-each text helpers in util: errf and
- * errf_ret, view_ieq, the JSON string-or-null and time writers, and the
- * two duration formats (exact, for the configuration; human). */
+ * errf_ret, view_ieq, the JSON string-or-null and time writers, the
+ * two duration formats (exact, for the configuration; human), xvasprintf,
+ * and the helpers' strict options and subcommand dispatch (util/opt). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -12,6 +14,7 @@
 #include "util/buf.h"
 #include "util/dur.h"
 #include "util/errf.h"
+#include "util/opt.h"
 
 static void errf_writes_and_tolerates_null(void **st)
 {
@@ -70,6 +73,56 @@ static void durations_exact_and_human(void **st)
     }
 }
 
+static char *vfmt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = xvasprintf(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static int g_called;
+static int sub_a(int argc, char **argv)
+{
+    g_called = 100 + argc;
+    return strcmp(argv[0], "a") ? 9 : 7;
+}
+static int run_main(int argc, char **argv)
+{
+    g_called = 200 + argc;
+    return 5;
+}
+
+static void options_and_dispatch(void **st)
+{
+    (void)st;
+    char *s = vfmt("%s-%d", "x", 12);
+    assert_string_equal(s, "x-12");
+    free(s);
+    long l;
+    double d;
+    assert_int_equal(opt_long("8", 1, 10, &l), 0);
+    assert_int_equal(l, 8);
+    assert_int_equal(opt_long("8x", 1, 10, &l), -1);
+    assert_int_equal(opt_long("11", 1, 10, &l), -1);
+    assert_int_equal(opt_double("1e999", 0, 1e300, &d), -1);
+    static const opt_sub subs[] = {{"a", sub_a}, {NULL, NULL}};
+    char *none[] = {"tool"}, *sub[] = {"tool", "a", "b"}, *run[] = {"tool", "URL", "--x"};
+    char *help1[] = {"tool", "help"}, *help2[] = {"tool", "URL", "--help"};
+    g_called = 0;
+    assert_int_equal(opt_dispatch(1, none, "", subs, run_main), 2); /* usage */
+    assert_int_equal(g_called, 0);
+    assert_int_equal(opt_dispatch(3, sub, "", subs, run_main), 7); /* a subcommand, its own argv */
+    assert_int_equal(g_called, 102);
+    assert_int_equal(opt_dispatch(3, run, "", subs, run_main), 5); /* the run, argv whole */
+    assert_int_equal(g_called, 203);
+    g_called = 0;
+    assert_int_equal(opt_dispatch(2, help1, "", subs, run_main), 0);
+    assert_int_equal(opt_dispatch(3, help2, "", subs, run_main), 0);
+    assert_int_equal(g_called, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -77,6 +130,7 @@ int main(void)
         cmocka_unit_test(view_ieq_ignores_ascii_case_only),
         cmocka_unit_test(json_helpers),
         cmocka_unit_test(durations_exact_and_human),
+        cmocka_unit_test(options_and_dispatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
