@@ -20,6 +20,9 @@ preset garbage "$P2" 'canary: true' 'env: {FAKELLM_GARBAGE: "1"}'
 printf '{"match": "Is the sky blue", "answer": "Yes, it is blue."}\n' >"$T/script.jsonl"
 preset own "$P3" 'canary: {prompt: "Is the sky blue? Answer yes or no.", expect: "yes"}' \
     "env: {FAKELLM_SCRIPT: \"$T/script.jsonl\"}"
+printf '{"match": "Are you there", "error": 500}\n' >"$T/script500.jsonl"
+P10=$(free_port)
+preset err500 "$P10" 'canary: {prompt: "Are you there?", expect: "yes"}' "env: {FAKELLM_SCRIPT: \"$T/script500.jsonl\"}"
 preset ownwrong "$P4" 'canary: {prompt: "Is the sky blue? Answer yes or no.", expect: "no"}' \
     "env: {FAKELLM_SCRIPT: \"$T/script.jsonl\"}"
 # thinking that names the right answer, then a wrong one: only a canary that strips it fails
@@ -71,6 +74,12 @@ t_eq "$(canary_events own | jq -r '"\(.ok) \(.prompt)"')" "true Is the sky blue?
 t_run 1 gpumod service start ownwrong
 t_has err "expected 'no' in the answer, got 'Yes, it is blue.'"
 t_eq "$(state_of ownwrong)" failed "ownwrong"
+t_end
+
+t_begin "an HTTP error from the engine fails the canary, with the status and body in the reason"
+t_run 1 gpumod service start err500
+t_eq "$(state_of err500)" failed "err500"
+t_eq "$(canary_events err500 | jq -r '.why | startswith("HTTP 500: ")')" true "why"
 t_end
 
 t_begin "thinking is stripped: the right answer only inside <think> fails"
