@@ -49,13 +49,13 @@ ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/%,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/% src/tune/%,$(shell find src -name '*.c' | LC_ALL=C sort))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 GPUMOD  := $(BUILD)/gpumod
 # gpumod-bench: the only program that links libcurl (src/bench/); its
 # parts other than main.c are an archive the unit tests link too.  eval
 # (src/eval/) runs in the same helper, so its parts join that archive.
-BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c src/oai/*.c)))
+BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c src/tune/*.c src/oai/*.c)))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_LIB  := $(BUILD)/libbench.a
 CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
@@ -97,7 +97,7 @@ help:
 	@echo "make bench-eval  one gpumod eval process, 64 items in flight against fakellm: items/s, CPU per item, the self-check"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
-	@echo "make test-real  gpumod-bench, the canary and eval against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
+	@echo "make test-real  gpumod-bench, the canary, eval and tune against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -212,6 +212,7 @@ test-real: $(GPUMOD) $(HELPERS)
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/bench-real.sh
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/canary-real.sh
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/eval-real.sh
+	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/tune-real.sh
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup

@@ -9,10 +9,13 @@
 #include "bench/bench.h"
 #include "eval/erun.h"
 
+int tune_main(int argc, char **argv); /* src/tune/tmain.c */
+
 int main(int argc, char **argv)
 {
     const char *base = strrchr(argv[0], '/');
     base = base ? base + 1 : argv[0];
     if (!strcmp(base, "gpumod-eval")) return eval_main(argc, argv);
+    if (!strcmp(base, "gpumod-tune")) return tune_main(argc, argv);
     return bench_main(argc, argv);
 }

@@ -17,6 +17,7 @@ static int cmd_help(cli *c, int argc, char **argv);
 static int cmd_version(cli *c, int argc, char **argv);
 int cmd_bench(cli *c, int argc, char **argv); /* src/cli/bench.c */
 int cmd_eval(cli *c, int argc, char **argv);  /* src/cli/bench.c */
+int cmd_tune(cli *c, int argc, char **argv);  /* src/cli/bench.c */
 int cmd_template(cli *c, int argc, char **argv); /* src/cli/template.c */
 int cmd_protect(cli *c, int argc, char **argv);  /* src/cli/protect.c */
 int cmd_doctor(cli *c, int argc, char **argv);   /* src/cli/doctor.c */
@@ -198,6 +199,22 @@ static const cmd commands[] = {
      "      worse; golden: an output changed), 2 usage or a suite error, 3 a\n"
      "      service name but no daemon.\n",
      cmd_eval},
+    {"tune", "SERVICE --param KEY=V1,V2 [--env NAME=V1,V2] [options] | --abort",
+     "search faster flags for a service: gated variants, paired measurements, outcomes with intervals",
+     "  tune SERVICE [--param KEY=V1,V2,...]... [--env NAME=V1,V2,...]... [--file FILE]\n"
+     "              [--strategy grid|coord|propose] [--objective throughput|engine_tps|tpot|ttft|goodput|score]\n"
+     "              [--min-gain 2%|N] [--rounds N] [--quality SUITE] [--max-memory MB] [--budget D]\n"
+     "              [--allow-traffic] [--resume] [--apply [--yes]] [--tsv FILE] [--json FILE] [--svg FILE]\n"
+     "      Each variant passes the gate's dry run, starts through the daemon (its\n"
+     "      canary included) and is measured against its reference in pairs\n"
+     "      (A B B A ...); IMPROVEMENT only when the interval of the difference\n"
+     "      (Bonferroni-corrected) excludes zero and the gain exceeds --min-gain.\n"
+     "      The daemon holds a lease for the run and restores the host when it\n"
+     "      ends or its process dies.  See 'gpumod tune --help' and docs/tune.md.\n"
+     "  tune --abort   release a held lease (the daemon restores the host)\n"
+     "      Runs the gpumod-bench helper.  Exit 0 done, 1 refused or stopped early,\n"
+     "      2 usage, 3 no daemon, 130 interrupted.\n",
+     cmd_tune},
     {"template", "render ID | install ID|--all | daemon [--install] [--user|--system] [--unit-dir DIR] [--yes] [--force]",
      "systemd units for the services and the daemon, gated by preflight",
      "  template render ID [--user|--system] [--no-files-check]\n"

@@ -1,7 +1,7 @@
-/* bench.c - `gpumod bench ...` and `gpumod eval ...`: exec the
+/* bench.c - `gpumod bench ...`, `gpumod eval ...` and `gpumod tune ...`: exec the
  * gpumod-bench helper.
  *
- * bench and eval are the parts of gpumod that need libcurl, so they live
+ * bench, eval and tune are the parts of gpumod that need libcurl, so they live
  * in their own executable (git-style) and this binary never links it; eval
  * runs it under the name gpumod-eval (argv[0], src/helper.c).  The helper
  * is looked for next to /proc/self/exe (a build tree), then in
@@ -24,6 +24,7 @@
 
 int cmd_bench(cli *c, int argc, char **argv); /* src/main.c's table */
 int cmd_eval(cli *c, int argc, char **argv);
+int cmd_tune(cli *c, int argc, char **argv);
 
 /* dir/HELPER when it is executable (caller frees), else NULL; dir is
  * added to the list of places looked in */
@@ -92,4 +93,9 @@ int cmd_bench(cli *c, int argc, char **argv)
 int cmd_eval(cli *c, int argc, char **argv)
 {
     return run_helper(c, "eval", "gpumod-eval", argc, argv);
+}
+
+int cmd_tune(cli *c, int argc, char **argv)
+{
+    return run_helper(c, "tune", "gpumod-tune", argc, argv);
 }

@@ -196,7 +196,7 @@ static void reap_blocking(pid_t pid, int *status)
 static pid_t spawn_child(char *const argv[], const run_opts *o, int *outfd, run_result *res, int64_t t0,
                          char *err, size_t errlen)
 {
-    const char *name = argv[0];
+    const char *name = o->file ? o->file : argv[0];
     char et[128];
     int e = 0;
     char *path = run_which(name, &e);

@@ -19,6 +19,9 @@ typedef struct run_opts {
                            full pipe */
     const char *cwd;    /* NULL: inherit */
     const strv *env;    /* KEY=VALUE set on top of environ; NULL: none */
+    const char *file;   /* the program to run, argv[0] then only its name
+                           (a git-style helper told apart by argv[0]);
+                           NULL: argv[0] */
 } run_opts;
 
 typedef struct run_result {

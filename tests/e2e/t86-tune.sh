@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# gpumod tune against fakellm's speed model (FAKELLM_SPEED: its tokens/s a
+# scripted function of its flags and environment, with seeded noise, and
+# reported in llama-server's timings, which --objective engine_tps reads,
+# so a busy machine cannot decide an outcome): the grid and coordinate
+# descent find the scripted optimum; over 20 seeded runs where no flag
+# matters at most one reports an IMPROVEMENT; a variant the gate refuses is
+# SKIPPED and never spawned; a variant that dies at its start is FAILED
+# with its log; the proposer's invalid proposals are SKIPPED with why; the
+# lease gives the host back when tune is killed; --resume goes on; --apply
+# writes the winner and keeps the preset's comments.
+. "$(dirname "$0")/lib.sh"
+
+FAKES=$BUILD/fakes
+export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
+export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
+. "$(dirname "$0")/sup-lib.sh"
+cat >"$T/nvml.json" <<'JSON'
+{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok"}],
+ "processes": []}
+JSON
+
+settings "supervisor: {stop_timeout: 2s, health_interval: 1s}"
+P1=$(free_port) P2=$(free_port) P3=$(free_port)
+# the optimum: threads 2 (+30 %), and batch_size 1024 another 5 %
+SPEED="base=1000; threads=2:+30%,4:+10%; batch_size=1024:+15%"
+{
+    printf '# the chat model: tuned by t86\n'
+    printf 'id: chat\ndriver: llamacpp\nport: %s\nmodel_path: %s\ncontext_size: 128\ndevices: [0]\n' "$P1" "$MODEL"
+    printf 'unit_vars:\n  threads: 1 # one thread to start with\n  parallel: 1\n'
+    printf 'env:\n  FAKELLM_SPEED: "%s"\n  FAKELLM_SPEED_NOISE: "0.02"\n  GPUMOD_FAKE_NVML_STATE: %s\n' "$SPEED" "$T/nvml.json"
+} >"$C/presets/chat.yaml"
+# no flag matters here
+preset flat "$P2" 'env: {FAKELLM_SPEED: "base=1000", FAKELLM_SPEED_NOISE: "0.03"}'
+# the proposer: a scripted OpenAI endpoint
+cat >"$T/script.jsonl" <<'EOF'
+{"match": "\"change\":\"threads=2\"", "answer": "{\"stop\": true, \"reason\": \"done\"}"}
+{"match": "invalid proposal: the value '12'", "answer": "```json\n{\"key\": \"threads\", \"value\": \"2\", \"reason\": \"two threads fit two cores\"}\n```"}
+{"match": "invalid proposal: the key 'ubatch_size'", "answer": "{\"key\": \"threads\", \"value\": \"12\", \"reason\": \"outside the menu\"}"}
+{"match": "\"history\":[]", "answer": "{\"key\": \"ubatch_size\", \"value\": \"64\", \"reason\": \"not on the menu\"}"}
+EOF
+preset proposer "$P3" "env: {FAKELLM_SCRIPT: $T/script.jsonl}"
+mkdir -p "$C/modes"
+printf 'id: solo\nservices: [chat]\n' >"$C/modes/solo.yaml"
+daemon_start
+gpumod mode switch solo >/dev/null 2>&1 || true
+
+LOAD=(--objective engine_tps --requests 8 --warmup 1 --gen-tokens 16 --prompt-tokens 16 --rounds 3 --ttl 5)
+
+if runner_is systemd; then
+    sd_skip "t86" "a unit runs its installed command, not a variant's overrides"
+    t_begin "the daemon stops cleanly"
+    daemon_stop
+    t_end
+    t_done
+    exit
+fi
+
+t_begin "usage errors: exit 2 naming what is wrong"
+t_run 2 gpumod tune
+t_has err "which service?"
+t_run 2 gpumod tune chat
+t_has err "nothing to search"
+t_run 2 gpumod tune chat --param threads
+t_has err "expected KEY=V1,V2"
+t_run 2 gpumod tune chat --param threads=1,2 --min-gain fast
+t_has err "--min-gain 'fast'"
+t_run 2 gpumod tune chat --param threads=1,2 --strategy propose
+t_has err "needs --proposer"
+t_run 2 gpumod tune chat --param threads=1,2 --rounds 1
+t_has err "--rounds '1'"
+t_run 2 gpumod tune chat --param threads=1,2 --frobnicate
+t_has err "unknown option '--frobnicate'"
+t_run 2 gpumod tune nosuch --param threads=1,2
+t_has err "no preset 'nosuch'"
+t_end
+
+t_begin "the grid finds the scripted optimum; the TSV has a row per variant; the host is given back"
+t_run 0 gpumod tune chat --param threads=1,2,4 --param batch_size=512,1024 "${LOAD[@]}" \
+    --tsv "$T/grid.tsv" --json "$T/grid.json" --svg "$T/grid.svg"
+t_has out "winner: threads+batch_size=2+1024"
+t_has out "confirmed by the re-verification"
+t_jq "$T/grid.json" .schema gpumod.tune/1
+t_jq "$T/grid.json" '.winner.value' "2+1024"
+t_jq "$T/grid.json" '.winner.confirmed' true
+t_jq "$T/grid.json" '[.rows[] | select(.outcome == "BASELINE")] | length' 1
+t_jq "$T/grid.json" '.outcomes.FINAL' 1
+# the baseline, 6 variants, the re-verification
+t_eq "$(tail -n +2 "$T/grid.tsv" | wc -l)" 8 "TSV rows"
+t_eq "$(head -1 "$T/grid.tsv" | cut -f1-5)" "$(printf 'variable\tvalue\tmedian\tdelta\toutcome')" "TSV header"
+t_match "$T/grid.tsv" "^threads\+batch_size	2\+1024	.*	IMPROVEMENT	"
+t_has "$T/grid.svg" "<svg"
+# threads 1 batch 512 is the preset's own speed: never an improvement
+t_lacks <(grep -P '^threads\+batch_size\t1\+512\t' "$T/grid.tsv") IMPROVEMENT
+t_eq "$(field chat .overrides)" null "overrides after the run"
+t_eq "$(state_of chat)" ready "state after the run"
+t_run 0 gpumod tune --abort
+t_has out "no tune run holds a lease"
+curl -s --unix-socket "$GPUMOD_SOCKET" "http://gpumod/results?kind=tune" >"$T/res.json"
+t_jq "$T/res.json" '.results | length >= 1' true
+t_end
+
+t_begin "coordinate descent finds it too, one key at a time from the best so far"
+t_run 0 gpumod tune chat --param threads=1,2,4 --param batch_size=512,1024 --strategy coord "${LOAD[@]}" \
+    --json "$T/coord.json" --no-store
+t_jq "$T/coord.json" '.winner.key' "threads=2;batch_size=1024"
+t_jq "$T/coord.json" '.winner.confirmed' true
+# the batch sweep ran against the incumbent threads=2
+t_jq "$T/coord.json" '[.rows[] | select(.key == "threads=2;batch_size=1024")][0].reference' "threads=2"
+t_end
+
+t_begin "20 seeded runs where no flag matters: at most one IMPROVEMENT (the false-positive rate printed)"
+fp=0
+for seed in $(seq 1 20); do
+    gpumod tune flat --param threads=1,2 --param batch_size=512,1024 "${LOAD[@]}" --seed "$seed" \
+        --json "$T/flat.json" --no-store -q >/dev/null 2>&1
+    if [ "$(jq '.outcomes.IMPROVEMENT' "$T/flat.json")" != 0 ]; then fp=$((fp + 1)); fi
+done
+echo "t86: false positives: $fp of 20 runs ($((fp * 5)) %)"
+[ "$fp" -le 1 ] || t_fail "$fp of 20 runs reported an IMPROVEMENT where no flag matters"
+t_end
+
+t_begin "a variant the gate refuses (the fake GPU is 24 GiB) is SKIPPED with the gate's reason, never spawned"
+n=$(count spawn chat)
+t_run 0 gpumod tune chat --param context_size=128,4000000 "${LOAD[@]}" --json "$T/gate.json" --no-store
+t_jq "$T/gate.json" '[.rows[] | select(.value == "4000000")][0].outcome' SKIPPED
+t_jq "$T/gate.json" '[.rows[] | select(.value == "4000000")][0].reason | startswith("the gate: ")' true
+events chat
+t_eq "$(jq -s '[.[] | select(.kind == "spawn") | .data.argv | join(" ") | select(contains("4000000"))] | length' "$T/ev")" 0 \
+    "spawns with -c 4000000"
+t_end
+
+t_begin "a variant that dies at its start is FAILED with its log; a bad override SKIPPED with the daemon's words"
+t_run 0 gpumod tune chat --env FAKELLM_EXIT_DURING_LOAD=3 --param cache_type_k=f16,bogus "${LOAD[@]}" \
+    --strategy coord --json "$T/fail.json" --no-store
+t_jq "$T/fail.json" '[.rows[] | select(.variable == "env.FAKELLM_EXIT_DURING_LOAD")][0].outcome' FAILED
+t_jq "$T/fail.json" '[.rows[] | select(.value == "bogus")][0].outcome' SKIPPED
+t_match <(jq -r '[.rows[] | select(.value == "bogus")][0].reason' "$T/fail.json") "cache_type_k"
+t_eq "$(state_of chat)" ready "state after the run"
+t_end
+
+t_begin "the proposer: a key and a value off the menu are SKIPPED with why, the good change measured"
+gpumod service start proposer >/dev/null
+t_run 0 gpumod tune chat --param threads=1,2 --strategy propose --proposer "http://127.0.0.1:$P3" \
+    "${LOAD[@]}" --json "$T/prop.json" --no-store
+t_jq "$T/prop.json" '[.rows[] | select(.outcome == "SKIPPED")] | length' 2
+t_match <(jq -r '.rows[] | select(.outcome == "SKIPPED") | .reason' "$T/prop.json") "the key 'ubatch_size' is not on the menu"
+t_match <(jq -r '.rows[] | select(.outcome == "SKIPPED") | .reason' "$T/prop.json") "the value '12' of 'threads' is not on the menu"
+t_jq "$T/prop.json" '[.rows[] | select(.key == "threads=2")][0].outcome' IMPROVEMENT
+t_jq "$T/prop.json" '[.rows[] | select(.key == "threads=2")][0].reason | contains("two threads fit two cores")' true
+t_end
+
+t_begin "tune killed mid-run: the lease expires and the daemon gives the host back; --resume goes on"
+gpumod tune chat --param threads=1,2,4 --param batch_size=512,1024 "${LOAD[@]}" --no-store -q >/dev/null 2>&1 &
+tp=$!
+has_rows() { curl -s --unix-socket "$GPUMOD_SOCKET" http://gpumod/tune | jq -e '(.lease.state.rows // []) | length >= 2' >/dev/null; }
+t_wait 60 has_rows || t_fail "no rows recorded in the lease"
+kill -9 "$tp"
+wait "$tp" 2>/dev/null
+expired() { curl -s --unix-socket "$GPUMOD_SOCKET" http://gpumod/tune | jq -e '.lease == null and .last.ended == "expired"' >/dev/null; }
+t_wait 30 expired || t_fail "the lease did not expire"
+restored() { [ "$(field chat .overrides)" = null ] && is_state chat ready; }
+t_wait 30 restored || t_fail "not restored: overrides $(field chat .overrides), state $(state_of chat)"
+t_run 0 gpumod tune chat --param threads=1,2,4 --param batch_size=512,1024 "${LOAD[@]}" --no-store --resume \
+    --json "$T/resume.json"
+t_match err "resuming: [0-9]+ comparisons of the earlier run are kept"
+t_jq "$T/resume.json" '[.rows[] | select(.reason // "" | contains("resumed"))] | length >= 2' true
+t_jq "$T/resume.json" '.winner.value' "2+1024"
+t_run 2 gpumod tune chat --param threads=1,8 "${LOAD[@]}" --no-store --resume
+t_has err "keeps no earlier run of this search"
+t_end
+
+t_begin "--apply --yes writes the confirmed winner into the preset, its comments kept, a note beside it"
+t_run 0 gpumod tune chat --param threads=1,2 "${LOAD[@]}" --no-store --apply --yes
+t_has out "+  threads: 2 # one thread to start with"
+t_has "$C/presets/chat.yaml" "# the chat model: tuned by t86"
+t_match "$C/presets/chat.yaml" "^  # gpumod tune [0-9-]+: threads=2, \+"
+t_has "$C/presets/chat.yaml" "  threads: 2 # one thread to start with"
+t_run 0 gpumod config check
+t_end
+
+t_begin "the daemon stops cleanly"
+daemon_stop
+t_end
+t_done
