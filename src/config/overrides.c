@@ -128,7 +128,7 @@ static int to_node(const char *key, const field *f, const cJSON *v, ynode *n, ch
         if (d == floor(d) && fabs(d) < 9.0e18)
             snprintf(text, tlen, "%lld", (long long)d);
         else
-            snprintf(text, tlen, "%.17g", d);
+            snprintf(text, tlen, "%.15g", d);
         n->s = text;
     } else if (bl) {
         n->s = (char *)(cJSON_IsTrue(v) ? "true" : "false");
