@@ -383,6 +383,8 @@ static int config_schema(cli *c, int argc, char **argv, const cmd *k)
     preset_doc_markdown(&b);
     buf_adds(&b, "\n### unit_vars\n\n");
     unit_vars_doc_markdown(&b);
+    buf_adds(&b, "\n### Start overrides\n\n");
+    overrides_doc_markdown(&b);
     buf_adds(&b, "\n### Mode keys\n\n| key | type | default | meaning |\n|---|---|---|---|\n");
     schema_doc_markdown(&b, mode_fields, "");
     fputs(b.p, stdout);

@@ -608,10 +608,14 @@ void overrides_doc_markdown(buf *out)
             if (preset_key_applies(okeys[k].name, drv)) buf_printf(&d, "%s%s", d.len ? ", " : "", driver_names[drv]);
         expected_of(&e, f);
         buf_printf(out, "| `%s` | %s | %s | ", okeys[k].name, d.p, e.p);
+        const char *doc = f->doc;
         for (size_t a = 0; a < N_OKEYS; a++)
-            if (okeys[a].alias_of && !strcmp(okeys[a].alias_of, okeys[k].name))
+            if (okeys[a].alias_of && !strcmp(okeys[a].alias_of, okeys[k].name)) {
                 buf_printf(out, "(also `%s`) ", okeys[a].name);
-        schema_md_text(out, f->doc);
+                /* the preset documents the pair at its other spelling */
+                if (!strncmp(doc, "same as ", 8)) doc = preset_key_field(okeys[a].name)->doc;
+            }
+        schema_md_text(out, doc);
         buf_adds(out, " |\n");
         buf_release(&d);
         buf_release(&e);

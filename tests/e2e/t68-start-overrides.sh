@@ -57,6 +57,9 @@ if runner_is systemd; then
     t_run 0 gpumod service start chat
     t_run 2 gpumod service restart chat --ctx 512
     t_eq "$(state_of chat)" ready "state after a refused restart (nothing stopped)"
+    t_run 2 gpumod service restart chat --set threads=2 --env GPUMOD_T68=1
+    t_has err "cannot start 'chat' with overrides: the systemd runner starts its installed unit gpumod-chat.service as written"
+    t_eq "$(state_of chat)" ready "state after a refused restart with --set (nothing stopped)"
     t_run 0 gpumod service stop chat
     t_end
     sd_skip "the rest of t68" "a unit runs its installed command, not a start's overrides"
