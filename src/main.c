@@ -63,6 +63,9 @@ static const cmd commands[] = {
      "      the service's need (measured, else estimated, else declared) against\n"
      "      this host's snapshot.  Exit 0 ok, 1 refused (the reason names the\n"
      "      binding constraint with figures), 2 configuration error.\n"
+     "  preflight --for SERVICE --set KEY=VALUE ... --env NAME=VALUE ... [--ctx N]\n"
+     "      A restart of SERVICE with those overrides (as service start takes\n"
+     "      them), judged by the daemon as if SERVICE were stopped first.\n"
      "  preflight --mode MODE [--json]\n"
      "      Every service of the mode in start order, each counting the ones\n"
      "      before it as reserved.\n"
@@ -106,13 +109,13 @@ static const cmd commands[] = {
      "      One request to the daemon.  Exit 3 when no daemon is running.\n",
      cmd_status},
     {"service",
-     "list | show ID | start ID [--no-wait] [--timeout S] [--ctx N] | stop ID | restart ID [--ctx N] | logs ID [-f] "
-     "[-n N]",
+     "list | show ID | start ID [--no-wait] [--timeout S] [--ctx N] [--set K=V] [--env N=V] | stop ID | "
+     "restart ID [--ctx N] [--set K=V] [--env N=V] | logs ID [-f] [-n N]",
      "start, stop and inspect services through the daemon",
      "  service list [--json]          every service with its state, pid, port\n"
      "  service show ID [--json]       one service in detail (need, footprint, restarts,\n"
      "                                 health, last exit, last start)\n"
-     "  service start ID [--no-wait] [--timeout S] [--ctx N]\n"
+     "  service start ID [--no-wait] [--timeout S] [--ctx N] [--set KEY=VALUE]... [--env NAME=VALUE]...\n"
      "      Queue for the load slot, pass the gate, spawn, wait until ready (a\n"
      "      progress bar on a terminal).  Exit 0 ready, 1 refused or failed (the\n"
      "      reason, and for a failure the log tail, on stderr), 4 not ready within\n"
@@ -120,9 +123,13 @@ static const cmd commands[] = {
      "      --ctx N (--context-size N): this start runs with a context of N tokens\n"
      "      instead of the preset's (llamacpp, vllm; judged by the gate like any\n"
      "      start); exit 1 when it runs already with another size.\n"
+     "      --set KEY=VALUE: this start with a preset key of the start-overrides\n"
+     "      table (threads, batch_size, ubatch_size, cache_type_k, max_num_seqs, ...;\n"
+     "      docs/configuration.md), checked as the preset file checks it;\n"
+     "      --env NAME=VALUE: an environment variable over the preset's env.\n"
      "  service stop ID [--timeout S]  SIGTERM to its process group, SIGKILL after\n"
      "                                 stop_timeout, then wait until its memory is freed\n"
-     "  service restart ID [--ctx N]   stop, then start as above\n"
+     "  service restart ID [--ctx N] [--set K=V]... [--env N=V]...   stop, then start as above\n"
      "  service logs ID [-f] [-n N]    the last N lines (100) of its output; -f follows\n",
      cmd_service},
     {"events", "[-f] [--since T] [--service ID] [--kind K[,K]] [-n N] [--json]",

@@ -46,5 +46,11 @@ int cmd_route(cli *c, int argc, char **argv);
 void cli_print_diags(const config *cfg, const char *only_file);
 /* Parse an integer option value; 0, or prints a usage error and returns -1. */
 int cli_int_arg(const cli *c, const cmd *k, const char *opt, const char *val, int64_t lo, int64_t hi, int64_t *out);
+/* A start's override option at argv[*i] (--set KEY=VALUE, --env
+ * NAME=VALUE, --ctx N / --context-size N), added to the JSON object ov
+ * (config/overrides.h: the daemon checks the values): 1 when taken (*i on
+ * its last word), 0 when argv[*i] is none of them, -1 after a usage error. */
+struct cJSON;
+int cli_override_opt(const cli *c, const cmd *k, int argc, char **argv, int *i, struct cJSON *ov);
 
 #endif

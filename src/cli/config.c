@@ -9,12 +9,15 @@
 #include "daemon/need.h"
 #include "drivers/check.h"
 #include "config/mode.h"
+#include "config/overrides.h"
 #include "config/preset.h"
+#include "config/schema.h"
 #include "config/settings.h"
 #include "drivers/driver.h"
 #include "util/buf.h"
 #include "util/redact.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +62,31 @@ int cli_int_arg(const cli *c, const cmd *k, const char *opt, const char *val, in
     }
     *out = v;
     return 0;
+}
+
+int cli_override_opt(const cli *c, const cmd *k, int argc, char **argv, int *i, cJSON *ov)
+{
+    const char *a = argv[*i];
+    bool ctx = !strcmp(a, "--ctx") || !strcmp(a, "--context-size");
+    if (!ctx && strcmp(a, "--set") && strcmp(a, "--env")) return 0;
+    if (*i + 1 >= argc) {
+        cli_usage_error(c, k, "%s: expected a value", a);
+        return -1;
+    }
+    const char *val = argv[++*i];
+    char arg[64], err[256];
+    if (ctx) {
+        const field *f = preset_key_field("context_size"); /* the schema's range, as the daemon checks */
+        int64_t n;
+        if (cli_int_arg(c, k, a, val, (int64_t)f->min, (int64_t)f->max, &n)) return -1;
+        snprintf(arg, sizeof arg, "context_size=%lld", (long long)n);
+        val = arg;
+    }
+    if (overrides_add_arg(ov, val, !strcmp(a, "--env"), err, sizeof err)) {
+        cli_usage_error(c, k, "%s", err);
+        return -1;
+    }
+    return 1;
 }
 
 /* A llama.cpp preset that declares less memory than its model's estimate
@@ -355,6 +383,8 @@ static int config_schema(cli *c, int argc, char **argv, const cmd *k)
     preset_doc_markdown(&b);
     buf_adds(&b, "\n### unit_vars\n\n");
     unit_vars_doc_markdown(&b);
+    buf_adds(&b, "\n### Start overrides\n\n");
+    overrides_doc_markdown(&b);
     buf_adds(&b, "\n### Mode keys\n\n| key | type | default | meaning |\n|---|---|---|---|\n");
     schema_doc_markdown(&b, mode_fields, "");
     fputs(b.p, stdout);

@@ -52,9 +52,11 @@ void service_row(buf *b, const cJSON *svc)
     /* a start's overrides make the run differ from its preset too: say which */
     const cJSON *cc = cJSON_GetObjectItemCaseSensitive(svc, "config_changed");
     const cJSON *ov = cJSON_GetObjectItemCaseSensitive(svc, "overrides");
-    if (cJSON_IsObject(ov) && !jnull(ov, "context_size"))
-        buf_printf(b, "  context_size %.0f (override)", jnum(ov, "context_size", 0));
-    else if (cJSON_IsTrue(cc))
+    if (cJSON_IsObject(ov) && ov->child) {
+        buf_adds(b, "  ");
+        overrides_text_json(b, ov);
+        buf_adds(b, " (override)");
+    } else if (cJSON_IsTrue(cc))
         buf_adds(b, "  config changed (restart to apply)");
     const cJSON *conf = cJSON_GetObjectItemCaseSensitive(svc, "configured");
     if (cJSON_IsFalse(conf)) buf_adds(b, "  no longer configured");
@@ -69,4 +71,25 @@ void event_line(buf *b, const cJSON *ev)
     if (from || to) buf_printf(b, " %s -> %s", from ? from : "-", to ? to : "-");
     if (reason) buf_printf(b, ": %s", reason);
     buf_addc(b, '\n');
+}
+
+void overrides_text_json(buf *b, const cJSON *ov)
+{
+    const cJSON *it, *e;
+    int n = 0;
+    cJSON_ArrayForEach(it, ov)
+    {
+        if (!strcmp(it->string, "env")) {
+            cJSON_ArrayForEach(e, it) if (cJSON_IsString(e)) buf_printf(b, "%senv %s=%s", n++ ? ", " : "", e->string,
+                                                                        e->valuestring);
+            continue;
+        }
+        buf_printf(b, "%s%s ", n++ ? ", " : "", it->string);
+        if (cJSON_IsString(it))
+            buf_adds(b, it->valuestring);
+        else if (cJSON_IsNumber(it))
+            buf_printf(b, "%.15g", it->valuedouble);
+        else
+            buf_adds(b, cJSON_IsTrue(it) ? "true" : "false");
+    }
 }

@@ -21,5 +21,8 @@ void service_row(buf *b, const cJSON *svc);
 void service_row_header(buf *b);
 /* One event as a line. */
 void event_line(buf *b, const cJSON *ev);
+/* A start's overrides (a service's "overrides" object) for people:
+ * "context_size 512, threads 8, env FOO=1". */
+void overrides_text_json(buf *b, const cJSON *ov);
 
 #endif

@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/ctl.h"
 #include "cli/hostview.h"
+#include "config/overrides.h"
 #include "daemon/need.h"
 #include "store/db.h"
 #include "util/journal.h"
@@ -116,6 +117,13 @@ static void daemon_verdict_text(buf *out, const cJSON *v)
     }
     buf_addc(out, '\n');
     if (jstr(nj, "detail") && *jstr(nj, "detail")) buf_printf(out, "  %s\n", jstr(nj, "detail"));
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(v, "restart");
+    if (cJSON_IsObject(rs)) {
+        buf_adds(out, "  as a restart with ");
+        overrides_text_json(out, cJSON_GetObjectItemCaseSensitive(rs, "overrides"));
+        buf_adds(out, jnull(rs, "held") ? " (nothing of it runs now)\n" : " (what it holds now given back first)\n");
+        if (jstr(rs, "deferred")) buf_printf(out, "  deferred until after the stop: %s\n", jstr(rs, "deferred"));
+    }
     const cJSON *host = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "available"), "host");
     buf_adds(out, "  via: daemon");
     if (jnum(host, "reserved_bytes", 0) > 0) {
@@ -129,7 +137,7 @@ static void daemon_verdict_text(buf *out, const cJSON *v)
 /* Ask the daemon.  -1: no daemon answered, or it reads another
  * configuration directory than this command (go standalone); else the
  * exit code, the verdict printed.  cfg: this command's configuration. */
-static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mode_id)
+static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mode_id, const cJSON *ov)
 {
     /* no socket file, no daemon: not even the connect (the HTTP client's
      * code and its error text are page faults a refused connect pays) */
@@ -140,6 +148,11 @@ static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mo
     buf body = BUF_INIT;
     buf_adds(&body, svc ? "{\"service\":" : "{\"mode\":");
     buf_json_str(&body, svc ? svc : mode_id);
+    if (ov && ov->child) { /* a restart's dry run: the daemon judges it as if the service were stopped */
+        char *o = cJSON_PrintUnformatted(ov);
+        buf_printf(&body, ",\"overrides\":%s", o ? o : "null");
+        cJSON_free(o);
+    }
     buf_addc(&body, '}');
     http_reply r;
     /* the daemon takes a fresh snapshot: NVML is bounded by nvml_timeout;
@@ -168,7 +181,7 @@ static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mo
     }
     if (r.status != 200) {
         rc = ctl_fail(&r, "preflight");
-        if (r.status == 422) rc = EXIT_USAGE; /* the need cannot be found: as standalone */
+        if (r.status == 422 || r.status == 400) rc = EXIT_USAGE; /* the need cannot be found, bad overrides */
         http_reply_release(&r);
         return rc;
     }
@@ -208,6 +221,10 @@ static int via_daemon(cli *c, const config *cfg, const char *svc, const char *mo
 }
 
 static int preflight_run(cli *c, int argc, char **argv);
+static int preflight_args(cli *c, const cmd *k, int argc, char **argv, cJSON *ov, const char **svcp,
+                          const char **modep, bool *timing, bool *alone);
+static int preflight_do(cli *c, const char *svc, const char *mode_id, const cJSON *ov, double t[4], bool timing,
+                        bool alone);
 
 int cmd_preflight(cli *c, int argc, char **argv)
 {
@@ -255,6 +272,27 @@ static int pf_find(pf *f, const char *svc, const char *mode_id, const preset **p
     return EXIT_OK;
 }
 
+/* p with the overrides of --set, --env and --ctx (none: p), judged as a
+ * start: standalone, nothing is known of what p's service holds now. */
+static int judge_variant(pf *f, const preset *p, const cJSON *ovj, buf *out, bool *ok)
+{
+    overrides ov;
+    preset q;
+    char err[1024];
+    memset(&q, 0, sizeof q);
+    int rc = EXIT_OK;
+    if (overrides_parse(ovj && ovj->child ? ovj : NULL, p->driver, &ov, err, sizeof err) != 0 ||
+        overrides_apply(p, &ov, &q, err, sizeof err) != 0) {
+        fprintf(stderr, "gpumod: preflight: '%s': %s\n", p->id, err);
+        rc = EXIT_USAGE;
+    } else if (judge(f, &q, out, ok)) {
+        rc = EXIT_USAGE;
+    }
+    overrides_applied_release(&q);
+    overrides_release(&ov);
+    return rc;
+}
+
 /* A mode from nothing: each service in start order, earlier ones
  * reserved; start_first services go first, as a switch would start them. */
 static int judge_mode(pf *f, const mode *m, const char *mode_id, buf *out, bool *all_ok)
@@ -291,7 +329,7 @@ static void timing_out(const pf *f, const double t[4])
 }
 
 /* The gate here, on this process's own snapshot. */
-static int standalone(pf *f, const char *svc, const char *mode_id, double t[4], bool timing)
+static int standalone(pf *f, const char *svc, const char *mode_id, const cJSON *ov, double t[4], bool timing)
 {
     const preset *p;
     const mode *m;
@@ -310,7 +348,7 @@ static int standalone(pf *f, const char *svc, const char *mode_id, double t[4], 
     buf out = BUF_INIT;
     bool all_ok = true;
     if (p) {
-        if (judge(f, p, &out, &all_ok)) rc = EXIT_USAGE;
+        rc = judge_variant(f, p, ov, &out, &all_ok);
         if (f->c->json) buf_addc(&out, '\n');
     } else {
         rc = judge_mode(f, m, mode_id, &out, &all_ok);
@@ -334,11 +372,25 @@ static int preflight_run(cli *c, int argc, char **argv)
     bool timing = false; /* --timing: phase durations on stderr, for make bench-preflight */
     bool alone = false;
     double t[4] = {clock_mono_ms_f(), 0, 0, 0};
+    cJSON *ov = cJSON_CreateObject(); /* --set, --env, --ctx */
+    int rc = preflight_args(c, k, argc, argv, ov, &svc, &mode_id, &timing, &alone);
+    if (rc == EXIT_OK) rc = preflight_do(c, svc, mode_id, ov, t, timing, alone);
+    cJSON_Delete(ov);
+    return rc;
+}
+
+static int preflight_args(cli *c, const cmd *k, int argc, char **argv, cJSON *ov, const char **svcp,
+                          const char **modep, bool *timing, bool *alone)
+{
+    const char *svc = NULL, *mode_id = NULL;
     for (int i = 1; i < argc; i++) {
+        int taken = cli_override_opt(c, k, argc, argv, &i, ov);
+        if (taken < 0) return EXIT_USAGE;
+        if (taken) continue;
         if (!strcmp(argv[i], "--timing"))
-            timing = true;
+            *timing = true;
         else if (!strcmp(argv[i], "--standalone"))
-            alone = true;
+            *alone = true;
         else if (!strcmp(argv[i], "--for") && i + 1 < argc)
             svc = argv[++i];
         else if (!strncmp(argv[i], "--for=", 6))
@@ -351,6 +403,15 @@ static int preflight_run(cli *c, int argc, char **argv)
             return cli_usage_error(c, k, "preflight: unexpected argument '%s'", argv[i]);
     }
     if (!svc == !mode_id) return cli_usage_error(c, k, "preflight: give exactly one of --for SERVICE or --mode MODE");
+    if (ov->child && !svc) return cli_usage_error(c, k, "preflight: --set, --env and --ctx go with --for SERVICE");
+    *svcp = svc;
+    *modep = mode_id;
+    return EXIT_OK;
+}
+
+static int preflight_do(cli *c, const char *svc, const char *mode_id, const cJSON *ov, double t[4], bool timing,
+                        bool alone)
+{
     /* parsed once: for the daemon's socket, to tell whether the daemon
      * reads this configuration, and for the standalone gate.  --for reads
      * the one preset it gates (what ExecStartPre= runs before every
@@ -364,10 +425,10 @@ static int preflight_run(cli *c, int argc, char **argv)
     int rc = -1;
     if (!alone) {
         ctl_prime_socket(f.cfg.set.socket);
-        rc = via_daemon(c, &f.cfg, svc, mode_id);
+        rc = via_daemon(c, &f.cfg, svc, mode_id, ov);
         if (rc >= 0 && timing) fprintf(stderr, "timing via daemon total %.3f ms\n", clock_mono_ms_f() - t[0]);
     }
-    if (rc < 0) rc = standalone(&f, svc, mode_id, t, timing);
+    if (rc < 0) rc = standalone(&f, svc, mode_id, ov, t, timing);
     free(f.res);
     free(f.details);
     store_close(f.st);

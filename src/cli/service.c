@@ -85,9 +85,11 @@ static void show_text(buf *b, const cJSON *s)
     buf_printf(b, "  driver %s", jstr(s, "driver") ? jstr(s, "driver") : "?");
     if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(s, "configured"))) buf_adds(b, ", no longer configured");
     const cJSON *ov = cJSON_GetObjectItemCaseSensitive(s, "overrides");
-    if (cJSON_IsObject(ov) && !jnull(ov, "context_size"))
-        buf_printf(b, ", started with context_size %.0f (an override)", jnum(ov, "context_size", 0));
-    else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "config_changed")))
+    if (cJSON_IsObject(ov) && ov->child) {
+        buf_adds(b, ", started with ");
+        overrides_text_json(b, ov);
+        buf_adds(b, ov->child->next ? " (overrides)" : " (an override)");
+    } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(s, "config_changed")))
         buf_adds(b, ", configuration changed since it started (restart to apply)");
     buf_addc(b, '\n');
     need_line(b, "admitted", cJSON_GetObjectItemCaseSensitive(s, "admitted"));
@@ -217,18 +219,25 @@ static int report_outcome(cli *c, const cJSON *s, const char *id, double t0, boo
 
 /* The body of a start or restart: its overrides (docs/api.md), or NULL
  * for none (caller frees). */
-static char *overrides_body(int64_t ctx)
+static char *overrides_body(const cJSON *ov)
 {
-    return ctx > 0 ? xasprintf("{\"overrides\":{\"context_size\":%lld}}", (long long)ctx) : NULL;
+    if (!ov || !ov->child) return NULL;
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddItemReferenceToObject(b, "overrides", (cJSON *)ov);
+    char *s = cJSON_PrintUnformatted(b);
+    cJSON_Delete(b);
+    char *r = s ? xstrdup(s) : NULL;
+    cJSON_free(s);
+    return r;
 }
 
-static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s, int64_t ctx)
+static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s, const cJSON *ov)
 {
     double t0 = clock_mono_ms_f();
     buf t = BUF_INIT;
     path_for(&t, id, "/start?wait=0&origin=cli");
     http_reply r;
-    char *body = overrides_body(ctx);
+    char *body = overrides_body(ov);
     int rc = ctl_call(&c->paths, "POST", t.p, body, CTL_QUICK_MS, false, &r);
     free(body);
     buf_release(&t);
@@ -273,7 +282,7 @@ static int do_start(cli *c, const char *id, bool nowait, int64_t timeout_s, int6
 }
 
 /* stop and restart: one request that waits for the outcome */
-static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout_s, int64_t ctx)
+static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout_s, const cJSON *ov)
 {
     double t0 = clock_mono_ms_f();
     buf t = BUF_INIT;
@@ -281,7 +290,7 @@ static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout
     buf_printf(&t, "/%s?origin=cli", verb);
     http_reply r;
     int64_t ms = timeout_s > 0 ? timeout_s * 1000 : 24LL * 3600 * 1000;
-    char *body = overrides_body(ctx);
+    char *body = overrides_body(ov);
     int rc = ctl_call(&c->paths, "POST", t.p, body, ms, false, &r);
     free(body);
     buf_release(&t);
@@ -368,37 +377,45 @@ static int do_logs(cli *c, const char *id, bool follow, int64_t n)
     return rc;
 }
 
-int cmd_service(cli *c, int argc, char **argv)
+typedef struct svc_args {
+    const char *act, *id;
+    bool nowait, follow;
+    int64_t timeout_s, n;
+    cJSON *ov; /* a start's or restart's overrides (--set, --env, --ctx) */
+} svc_args;
+
+static int service_args(cli *c, const cmd *k, int argc, char **argv, svc_args *s)
 {
-    const cmd *k = cli_find("service");
-    if (argc < 2) return cli_usage_error(c, k, "service: which action? list, show, start, stop, restart or logs");
-    const char *act = argv[1], *id = NULL;
-    bool nowait = false, follow = false;
-    int64_t timeout_s = 0, n = 100, ctx = 0;
+    const char *act = s->act;
     bool starts = !strcmp(act, "start") || !strcmp(act, "restart");
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
+        int taken = starts ? cli_override_opt(c, k, argc, argv, &i, s->ov) : 0;
+        if (taken < 0) return EXIT_USAGE;
+        if (taken) continue;
         if (!strcmp(a, "--no-wait") && !strcmp(act, "start")) {
-            nowait = true;
-        } else if ((!strcmp(a, "--ctx") || !strcmp(a, "--context-size")) && i + 1 < argc && starts) {
-            int64_t lo = 1, hi = 16777216;
-            preset_int_range("context_size", &lo, &hi); /* the schema's range, as the daemon checks */
-            if (cli_int_arg(c, k, a, argv[++i], lo, hi, &ctx)) return EXIT_USAGE;
+            s->nowait = true;
         } else if (!strcmp(a, "--timeout") && i + 1 < argc && strcmp(act, "logs") && strcmp(act, "list") &&
                    strcmp(act, "show")) {
-            if (cli_int_arg(c, k, a, argv[++i], 1, 86400 * 7, &timeout_s)) return EXIT_USAGE;
+            if (cli_int_arg(c, k, a, argv[++i], 1, 86400 * 7, &s->timeout_s)) return EXIT_USAGE;
         } else if ((!strcmp(a, "-f") || !strcmp(a, "--follow")) && !strcmp(act, "logs")) {
-            follow = true;
+            s->follow = true;
         } else if (!strcmp(a, "-n") && i + 1 < argc && !strcmp(act, "logs")) {
-            if (cli_int_arg(c, k, a, argv[++i], 0, 1000000, &n)) return EXIT_USAGE;
+            if (cli_int_arg(c, k, a, argv[++i], 0, 1000000, &s->n)) return EXIT_USAGE;
         } else if (a[0] == '-' && a[1]) {
             return cli_usage_error(c, k, "service %s: unknown option '%s'", act, a);
-        } else if (!id) {
-            id = a;
+        } else if (!s->id) {
+            s->id = a;
         } else {
             return cli_usage_error(c, k, "service %s: unexpected argument '%s'", act, a);
         }
     }
+    return EXIT_OK;
+}
+
+static int service_act(cli *c, const cmd *k, const svc_args *s)
+{
+    const char *act = s->act, *id = s->id;
     if (!strcmp(act, "list")) {
         if (id) return cli_usage_error(c, k, "service list: unexpected argument '%s'", id);
         return do_list(c);
@@ -409,7 +426,18 @@ int cmd_service(cli *c, int argc, char **argv)
     if (!known) return cli_usage_error(c, k, "service: unknown action '%s'", act);
     if (!id) return cli_usage_error(c, k, "service %s: which service? give its id", act);
     if (!strcmp(act, "show")) return do_show(c, id);
-    if (!strcmp(act, "start")) return do_start(c, id, nowait, timeout_s, ctx);
-    if (!strcmp(act, "logs")) return do_logs(c, id, follow, n);
-    return do_blocking(c, id, act, timeout_s, ctx);
+    if (!strcmp(act, "start")) return do_start(c, id, s->nowait, s->timeout_s, s->ov);
+    if (!strcmp(act, "logs")) return do_logs(c, id, s->follow, s->n);
+    return do_blocking(c, id, act, s->timeout_s, s->ov);
+}
+
+int cmd_service(cli *c, int argc, char **argv)
+{
+    const cmd *k = cli_find("service");
+    if (argc < 2) return cli_usage_error(c, k, "service: which action? list, show, start, stop, restart or logs");
+    svc_args s = {.act = argv[1], .n = 100, .ov = cJSON_CreateObject()};
+    int rc = service_args(c, k, argc, argv, &s);
+    if (rc == EXIT_OK) rc = service_act(c, k, &s);
+    cJSON_Delete(s.ov);
+    return rc;
 }

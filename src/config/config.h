@@ -99,6 +99,8 @@ typedef struct llama_opts {
     int64_t n_gpu_layers;  /* -1: all; LLAMA_NGL_UNSET: not passed (router mode) */
     int64_t parallel;      /* default 1: explicit, never llama-server's auto; -1: not passed (router mode) */
     int64_t threads;       /* -1: unset */
+    int64_t batch_size;    /* -b N; -1: unset (llama-server's 2048) */
+    int64_t ubatch_size;   /* -ub N; -1: unset (llama-server's 512) */
     int64_t n_cpu_moe;     /* -1: unset */
     char *cache_type_k, *cache_type_v;
     tri flash_attn;

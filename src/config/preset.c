@@ -219,6 +219,11 @@ const field unit_vars_fields[] = {
      .doc = "--parallel N, always explicit (llama-server's auto would disagree with the estimate); router mode: only when set"},
     {"threads", F_INT, P(llama.threads), 1, 4096, .flags = L | FL_NULLABLE_INT, .deflt = "null",
      .doc = "-t N (the Python project ignored it; gpumod acts on it)"},
+    {"batch_size", F_INT, P(llama.batch_size), 1, 16777216, .flags = L | FL_NULLABLE_INT, .deflt = "null",
+     .doc = "-b N: the logical batch, tokens per decode call (llama-server's default 2048); the estimate's n_batch"},
+    {"ubatch_size", F_INT, P(llama.ubatch_size), 1, 16777216, .flags = L | FL_NULLABLE_INT, .deflt = "null",
+     .doc = "-ub N: the physical batch, at most batch_size (llama-server's default 512); the estimate's n_ubatch, "
+            "which sizes the compute buffers"},
     {"n_cpu_moe", F_INT, P(llama.n_cpu_moe), 0, 100000, .flags = L | FL_NULLABLE_INT, .deflt = "null",
      .doc = "--n-cpu-moe N (the Python project ignored it; gpumod acts on it)"},
     {"cache_type_k", F_STR, P(llama.cache_type_k), .flags = L, .doc = "--cache-type-k TYPE"},
@@ -622,15 +627,38 @@ static bool alias_ok(const char *s)
 
 static const char *const cache_types[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1", NULL};
 
-static void check_cache_type(schema_ctx *c, const ynode *uv, const char *key, const char *v)
+int preset_check_cache_type(const char *key, const char *v, char *err, size_t errlen)
 {
-    if (!v) return;
+    if (!v) return 0;
     for (size_t i = 0; cache_types[i]; i++)
-        if (!strcmp(v, cache_types[i])) return;
+        if (!strcmp(v, cache_types[i])) return 0;
     buf b = BUF_INIT;
     for (size_t i = 0; cache_types[i]; i++) buf_printf(&b, "%s%s", i ? ", " : "", cache_types[i]);
-    schema_error(c, ymap_get(uv, key), "unit_vars: %s: expected one of %s, found '%s'", key, b.p, v);
+    snprintf(err, errlen, "%s: expected one of %s, found '%s'", key, b.p, v);
     buf_release(&b);
+    return -1;
+}
+
+static void check_cache_type(schema_ctx *c, const ynode *uv, const char *key, const char *v)
+{
+    char e[256];
+    if (preset_check_cache_type(key, v, e, sizeof e)) schema_error(c, ymap_get(uv, key), "unit_vars: %s", e);
+}
+
+/* llama.cpp's physical batch is at most its logical one (it would cut
+ * n_ubatch down silently: the estimate and the run would disagree). */
+int preset_check_across(const preset *p, char *err, size_t errlen)
+{
+    const llama_opts *o = &p->llama;
+    if (p->driver != DRV_LLAMACPP || o->ubatch_size <= 0) return 0;
+    int64_t batch = o->batch_size > 0 ? o->batch_size : 2048;
+    if (o->ubatch_size <= batch) return 0;
+    snprintf(err, errlen,
+             "ubatch_size %lld is larger than batch_size %s%lld (llama.cpp's physical batch is at most its logical "
+             "batch%s)",
+             (long long)o->ubatch_size, o->batch_size > 0 ? "" : "(its default) ", (long long)batch,
+             o->batch_size > 0 ? "" : "; set batch_size too");
+    return -1;
 }
 
 /* A host the daemon's health probe can reach without a resolver. */
@@ -800,6 +828,8 @@ static void finish_llamacpp(schema_ctx *c, preset *p, const ynode *root, const y
     }
     check_cache_type(c, uv, "cache_type_k", p->llama.cache_type_k);
     check_cache_type(c, uv, "cache_type_v", p->llama.cache_type_v);
+    char e[256];
+    if (preset_check_across(p, e, sizeof e)) schema_error(c, ymap_get(uv, "ubatch_size"), "unit_vars: %s", e);
     if (p->sleep != SLEEP_NONE && p->sleep != SLEEP_ROUTER)
         schema_warn(c, ymap_get(root, "sleep_mode"),
                     "sleep_mode %s is a vLLM sleep level; llama-server cannot sleep, so a stop frees this service",
@@ -995,30 +1025,28 @@ void preset_doc_markdown(buf *out)
     schema_doc_markdown(out, preset_fields, "");
 }
 
-bool preset_int_range(const char *key, int64_t *lo, int64_t *hi)
+const field *preset_key_field(const char *key)
 {
-    for (const field *f = preset_fields; f->key; f++)
-        if (f->type == F_INT && !strcmp(f->key, key)) {
-            *lo = (int64_t)f->min;
-            *hi = (int64_t)f->max;
-            return true;
-        }
+    /* the top-level context_size: its unit_vars twin parses into a slot
+     * of the loader's (reconciled with this one later), no preset's */
+    const field *tab = strcmp(key, "context_size") ? unit_vars_fields : preset_fields;
+    for (const field *f = tab; f->key; f++)
+        if (!strcmp(f->key, key)) return f;
+    return NULL;
+}
+
+bool preset_key_applies(const char *key, int driver)
+{
+    for (const field *f = unit_vars_fields; f->key; f++)
+        if (!strcmp(f->key, key)) return driver >= 0 && driver < DRV__COUNT && applies(f, driver);
     return false;
 }
 
-int preset_with_context(const preset *p, int64_t ctx, preset *out, char *err, size_t errlen)
+void *preset_key_at(preset *p, const field *f)
 {
-    if (p->driver != DRV_LLAMACPP && p->driver != DRV_VLLM) {
-        snprintf(err, errlen,
-                 "preset '%s': driver %s takes no context size from gpumod (only llamacpp's -c and vllm's "
-                 "--max-model-len do)",
-                 p->id, driver_names[p->driver]);
-        return -1;
-    }
-    *out = *p;
-    out->context_size = ctx;
-    if (p->driver == DRV_VLLM) out->vllm.max_model_len = ctx;
-    return 0;
+    /* P() offsets are the preset's own (it leads pbuild); B() ones are not */
+    size_t base = offsetof(pbuild, p);
+    return f->off >= base && f->off + sizeof(int64_t) <= base + sizeof(preset) ? (char *)p + (f->off - base) : NULL;
 }
 
 void unit_vars_doc_markdown(buf *out)

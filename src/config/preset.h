@@ -18,17 +18,24 @@ void preset_show(buf *out, const preset *p, bool json);
 /* The driver options resolved from unit_vars, for this preset's driver. */
 void preset_show_unit_vars(buf *out, const preset *p, bool json);
 void preset_doc_markdown(buf *out);
-/* The range the schema allows for a preset's integer key, into *lo and
- * *hi (a start's overrides are held to the same); false when key is no
- * integer key of a preset. */
-bool preset_int_range(const char *key, int64_t *lo, int64_t *hi);
-/* p with another context size (a start's override), as a shallow copy
- * into out: its pointers are p's, so out is valid only as long as p's
- * configuration (use it within the call that made it).  Both copies of
- * the size change: context_size (llama-server -c, the estimate) and
- * vllm.max_model_len (--max-model-len).  -1 with err for a driver that
- * takes no context size from gpumod (fastapi, docker, command, remote). */
-int preset_with_context(const preset *p, int64_t ctx, preset *out, char *err, size_t errlen);
+
+/* ---- one key at a time: a start's overrides (config/overrides.c), held
+ * to the preset file's own definitions ---- */
+struct field;
+/* The field a preset file parses key with: a unit_vars key, or the
+ * top-level context_size.  NULL: no such key. */
+const struct field *preset_key_field(const char *key);
+/* Whether driver acts on unit_vars key (context_size: llamacpp, vllm). */
+bool preset_key_applies(const char *key, int driver);
+/* Where f's value lives in p; NULL for a field whose value is kept
+ * outside a preset while it loads (unit_vars.model_path, ctx_size, ...). */
+void *preset_key_at(preset *p, const struct field *f);
+/* The checks beyond a field's type and range, shared with overrides:
+ * key cache_type_k or cache_type_v with value v (NULL: unset) one of
+ * llama.cpp's KV cache types; the rules across keys (ubatch_size at most
+ * batch_size).  -1 with err ("ubatch_size 4096 is larger than ..."). */
+int preset_check_cache_type(const char *key, const char *v, char *err, size_t errlen);
+int preset_check_across(const preset *p, char *err, size_t errlen);
 void unit_vars_doc_markdown(buf *out);
 
 #endif

@@ -21,6 +21,7 @@
 #include "daemon/logring.h"
 #include "router/router.h"
 #include "daemon/need.h"
+#include "daemon/pf_restart.h"
 #include "util/clock.h"
 #include "util/redact.h"
 
@@ -530,19 +531,22 @@ static void post_op(req *r, op_kind op)
         sup_stop(r->d->sup, o->id, origin, op_done, o);
         return;
     }
-    sup_overrides ov;
-    char err[512];
-    if (api_overrides_parse(op_names[op], r->body, &ov, err, sizeof err) != 0) {
+    overrides ov;
+    char err[1024];
+    const preset *p = config_preset(r->d->cfg, o->id); /* none: the supervisor says 404 */
+    if (api_overrides_parse(op_names[op], r->body, p ? p->driver : -1, &ov, err, sizeof err) != 0) {
         reply_error(r->c, 400, "bad_request", NULL, "%s", err);
         op_free(o);
         return;
     }
     if (op == OP_RESTART) {
         sup_restart_with(r->d->sup, o->id, origin, &ov, op_done, o);
+        overrides_release(&ov); /* the supervisor keeps its own copy */
         return;
     }
     o->in_call = true;
     uint64_t seq = sup_start_with(r->d->sup, o->id, origin, &ov, op_done, o);
+    overrides_release(&ov);
     o->in_call = false;
     if (o->fired) { /* answered at once: ready already, or an error */
         if (o->nowait && o->outcome == SUP_OK) {
@@ -864,6 +868,8 @@ typedef struct pf_req {
     gpumodd *d;
     srv_conn *c;
     char *service, *mode;
+    bool restart; /* "overrides" given: a restart's dry run (daemon/pf_restart.h) */
+    overrides ov;
 } pf_req;
 
 /* Judge p against s with res[0..*nres) reserved; its need is appended to
@@ -908,6 +914,30 @@ static void pf_not_found(pf_req *f, const char *what, const char *id)
     buf_release(&det);
 }
 
+/* with the configuration directory that judged it, as every preflight */
+static void pf_close(pf_req *f, buf *b)
+{
+    buf_adds(b, ",\"config_dir\":");
+    buf_json_str(b, pf_config_dir(f->d));
+    buf_addc(b, '}');
+}
+
+static void pf_restart_reply(pf_req *f, const preset *p, const snapshot *s)
+{
+    pf_restart_in in = {.sup = f->d->sup, .set = &f->d->cfg->set, .st = f->d->st, .snap = s, .p = p, .ov = &f->ov};
+    buf b = BUF_INIT;
+    char err[1024];
+    int status;
+    const char *code;
+    if (pf_restart_json(&in, &b, &status, &code, err, sizeof err) != 0) {
+        reply_error(f->c, status, code, NULL, "%s", err);
+    } else {
+        pf_close(f, &b);
+        reply(f->c, 200, &b);
+    }
+    buf_release(&b);
+}
+
 static void pf_snapshot(const snapshot *s, void *ud)
 {
     pf_req *f = ud;
@@ -922,6 +952,8 @@ static void pf_snapshot(const snapshot *s, void *ud)
         const preset *p = config_preset(d->cfg, f->service);
         if (!p) {
             pf_not_found(f, "preset", f->service);
+        } else if (f->restart) {
+            pf_restart_reply(f, p, s);
         } else if (pf_judge(d, p, s, res, &nres, nd, &b, &ok, err, sizeof err)) {
             reply_error(f->c, 422, "need_unknown", NULL, "%s", err);
         } else {
@@ -969,6 +1001,7 @@ out:
     free(nd);
     free(f->service);
     free(f->mode);
+    overrides_release(&f->ov);
     free(f);
 }
 
@@ -983,6 +1016,33 @@ static cJSON *body_json(req *r, const char *what)
         return NULL;
     }
     return j;
+}
+
+/* The body's "overrides" for the service's preset into f (f->restart
+ * when given).  -1 after a 400. */
+static int pf_overrides(req *r, const cJSON *j, pf_req *f)
+{
+    const cJSON *it, *ov = cJSON_GetObjectItemCaseSensitive(j, "overrides");
+    cJSON_ArrayForEach(it, j) if (strcmp(it->string, "service") && strcmp(it->string, "mode") &&
+                                  strcmp(it->string, "overrides"))
+    {
+        reply_error(r->c, 400, "bad_request", NULL,
+                    "preflight: unknown key '%s' in the body (allowed: service, mode, overrides)", it->string);
+        return -1;
+    }
+    if (!ov) return 0;
+    if (!f->service) {
+        reply_error(r->c, 400, "bad_request", NULL, "preflight: \"overrides\" go with \"service\", not a mode");
+        return -1;
+    }
+    const preset *p = config_preset(r->d->cfg, f->service); /* none: 404 with the snapshot's answer */
+    char err[1024];
+    if (overrides_parse(ov, p ? p->driver : -1, &f->ov, err, sizeof err) != 0) {
+        reply_error(r->c, 400, "bad_request", NULL, "preflight: %s", err);
+        return -1;
+    }
+    f->restart = true;
+    return 0;
 }
 
 static void post_preflight(req *r)
@@ -1003,6 +1063,13 @@ static void post_preflight(req *r)
     f->c = r->c;
     if (has_s) f->service = xstrdup(svc->valuestring);
     if (has_m) f->mode = xstrdup(mod->valuestring);
+    if (pf_overrides(r, j, f) != 0) {
+        free(f->service);
+        free(f->mode);
+        free(f);
+        cJSON_Delete(j);
+        return;
+    }
     cJSON_Delete(j);
     hostmon_take(r->d->hm, pf_snapshot, f); /* a fresh snapshot, taken off the loop */
 }

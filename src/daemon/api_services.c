@@ -106,61 +106,9 @@ static void history_json(buf *out, const sup_svc_view *v)
     canary_json(out, v);
 }
 
-/* ---- overrides: one table for the body's keys and the JSON ---- */
+/* ---- the body of a start: its overrides (config/overrides.c) ---- */
 
-static const struct {
-    const char *key; /* as in a preset, whose schema gives the range */
-    size_t off;      /* an int64_t of sup_overrides; 0 there: unset */
-} override_keys[] = {
-    {"context_size", offsetof(sup_overrides, context_size)},
-};
-#define N_OVERRIDE_KEYS (sizeof override_keys / sizeof *override_keys)
-
-static int64_t *override_at(sup_overrides *ov, size_t k)
-{
-    return (int64_t *)((char *)ov + override_keys[k].off);
-}
-
-static void override_names(char *out, size_t len)
-{
-    size_t n = 0;
-    out[0] = 0;
-    for (size_t k = 0; k < N_OVERRIDE_KEYS && n < len; k++)
-        n += (size_t)snprintf(out + n, len - n, "%s%s", k ? ", " : "", override_keys[k].key);
-}
-
-static int overrides_from(const char *what, const cJSON *o, sup_overrides *out, char *err, size_t errlen)
-{
-    char names[256];
-    override_names(names, sizeof names);
-    if (!cJSON_IsObject(o)) {
-        snprintf(err, errlen, "%s: \"overrides\" must be an object (keys: %s) or null", what, names);
-        return -1;
-    }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, o)
-    {
-        size_t k = 0;
-        while (k < N_OVERRIDE_KEYS && strcmp(override_keys[k].key, it->string)) k++;
-        if (k == N_OVERRIDE_KEYS) {
-            snprintf(err, errlen, "%s: overrides: unknown key '%s' (allowed: %s)", what, it->string, names);
-            return -1;
-        }
-        int64_t lo = 1, hi = INT64_MAX;
-        preset_int_range(override_keys[k].key, &lo, &hi);
-        if (cJSON_IsNull(it)) continue; /* the preset's */
-        double d = cJSON_IsNumber(it) ? it->valuedouble : NAN;
-        if (!(d >= (double)lo && d <= (double)hi) || d != floor(d)) {
-            snprintf(err, errlen, "%s: overrides.%s must be an integer from %lld to %lld, or null for the preset's",
-                     what, override_keys[k].key, (long long)lo, (long long)hi);
-            return -1;
-        }
-        *override_at(out, k) = (int64_t)d;
-    }
-    return 0;
-}
-
-int api_overrides_parse(const char *what, const view *body, sup_overrides *out, char *err, size_t errlen)
+int api_overrides_parse(const char *what, const view *body, int driver, overrides *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     size_t i = 0;
@@ -178,36 +126,18 @@ int api_overrides_parse(const char *what, const view *body, sup_overrides *out, 
     const cJSON *it;
     cJSON_ArrayForEach(it, j)
     {
+        char e[768];
         if (strcmp(it->string, "overrides") != 0) {
             snprintf(err, errlen, "%s: unknown key '%s' in the body (allowed: overrides)", what, it->string);
             rc = -1;
-            break;
-        }
-        if (!cJSON_IsNull(it) && overrides_from(what, it, out, err, errlen) != 0) {
+        } else if (overrides_parse(it, driver, out, e, sizeof e) != 0) {
+            snprintf(err, errlen, "%s: %s", what, e);
             rc = -1;
-            break;
         }
+        if (rc) break;
     }
     cJSON_Delete(j);
     return rc;
-}
-
-void api_overrides_json(buf *out, const sup_overrides *ov)
-{
-    if (!sup_overrides_any(ov)) {
-        buf_adds(out, "null");
-        return;
-    }
-    sup_overrides c = *ov;
-    buf_addc(out, '{');
-    bool first = true;
-    for (size_t k = 0; k < N_OVERRIDE_KEYS; k++) {
-        int64_t x = *override_at(&c, k);
-        if (!x) continue;
-        buf_printf(out, "%s\"%s\":%lld", first ? "" : ",", override_keys[k].key, (long long)x);
-        first = false;
-    }
-    buf_addc(out, '}');
 }
 
 static void service_json(buf *out, const sup_svc_view *v)
@@ -238,7 +168,7 @@ static void service_json(buf *out, const sup_svc_view *v)
     bool changed = v->running_hash && v->config_hash && strcmp(v->config_hash, v->running_hash) != 0;
     buf_printf(out, ",\"config_changed\":%s", changed ? "true" : "false");
     buf_adds(out, ",\"overrides\":");
-    api_overrides_json(out, v->overrides);
+    overrides_json(out, v->overrides);
     buf_adds(out, ",\"admitted\":");
     if (v->admitted)
         need_json(out, v->admitted);

@@ -21,13 +21,12 @@ void api_slot_json(sup *s, buf *out);
 void api_result_detail_json(buf *out, const sup_result *r);
 
 /* The body of POST /services/ID/start (and /restart): nothing, or
- * {"overrides": {"context_size": N}} with "overrides" null or {} for
- * none.  Strict (util/jstrict.h): an unknown key, a value of the wrong
- * type or out of the schema's range is an error that names it.  what
- * ("start") leads the message.  0 with *out filled (all zero: no
- * overrides), or -1 with err (a 400's message). */
-int api_overrides_parse(const char *what, const view *body, sup_overrides *out, char *err, size_t errlen);
-/* {"context_size": N} with the keys set, or null. */
-void api_overrides_json(buf *out, const sup_overrides *ov);
+ * {"overrides": {...}} (config/overrides.h) with "overrides" null or {}
+ * for none, checked for a preset of driver (-1: none known).  Strict
+ * (util/jstrict.h): an unknown key, a value of the wrong type or out of
+ * the schema's range is an error that names it.  what ("start") leads the
+ * message.  0 with *out filled (caller releases; empty: no overrides), or
+ * -1 with err (a 400's message). */
+int api_overrides_parse(const char *what, const view *body, int driver, overrides *out, char *err, size_t errlen);
 
 #endif

@@ -57,6 +57,8 @@ void need_est_params(const preset *p, const snapshot *snap, est_params *ep, int 
     est_params_default(ep);
     ep->ctx = p->context_size > 0 ? p->context_size : 4096;
     ep->parallel = p->llama.parallel > 0 ? p->llama.parallel : 1;
+    if (p->llama.batch_size > 0) ep->n_batch = p->llama.batch_size;
+    if (p->llama.ubatch_size > 0) ep->n_ubatch = p->llama.ubatch_size;
     int t;
     if (p->llama.cache_type_k && (t = ggml_type_by_name(p->llama.cache_type_k)) >= 0) ep->type_k = (uint32_t)t;
     if (p->llama.cache_type_v && (t = ggml_type_by_name(p->llama.cache_type_v)) >= 0) ep->type_v = (uint32_t)t;

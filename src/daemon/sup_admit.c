@@ -113,14 +113,10 @@ static const preset *run_preset_or_refuse(svc *v, preset *tmp)
     return NULL;
 }
 
-static void admit_with(svc *v, const snapshot *snap)
+/* Admit v's start of p (its preset with the start's overrides), or refuse it. */
+static void admit_preset(svc *v, const preset *p, const snapshot *snap)
 {
     sup *s = v->s;
-    v->admitting = false;
-    if (v->state != SVC_STARTING) return;
-    preset tmp;
-    const preset *p = run_preset_or_refuse(v, &tmp);
-    if (!p) return;
     const settings *st = sv_set_of(s);
     sv_copy_running(v, p, st);
     char err[512];
@@ -182,12 +178,26 @@ static void admit_with(svc *v, const snapshot *snap)
     sv_spawn_it(v, p);
 }
 
+static void admit_with(svc *v, const snapshot *snap)
+{
+    v->admitting = false;
+    if (v->state != SVC_STARTING) return;
+    preset tmp;
+    const preset *p = run_preset_or_refuse(v, &tmp);
+    if (p) admit_preset(v, p, snap);
+    sv_run_preset_done(&tmp);
+}
+
 static void admit(svc *v)
 {
     sup *s = v->s;
     preset tmp;
     const preset *p = sv_preset_of(v);
-    if (p && sup_overrides_any(&v->ov) && !run_preset_or_refuse(v, &tmp)) return;
+    if (p && overrides_any(&v->ov)) {
+        bool ok = run_preset_or_refuse(v, &tmp) != NULL;
+        sv_run_preset_done(&tmp);
+        if (!ok) return;
+    }
     if (p && p->driver == DRV_REMOTE) {
         /* remote: no process, no port, no gate; ready as soon as asked */
         sv_copy_running(v, p, sv_set_of(s));

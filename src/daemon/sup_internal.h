@@ -99,7 +99,7 @@ struct sup_svc {
     uint64_t seq;
     /* its overrides: applied to the preset of the moment at admission and
      * at spawn (sv_run_preset), kept by a restart of the policy */
-    sup_overrides ov;
+    overrides ov;
     int64_t run_ctx; /* the context size it was admitted with (sv_copy_running); 0: not yet, or none set */
     char origin[16];
     const char *outcome; /* static: pending ready refused failed cancelled */
@@ -191,6 +191,8 @@ const preset *sv_preset_of(const svc *v);
  * this loop turn, a reload frees what it points into).  NULL with err
  * when v has no preset any more or its driver takes no such override. */
 const preset *sv_run_preset(const svc *v, preset *tmp, char *err, size_t errlen);
+/* Release what sv_run_preset put in tmp (its env), whatever it returned. */
+void sv_run_preset_done(preset *tmp);
 const settings *sv_set_of(const sup *s);
 svc *sv_find(sup *s, const char *id);
 svc *sv_add_svc(sup *s, const char *id);
@@ -216,7 +218,7 @@ void sv_take_gen(svc *v, bool kill, void (*fn)(svc *v, const snapshot *snap));
 void sv_take(svc *v, void (*fn)(svc *v, const snapshot *snap));
 /* A new start (ticket) through the lifecycle, with ov (NULL: keep the
  * last start's, as a restart does). */
-void sv_do_start(svc *v, const char *origin, const sup_overrides *ov);
+void sv_do_start(svc *v, const char *origin, const overrides *ov);
 /* Shutting down and nothing left to wait for: close the timers, then
  * the shutdown's callback. */
 void sv_maybe_shutdown_done(sup *s);

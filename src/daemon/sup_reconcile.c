@@ -390,7 +390,7 @@ static void adopt_units(sup *s, bool again)
         }
         if (v->state == SVC_FAILED) sv_feed(v, EV_RESET, "its unit runs: adopted again");
         sv_ensure_timers(v);
-        memset(&v->ov, 0, sizeof v->ov); /* a unit runs what is installed: the preset */
+        overrides_release(&v->ov); /* a unit runs what is installed: the preset */
         sv_copy_running(v, p, st);
         const char *older = s->run->adopt_note ? s->run->adopt_note(h) : NULL;
         if (older)

@@ -52,30 +52,22 @@ const preset *sv_preset_of(const svc *v)
     return v->p;
 }
 
-bool sup_overrides_any(const sup_overrides *ov)
-{
-    return ov && ov->context_size > 0;
-}
-
-/* p with ov applied, into out (a shallow copy: p's pointers). */
-static int overrides_apply(const preset *p, const sup_overrides *ov, preset *out, char *err, size_t errlen)
-{
-    *out = *p;
-    if (ov->context_size > 0) {
-        preset q = *out;
-        if (preset_with_context(&q, ov->context_size, out, err, errlen) != 0) return -1;
-    }
-    return 0;
-}
-
 const preset *sv_run_preset(const svc *v, preset *tmp, char *err, size_t errlen)
 {
+    memset(tmp, 0, sizeof *tmp); /* sv_run_preset_done on it is a no-op */
     if (!v->p) {
         errf(err, errlen, "service '%s' is not configured any more", v->id);
         return NULL;
     }
-    if (!sup_overrides_any(&v->ov)) return v->p;
-    return overrides_apply(v->p, &v->ov, tmp, err, errlen) == 0 ? tmp : NULL;
+    if (!overrides_any(&v->ov)) return v->p;
+    if (overrides_apply(v->p, &v->ov, tmp, err, errlen) == 0) return tmp;
+    overrides_applied_release(tmp);
+    return NULL;
+}
+
+void sv_run_preset_done(preset *tmp)
+{
+    overrides_applied_release(tmp);
 }
 
 const settings *sv_set_of(const sup *s)
@@ -296,7 +288,7 @@ static void act(svc *v, svc_state from, svc_event ev, svc_action a)
 }
 
 /* A new start (ticket) through the lifecycle. */
-void sv_do_start(svc *v, const char *origin, const sup_overrides *ov)
+void sv_do_start(svc *v, const char *origin, const overrides *ov)
 {
     sup *s = v->s;
     sv_ensure_timers(v);
@@ -315,7 +307,7 @@ void sv_do_start(svc *v, const char *origin, const sup_overrides *ov)
     v->start_at_ms = sv_wall_ms();
     v->run_hash[0] = 0; /* set at admission, from the config of that moment */
     v->run_ctx = 0;
-    if (ov) v->ov = *ov;
+    if (ov) overrides_copy(&v->ov, ov);
     v->ran = false;
     if (strcmp(origin, "restart") != 0) { /* a person (or a switch) asked: a fresh policy window */
         memset(&v->hist, 0, sizeof v->hist);
@@ -371,7 +363,7 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
     return sup_start_with(s, id, origin, NULL, cb, ud);
 }
 
-uint64_t sup_start_with(sup *s, const char *id, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud)
+uint64_t sup_start_with(sup *s, const char *id, const char *origin, const overrides *ov, sup_cb cb, void *ud)
 {
     svc *v = sv_find(s, id);
     if (!v) {
@@ -388,56 +380,59 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
 
 /* The overrides asked cannot run: the runner runs what is installed, or
  * the preset's driver takes no such key.  True when cb was answered. */
-static bool overrides_refused(sup *s, const svc *v, const sup_overrides *ov, sup_cb cb, void *ud)
+static bool overrides_refused(sup *s, const svc *v, const overrides *ov, sup_cb cb, void *ud)
 {
     char err[512];
-    preset tmp;
     char *m = NULL;
-    if (!strcmp(s->run->name, "systemd"))
+    if (!strcmp(s->run->name, "systemd")) {
         m = xasprintf("cannot start '%s' with overrides: the systemd runner starts its installed unit "
                       "gpumod-%s.service as written (overrides need supervisor.runner: spawn)",
                       v->id, v->id);
-    else if (v->p && overrides_apply(v->p, ov, &tmp, err, sizeof err) != 0)
-        m = xasprintf("cannot start '%s' with overrides: %s", v->id, err);
+    } else if (v->p) {
+        preset tmp;
+        if (overrides_apply(v->p, ov, &tmp, err, sizeof err) != 0)
+            m = xasprintf("cannot start '%s' with overrides: %s", v->id, err);
+        overrides_applied_release(&tmp);
+    }
     if (!m) return false;
     answer_now(cb, ud, SUP_BAD_REQUEST, m);
     free(m);
     return true;
 }
 
-/* The context size v runs (or will run, or restarts) with; 0: none set. */
-static int64_t ctx_running(const svc *v)
-{
-    if (v->ov.context_size > 0) return v->ov.context_size;
-    if (v->run_ctx > 0) return v->run_ctx;
-    return v->p && v->p->context_size > 0 ? v->p->context_size : 0;
-}
-
 /* A start asks ov of a service starting, ready or unhealthy: the same
- * settings as it has, or a conflict (cb answered, true) that says what
- * runs. */
-static bool overrides_conflict(const svc *v, const sup_overrides *ov, sup_cb cb, void *ud)
+ * settings as it has (its preset with its own overrides, at the context
+ * size it was admitted with), or a conflict (cb answered, true) that says
+ * what runs. */
+static bool overrides_conflict(const svc *v, const overrides *ov, sup_cb cb, void *ud)
 {
-    if (!sup_overrides_any(ov)) return false;
-    int64_t have = ctx_running(v);
-    if (ov->context_size <= 0 || ov->context_size == have) return false;
-    char now[64];
-    if (have > 0)
-        snprintf(now, sizeof now, "context_size %lld", (long long)have);
-    else
-        snprintf(now, sizeof now, "no context_size set");
-    char *m = xasprintf("'%s' is %s with %s; stop it first to start it with context_size %lld", v->id,
-                        svc_state_names[v->state], now, (long long)ov->context_size);
-    answer_now(cb, ud, SUP_CONFLICT, m);
-    free(m);
-    return true;
+    if (!overrides_any(ov) || !v->p) return false;
+    preset run;
+    char err[512];
+    if (overrides_apply(v->p, &v->ov, &run, err, sizeof err) != 0) {
+        overrides_applied_release(&run);
+        return false; /* what runs no longer applies: a restart will say so */
+    }
+    if (v->run_ctx > 0) run.context_size = run.vllm.max_model_len = v->run_ctx;
+    buf have = BUF_INIT, want = BUF_INIT;
+    bool differ = overrides_differ(&run, ov, &have, &want);
+    overrides_applied_release(&run);
+    if (differ) {
+        char *m = xasprintf("'%s' is %s with %s; stop it first to start it with %s", v->id,
+                            svc_state_names[v->state], have.p, want.p);
+        answer_now(cb, ud, SUP_CONFLICT, m);
+        free(m);
+    }
+    buf_release(&have);
+    buf_release(&want);
+    return differ;
 }
 
-uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud)
+uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const overrides *ov, sup_cb cb, void *ud)
 {
     const char *id = v->id;
-    static const sup_overrides none;
-    if (!sup_overrides_any(ov)) ov = &none;
+    static const overrides none;
+    if (!overrides_any(ov)) ov = &none;
     if (!v->p && (v->state == SVC_DOWN || v->state == SVC_FAILED)) {
         answer_not_configured(cb, ud, id);
         return 0;
@@ -446,7 +441,7 @@ uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const sup_ov
         answer_now(cb, ud, SUP_SHUTTING_DOWN, "the daemon is shutting down");
         return 0;
     }
-    if (sup_overrides_any(ov) && overrides_refused(s, v, ov, cb, ud)) return 0;
+    if (overrides_any(ov) && overrides_refused(s, v, ov, cb, ud)) return 0;
     if ((v->state == SVC_READY || v->state == SVC_STARTING || v->state == SVC_UNHEALTHY) &&
         overrides_conflict(v, ov, cb, ud))
         return 0;
@@ -555,7 +550,7 @@ void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
 typedef struct restart_ctx {
     sup *s;
     char *id, *origin;
-    sup_overrides ov;
+    overrides ov;
     sup_cb cb;
     void *ud;
 } restart_ctx;
@@ -567,6 +562,7 @@ static void restart_stopped(const sup_result *r, void *ud)
         sup_start_with(c->s, c->id, c->origin, &c->ov, c->cb, c->ud);
     else if (c->cb)
         c->cb(r, c->ud); /* the stop's result, detail and all */
+    overrides_release(&c->ov);
     free(c->id);
     free(c->origin);
     free(c);
@@ -577,17 +573,17 @@ void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud
     sup_restart_with(s, id, origin, NULL, cb, ud);
 }
 
-void sup_restart_with(sup *s, const char *id, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud)
+void sup_restart_with(sup *s, const char *id, const char *origin, const overrides *ov, sup_cb cb, void *ud)
 {
     svc *v = sv_find(s, id);
     if (v && guarded(s, id, origin, cb, ud)) return;
     /* overrides that cannot run are refused before anything is stopped */
-    if (v && sup_overrides_any(ov) && overrides_refused(s, v, ov, cb, ud)) return;
+    if (v && overrides_any(ov) && overrides_refused(s, v, ov, cb, ud)) return;
     restart_ctx *c = xcalloc(1, sizeof *c);
     c->s = s;
     c->id = xstrdup(id);
     c->origin = xstrdup(origin ? origin : "api");
-    if (ov) c->ov = *ov;
+    overrides_copy(&c->ov, ov);
     c->cb = cb;
     c->ud = ud;
     sup_stop(s, id, origin, restart_stopped, c);
@@ -697,6 +693,7 @@ int sup_set_config(sup *s, const config *cfg, strv *changed, char *err, size_t e
         if (!p || config_hash(p, &cfg->set, h, NULL, e, sizeof e) != 0 || strcmp(h, v->run_hash) != 0) {
             if (changed) strv_push(changed, v->id);
         }
+        sv_run_preset_done(&tmp);
     }
     return 0;
 }
@@ -777,7 +774,7 @@ bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
     if (p && config_hash(p, st, o->hash_buf, NULL, e, sizeof e) == 0) o->config_hash = o->hash_buf;
     bool running = live(v) && v->run_hash[0];
     o->running_hash = running ? v->run_hash : NULL;
-    o->overrides = (live(v) || v->next_restart_ms > 0) && sup_overrides_any(&v->ov) ? &v->ov : NULL;
+    o->overrides = (live(v) || v->next_restart_ms > 0) && overrides_any(&v->ov) ? &v->ov : NULL;
     o->admitted = v->reserved || (live(v) && v->has_admitted) ? &v->admitted : NULL;
     o->footprint = v->has_fp ? &v->fp : NULL;
     o->load_ms = v->load_ms;
@@ -922,6 +919,7 @@ void sup_free(sup *s)
         free(v->canary_expect);
         free(v->res_msg);
         free(v->pend_msg);
+        overrides_release(&v->ov);
         free(v);
     }
     free(s->svcs);

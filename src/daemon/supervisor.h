@@ -30,6 +30,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "config/overrides.h"
 #include "core/gate.h"
 #include "core/lifecycle.h"
 #include "daemon/canary.h"
@@ -136,14 +137,8 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
 uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud);
 
 /* What one start runs differently from its preset (POST
- * /services/ID/start's "overrides"); a field at 0 keeps the preset's.
- * A key more is a field here, its lines in supervisor.c (overrides_apply,
- * sup_overrides_any, overrides_conflict) and a row of the API's table
- * (api_services.c). */
-typedef struct sup_overrides {
-    int64_t context_size; /* tokens: -c / --max-model-len, and the estimate */
-} sup_overrides;
-bool sup_overrides_any(const sup_overrides *ov);
+ * /services/ID/start's "overrides") is config/overrides.h's overrides:
+ * the supervisor copies what it is given and applies it at each use. */
 /* A start with overrides (ov NULL or none set: as sup_start).  The
  * service's record keeps them for that start, and a restart by the
  * restart policy runs them again; a later start without them runs the
@@ -152,13 +147,14 @@ bool sup_overrides_any(const sup_overrides *ov);
  * and its footprint are known by; spawn: the argv), never held as a copy
  * of the preset across loop turns, so a reload cannot leave them
  * pointing into a freed configuration.  Answered at once:
- * SUP_BAD_REQUEST when the preset's driver takes no such override or
+ * SUP_BAD_REQUEST when the preset's driver takes no such override, the
+ * preset's checks across keys fail with them (ubatch_size > batch_size) or
  * the runner cannot run one (systemd starts its installed unit as
  * written); SUP_CONFLICT when the service is starting, ready or
  * unhealthy with other settings than asked (the message says what runs).
  * A start without overrides joins or accepts whatever runs. */
-uint64_t sup_start_with(sup *s, const char *id, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud);
-uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const sup_overrides *ov, sup_cb cb,
+uint64_t sup_start_with(sup *s, const char *id, const char *origin, const overrides *ov, sup_cb cb, void *ud);
+uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const overrides *ov, sup_cb cb,
                             void *ud);
 
 /* The record of id (configured, or known from a run), or NULL; valid
@@ -198,7 +194,7 @@ void sup_set_start_guard(sup *s, sup_guard_fn fn, void *ud);
 /* stop then start, each as above; cb once, with the start's result.
  * _with: the start with ov (NULL: the preset as configured). */
 void sup_restart(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
-void sup_restart_with(sup *s, const char *id, const char *origin, const sup_overrides *ov, sup_cb cb, void *ud);
+void sup_restart_with(sup *s, const char *id, const char *origin, const overrides *ov, sup_cb cb, void *ud);
 
 /* The memory watchdog chose id (EV_WATCHDOG): stop it as sup_stop does,
  * recording a `watchdog` event with reason and data (JSON text, the
@@ -244,7 +240,7 @@ typedef struct sup_svc_view {
     int progress_pct;           /* starting, as the log shows it; else -1 */
     const char *config_hash;    /* its preset's now; NULL: no preset, or no hash */
     const char *running_hash;   /* what runs; NULL: nothing runs, or not known */
-    const sup_overrides *overrides; /* what runs (or starts, or restarts) with; NULL: none */
+    const overrides *overrides; /* what runs (or starts, or restarts) with; NULL: none */
     const need *admitted;       /* the admission it holds; NULL: none */
     const footprint *footprint; /* the last measured; NULL: none */
     int64_t load_ms;            /* spawn to ready, of that footprint */

@@ -96,6 +96,8 @@ int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char 
         push_i64(a, "-ngl", o->n_gpu_layers);
     if (p->devices.n > 1) push_tensor_split(p, a);
     if (o->threads >= 0) push_i64(a, "-t", o->threads);
+    if (o->batch_size > 0) push_i64(a, "-b", o->batch_size);
+    if (o->ubatch_size > 0) push_i64(a, "-ub", o->ubatch_size);
     if (o->n_cpu_moe >= 0) push_i64(a, "--n-cpu-moe", o->n_cpu_moe);
     if (o->flash_attn != TRI_UNSET) push_str(a, "-fa", o->flash_attn == TRI_ON ? "on" : "off");
     push_str(a, "--cache-type-k", o->cache_type_k);
