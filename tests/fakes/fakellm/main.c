@@ -146,6 +146,9 @@ static const struct opt vllm_opts[] = {
     {"--uvicorn-log-level", "{debug,info,warning,error,critical,trace}", O_IGNORE, "log level for uvicorn"},
     {"--generation-config", "GENERATION_CONFIG", O_IGNORE, "folder path to the generation config"},
     {"--chat-template", "CHAT_TEMPLATE", O_IGNORE, "the file path to the chat template"},
+    {"--enable-auto-tool-choice", NULL, O_IGNORE, "enable auto tool choice for supported models"},
+    {"--tool-call-parser", "TOOL_CALL_PARSER", O_IGNORE, "the tool call parser to use"},
+    {"--attention-backend", "ATTENTION_BACKEND", O_IGNORE, "attention backend to use (e.g. TRITON_ATTN)"},
     {NULL, NULL, 0, NULL},
 };
 
