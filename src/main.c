@@ -23,20 +23,24 @@ int cmd_protect(cli *c, int argc, char **argv);  /* src/cli/protect.c */
 int cmd_doctor(cli *c, int argc, char **argv);   /* src/cli/doctor.c */
 
 static const cmd commands[] = {
-    {"config", "check [--json] [--no-files] | show [ID] [--json] | schema",
+    {"config", "check [--json] [--no-files] | show [ID] [--json] | schema | rules",
      "validate the configuration, or show it resolved",
      "  config check [--json] [--no-files]\n"
      "      Read gpumod.yaml, presets/ and modes/, and report every error and\n"
      "      warning with file:line:col.  Checks model files, driver binaries (in\n"
      "      PATH) and every flag against the binary's own --help, unless\n"
      "      --no-files (for a configuration written for another machine).\n"
+     "      Applies the rule table (config rules): a refuse rule is an error,\n"
+     "      a warn rule a warning; GPU rules need the GPU facts (not --no-files).\n"
      "      Exit 0 when valid (warnings allowed), 2 when not.\n"
      "  config show [ID] [--json]\n"
      "      The resolved settings with every default, or for a preset its keys,\n"
      "      driver options and the exact argv and environment that would run\n"
      "      (secret-looking values redacted), or a mode.\n"
      "  config schema\n"
-     "      The reference tables of every key, in Markdown (docs/configuration.md).\n",
+     "      The reference tables of every key, in Markdown (docs/configuration.md).\n"
+     "  config rules\n"
+     "      The engine and GPU rules config check applies, in Markdown (docs/rules.md).\n",
      cmd_config},
     {"gpu", "[--json]", "show the host snapshot: GPUs, host memory, fragmentation, pressure",
      "  gpu [--json]\n"

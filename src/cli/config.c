@@ -1,4 +1,4 @@
-/* config.c - `gpumod config check | show | schema`.
+/* config.c - `gpumod config check | show | schema | rules`.
  *
  * check prints every diagnostic as file:line:col like a compiler, so
  * editors jump to it; show prints the configuration as gpumod resolved it
@@ -6,6 +6,8 @@
  * run; schema prints the reference tables that docs/configuration.md
  * embeds, from the same tables that parse. */
 #include "cli/cli.h"
+#include "cli/hostview.h"
+#include "core/rules.h"
 #include "daemon/need.h"
 #include "drivers/check.h"
 #include "config/mode.h"
@@ -101,6 +103,33 @@ static void warn_declared_below(config *cfg)
     }
 }
 
+/* The rule table (core/rules.c) over every preset: refuse -> error, warn
+ * -> warning.  With snap (the machine is looked at), the GPU rules see
+ * the device each preset runs on; without, only the GPU-independent
+ * rules can fire. */
+static void check_rules(config *cfg, const snapshot *snap)
+{
+    rule_hit hits[32];
+    for (size_t i = 0; i < cfg->n_presets; i++) {
+        const preset *p = &cfg->presets[i];
+        if (p->has_errors) continue;
+        rule_host h;
+        bool known = rules_host_of(p, snap, &h);
+        size_t n = rules_check(p, known ? &h : NULL, hits, sizeof hits / sizeof hits[0]);
+        for (size_t k = 0; k < n && k < sizeof hits / sizeof hits[0]; k++)
+            diags_add(&cfg->diags, hits[k].severity == RULE_REFUSE ? DIAG_ERROR : DIAG_WARNING, p->pos,
+                      "preset '%s': rule %s: %s", p->id, hits[k].id, hits[k].text);
+    }
+}
+
+/* Only the engines the rules know need the GPU looked at. */
+static bool rules_need_gpu(const config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_presets; i++)
+        if (cfg->presets[i].driver == DRV_LLAMACPP || cfg->presets[i].driver == DRV_VLLM) return true;
+    return false;
+}
+
 static int config_check(cli *c, int argc, char **argv, const cmd *k)
 {
     bool files = true;
@@ -113,10 +142,18 @@ static int config_check(cli *c, int argc, char **argv, const cmd *k)
     config cfg;
     config_load(&cfg, &c->paths);
     drivers_lint(&cfg);
+    snapshot snap;
+    bool have_snap = false;
     if (files) {
         drivers_check_files(&cfg);
         warn_declared_below(&cfg);
+        if (rules_need_gpu(&cfg)) {
+            snapshot_for(&cfg.set, &snap);
+            have_snap = true;
+        }
     }
+    check_rules(&cfg, have_snap ? &snap : NULL);
+    if (have_snap) snapshot_release(&snap);
     diags_sort(&cfg.diags);
     int rc = cfg.diags.errors ? -1 : 0;
     buf b = BUF_INIT;
@@ -392,6 +429,16 @@ static int config_schema(cli *c, int argc, char **argv, const cmd *k)
     return EXIT_OK;
 }
 
+static int config_rules(cli *c, int argc, char **argv, const cmd *k)
+{
+    if (argc > 1) return cli_usage_error(c, k, "config rules: unexpected argument '%s'", argv[1]);
+    buf b = BUF_INIT;
+    rules_doc_markdown(&b);
+    fputs(b.p, stdout);
+    buf_release(&b);
+    return EXIT_OK;
+}
+
 int cmd_config(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("config");
@@ -399,5 +446,6 @@ int cmd_config(cli *c, int argc, char **argv)
     if (!strcmp(argv[1], "check")) return config_check(c, argc - 1, argv + 1, k);
     if (!strcmp(argv[1], "show")) return config_show(c, argc - 1, argv + 1, k);
     if (!strcmp(argv[1], "schema")) return config_schema(c, argc - 1, argv + 1, k);
+    if (!strcmp(argv[1], "rules")) return config_rules(c, argc - 1, argv + 1, k);
     return cli_usage_error(c, k, "config: unknown subcommand '%s'", argv[1]);
 }

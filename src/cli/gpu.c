@@ -57,6 +57,10 @@ static void gpu_json(buf *b, const snapshot *s)
         buf_json_str(b, g->uuid);
         buf_adds(b, ",\"bus_id\":");
         buf_json_str(b, g->bus_id);
+        if (g->cc_major > 0)
+            buf_printf(b, ",\"compute_capability\":\"%d.%d\"", g->cc_major, g->cc_minor);
+        else
+            buf_adds(b, ",\"compute_capability\":null");
         buf_printf(b, ",\"unified\":%s,\"total_bytes\":%llu,\"free_bytes\":%llu,\"used_bytes\":%llu,"
                       "\"reserved_bytes\":%llu,\"util_gpu_pct\":%d,\"util_mem_pct\":%d,\"temp_c\":%d,\"power_mw\":%lld,"
                       "\"processes\":[",
@@ -132,6 +136,7 @@ static void gpu_text(buf *b, const snapshot *s)
             fmt_bytes(b, g->free_bytes);
         }
         buf_printf(b, "\n       %s  %s  %s", g->name, g->uuid, g->bus_id);
+        if (g->cc_major > 0) buf_printf(b, "  cc %d.%d", g->cc_major, g->cc_minor);
         if (g->temp_c >= 0) buf_printf(b, "  %d C", g->temp_c);
         if (g->power_mw >= 0) buf_printf(b, "  %.0f W", (double)g->power_mw / 1000);
         if (g->util_gpu_pct >= 0) buf_printf(b, "  util %d%%", g->util_gpu_pct);

@@ -310,6 +310,10 @@ static void memory_json(gpumodd *d, buf *b)
         buf_adds(b, ",\"uuid\":");
         buf_json_str(b, g->uuid);
         uint64_t res = g->index >= 0 && g->index < HOST_MAX_GPUS ? rgpu[g->index] : 0;
+        if (g->cc_major > 0)
+            buf_printf(b, ",\"compute_capability\":\"%d.%d\"", g->cc_major, g->cc_minor);
+        else
+            buf_adds(b, ",\"compute_capability\":null");
         buf_printf(b,
                    ",\"unified\":%s,\"total_bytes\":%llu,\"free_bytes\":%llu,\"used_bytes\":%llu,"
                    "\"reserved_bytes\":%llu}",

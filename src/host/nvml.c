@@ -108,6 +108,7 @@ struct nvml_api {
     int (*temp)(nvml_dev, int, unsigned int *);
     int (*power)(nvml_dev, unsigned int *);
     int (*driver)(char *, unsigned int);
+    int (*cc)(nvml_dev, int *, int *); /* optional: compute capability */
     /* the names resolved, for error text */
     const char *init_sym, *count_sym, *handle_sym, *procs_sym;
 };
@@ -231,6 +232,8 @@ static int lib_load(const char *path, nvml_out *o)
                                                            NULL);
     a->power = (int (*)(nvml_dev, unsigned int *))sym2(h, "nvmlDeviceGetPowerUsage", NULL, NULL);
     a->driver = (int (*)(char *, unsigned int))sym2(h, "nvmlSystemGetDriverVersion", NULL, NULL);
+    /* since NVML 10 (driver 410); an older library leaves cc unknown */
+    a->cc = (int (*)(nvml_dev, int *, int *))sym2(h, "nvmlDeviceGetCudaComputeCapability", NULL, NULL);
 
     const char *missing = !a->init     ? "nvmlInit_v2"
                           : !a->count  ? "nvmlDeviceGetCount_v2"
@@ -378,6 +381,11 @@ static int query_dev(const struct nvml_api *a, unsigned int i, gpu_dev *d, void 
     unsigned int v;
     if (a->temp && a->temp(h, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS) d->temp_c = (int)v;
     if (a->power && a->power(h, &v) == NVML_SUCCESS) d->power_mw = v;
+    int major = 0, minor = 0;
+    if (a->cc && a->cc(h, &major, &minor) == NVML_SUCCESS && major > 0 && minor >= 0) {
+        d->cc_major = major;
+        d->cc_minor = minor;
+    }
     /* memory and processes are what the gate judges: a failure fails */
     if (get_memory(a, h, d, err, errlen) < 0) return -1;
     return get_procs(a, h, d, scratch, err, errlen);

@@ -36,6 +36,7 @@ typedef struct gpu_dev {
     char name[96];
     char bus_id[32];
     bool unified;        /* memory queries NOT_SUPPORTED (GB10): free = MemAvailable */
+    int cc_major, cc_minor; /* CUDA compute capability (12.0 SM_120, 12.1 GB10); 0.0: unknown */
     uint64_t total_bytes, free_bytes, used_bytes, reserved_bytes;
     int util_gpu_pct, util_mem_pct; /* -1: unknown */
     int temp_c;                     /* -1: unknown */

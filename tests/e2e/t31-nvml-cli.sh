@@ -18,7 +18,7 @@ nvml_state() {
 {"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576,
               "reserved_mb": 300, "base_used_mb": 500, "memory": "ok"},
              {"index": 1, "uuid": "GPU-gb10", "name": "NVIDIA GB10", "total_mb": 0,
-              "base_used_mb": 0, "memory": "not_supported"}],
+              "base_used_mb": 0, "memory": "not_supported", "compute_capability": "12.1"}],
  "processes": [], "release_delay_ms": ${RELEASE_MS:-0}${1:-}}
 EOF
     mv "$T/nvml.new" "$T/nvml.json" # writers replace by rename
@@ -39,6 +39,11 @@ t_jq out .gpus[0].free_bytes $(((24576 - 300 - 500) * MIB))
 t_jq out .gpus[1].unified true
 t_jq out '.gpus[1].free_bytes == .host.mem_available_bytes' true
 t_jq out '.gpus[1].total_bytes == .host.mem_total_bytes' true
+t_jq out .gpus[0].compute_capability null
+t_jq out .gpus[1].compute_capability 12.1
+t_run 0 gpumod gpu
+t_has out "NVIDIA GB10  GPU-gb10  00000000:02:00.0  cc 12.1"
+t_lacks out "Fake 24GB  GPU-aaaa  00000000:01:00.0  cc"
 t_end
 
 t_begin "a wedged NVML: the answer comes at nvml_timeout, nvidia-smi is not tried, the command exits"
@@ -65,6 +70,7 @@ nvml_state
 GPUMOD_NVML_LIB=/nonexistent/libnvidia-ml.so.1 t_run 0 gpumod gpu --json
 t_jq out .nvml absent
 t_jq out .source nvidia-smi
+t_jq out .gpus[1].compute_capability null # nvidia-smi's fields do not carry it
 t_jq out .gpus[0].uuid GPU-aaaa
 t_jq out .gpus[0].free_bytes $(((24576 - 300 - 500) * MIB))
 t_jq out .gpus[1].unified true

@@ -12,7 +12,8 @@ C=$T/config
 export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
 export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
 cat >"$T/nvml.json" <<'EOF'
-{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok"}],
+{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok",
+              "compute_capability": "8.9"}],
  "processes": [], "release_delay_ms": 0}
 EOF
 PA=$(free_port); PB=$(free_port)
@@ -51,6 +52,13 @@ t_jq out .available.host.reserved_bytes 0
 t_run 0 gpumod preflight --for b
 t_has out "ok: 'b' fits: need (declared)"
 t_has out "via: daemon"
+t_end
+
+t_begin "GET /status: a GPU's compute capability from NVML"
+t_wait 10 sh -c "'$GPUMOD_BIN' status --json | jq -e '.memory.gpus | length == 1'" || t_fail "no GPU in status"
+t_run 0 gpumod status --json
+t_jq out '.memory.gpus[0].compute_capability' 8.9
+t_jq out '.memory.gpus[0].compute_capability | type' string
 t_end
 
 t_begin "a slow load in flight: its reservation refuses b via the daemon; standalone would pass"

@@ -70,7 +70,8 @@ static const gpu_proc *find_proc(const gpu_dev *d, uint32_t pid)
     "{\"devices\": [" \
     " {\"index\": 0, \"uuid\": \"GPU-aaaa\", \"name\": \"Fake 24GB\", \"total_mb\": 24576," \
     "  \"reserved_mb\": 300, \"base_used_mb\": 500, \"memory\": \"ok\", \"bus_id\": \"00000000:17:00.0\"," \
-    "  \"util_gpu\": 42, \"util_mem\": 7, \"temp_c\": 51, \"power_mw\": 123456}," \
+    "  \"util_gpu\": 42, \"util_mem\": 7, \"temp_c\": 51, \"power_mw\": 123456," \
+    "  \"compute_capability\": \"12.0\"}," \
     " {\"index\": 1, \"uuid\": \"GPU-bbbb\", \"name\": \"Fake 80GB\", \"total_mb\": 81920," \
     "  \"base_used_mb\": 0, \"memory\": \"ok\"}]," \
     " \"processes\": [{\"pid\": %d, \"device\": 0, \"used_mb\": 9000}," \
@@ -108,6 +109,8 @@ static void discrete_devices(void **state)
     assert_int_equal(d->util_mem_pct, 7);
     assert_int_equal(d->temp_c, 51);
     assert_int_equal(d->power_mw, 123456);
+    assert_int_equal(d->cc_major, 12);
+    assert_int_equal(d->cc_minor, 0);
     assert_int_equal(d->nprocs, 1);
     assert_int_equal(d->procs[0].pid, (uint32_t)getpid());
     assert_int_equal(d->procs[0].used_bytes, 9000 * MIB);
@@ -118,6 +121,8 @@ static void discrete_devices(void **state)
     assert_int_equal(d->total_bytes, 81920 * MIB);
     assert_int_equal(d->free_bytes, 81920 * MIB);
     assert_int_equal(d->reserved_bytes, 0);
+    assert_int_equal(d->cc_major, 0); /* no compute_capability: NOT_SUPPORTED, unknown */
+    assert_int_equal(d->cc_minor, 0);
     assert_int_equal(d->nprocs, 1);
     assert_int_equal(d->procs[0].pid, 1);
     assert_int_equal(d->procs[0].used_bytes, UINT64_MAX);
@@ -156,6 +161,7 @@ static void old_library(void **state)
     assert_int_equal(s.ngpus, 2);
     gpu_dev *d = &s.gpus[0];
     assert_string_equal(d->bus_id, "00000000:17:00.0");
+    assert_int_equal(d->cc_major, 0); /* no nvmlDeviceGetCudaComputeCapability: unknown */
     assert_int_equal(d->reserved_bytes, 0);
     assert_int_equal(d->used_bytes, (300 + 500 + 9000 + 4000) * MIB);
     assert_int_equal(d->nprocs, 2);
@@ -393,6 +399,37 @@ static void not_nvml(void **state)
     assert_int_equal(s.ngpus, 0);
 }
 
+/* The compute capability: "12.1" read; a value the fake cannot parse or a
+ * forced NOT_SUPPORTED leaves it unknown (0.0) without failing the query:
+ * it is a fact for the rule table, not a figure the gate needs. */
+static void compute_capability(void **state)
+{
+    (void)state;
+    char err[256];
+    snapshot s;
+#define CC_DEV "{\"devices\": [{\"index\": 0, \"name\": \"GB10\", \"memory\": \"not_supported\"," \
+               " \"compute_capability\": \"%s\"}]%s}"
+    char json[512];
+    snprintf(json, sizeof json, CC_DEV, "12.1", "");
+    write_state(json);
+    assert_int_equal(query(&s, lib_path, err, sizeof err), NVML_OK);
+    assert_true(s.gpus[0].unified);
+    assert_int_equal(s.gpus[0].cc_major, 12);
+    assert_int_equal(s.gpus[0].cc_minor, 1);
+    snapshot_release(&s);
+    snprintf(json, sizeof json, CC_DEV, "twelve", "");
+    write_state(json);
+    assert_int_equal(query(&s, lib_path, err, sizeof err), NVML_OK);
+    assert_int_equal(s.gpus[0].cc_major, 0);
+    assert_int_equal(s.gpus[0].cc_minor, 0);
+    snapshot_release(&s);
+    snprintf(json, sizeof json, CC_DEV, "8.9", ", \"return\": {\"nvmlDeviceGetCudaComputeCapability\": 3}");
+    write_state(json);
+    assert_int_equal(query(&s, lib_path, err, sizeof err), NVML_OK);
+    assert_int_equal(s.gpus[0].cc_major, 0);
+    snapshot_release(&s);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -429,7 +466,7 @@ int main(void)
         cmocka_unit_test(release_delay),    cmocka_unit_test(many_processes),
         cmocka_unit_test(query_failures),   cmocka_unit_test(init_failure),
         cmocka_unit_test(broken_state),     cmocka_unit_test(no_library),
-        cmocka_unit_test(not_nvml),
+        cmocka_unit_test(not_nvml),         cmocka_unit_test(compute_capability),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

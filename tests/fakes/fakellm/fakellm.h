@@ -14,6 +14,7 @@
  *   tokens.c  the token rule, the generated text, embeddings
  *   answer.c  known answers: the solver, FAKELLM_SCRIPT, the seeded
  *             error rate, thinking
+ *   speed.c   the speed model: tokens/s from flags and environment
  *   load.c    the scripted load, held memory, the forked worker, sleep,
  *             router-mode models
  *   nvml.c    registering used memory with the fake NVML state file
@@ -119,6 +120,11 @@ double fk_real_ms(void);
 void fk_exit(int code);
 /* The API id of the model (first alias / served name / path). */
 const char *fk_model_id(void);
+/* The value argv gave the flag that `key` names (a spelling of the
+ * mode's flag table without its dashes, '_' for '-': threads, t, ngl,
+ * cache_type_k, max_num_seqs): *val = the value, "1" for a switch, NULL
+ * when not given.  -1 when the table has no such flag. */
+int fk_flag(const char *key, const char **val);
 
 /* http.c: one conn per TCP connection; a handler answers at once with
  * http_respond, or keeps the request with http_hold and answers later. */
@@ -195,6 +201,15 @@ size_t answer_script_count(void);
 /* body is a validated chat or completion request */
 void answer_for(enum gen_api api, cJSON *body, struct fk_answer *a);
 void answer_release_one(struct fk_answer *a);
+
+/* speed.c: FAKELLM_SPEED, FAKELLM_SPEED_NOISE (README.md "Speed model") */
+/* After parse_args: -1 with "FAKELLM_SPEED: term '...': why" on a mistake. */
+int speed_init(char *err, size_t errlen);
+void speed_release(void);
+bool speed_on(void);
+void speed_log(void);  /* the resolved speed, when FAKELLM_SPEED is set */
+/* tokens/s for a request with this prompt text (noise included) */
+double speed_for(const char *prompt);
 
 /* load.c */
 void load_start(void);

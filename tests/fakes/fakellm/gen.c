@@ -34,6 +34,8 @@ struct gen {
     char id[48];
     unsigned long task;
     double t_arrive, t_start, t_first, t_last;
+    double iv;               /* ms between tokens (0: all at once) */
+    double rate;             /* FAKELLM_SPEED: this request's modelled tokens/s; 0: none */
     uint64_t rng;
     buf text;                /* non-streaming: the whole answer */
     /* a known answer or thinking (answer.c): the text to say, cut into
@@ -112,9 +114,16 @@ static void gen_free(struct gen *g)
     uv_close((uv_handle_t *)&g->timer, on_gen_closed);
 }
 
-static double interval_ms(void)
+/* The pace of one request: the speed model's rate (speed.c) when
+ * FAKELLM_SPEED is set, else FAKELLM_TPS. */
+static void set_pace(struct gen *g, double rate)
 {
-    return fk.env.tps > 0 ? 1000.0 / fk.env.tps : 0;
+    if (rate > 0) {
+        g->rate = rate;
+        g->iv = 1000.0 / rate;
+    } else {
+        g->iv = fk.env.tps > 0 ? 1000.0 / fk.env.tps : 0;
+    }
 }
 
 static void on_tick(uv_timer_t *t);
@@ -158,12 +167,20 @@ static void chunk_open(struct gen *g, buf *b, const char *object)
     buf_addc(b, ',');
 }
 
+/* llama-server's `timings`.  Under the speed model they are the model's
+ * figures (prompt_ms = FAKELLM_TTFT_MS, predicted_ms = n / rate), not the
+ * clock's, and vLLM's fake carries them too (a fake-only extension that
+ * lets a tune test use one objective for both flavours). */
 static void add_timings(struct gen *g, buf *b)
 {
-    if (fk.cfg.mode == FK_VLLM)
+    if (fk.cfg.mode == FK_VLLM && !g->rate)
         return;
     double pms = g->t_first - g->t_start;
-    double dms = g->n_done ? g->t_last - g->t_first + interval_ms() : 0;
+    double dms = g->n_done ? g->t_last - g->t_first + g->iv : 0;
+    if (g->rate) {
+        pms = (double)fk.env.ttft_ms;
+        dms = g->n_done * g->iv;
+    }
     buf_printf(b, ",\"timings\":{\"cache_n\":0,\"prompt_n\":%d,\"prompt_ms\":%.3f,"
                   "\"prompt_per_token_ms\":%.3f,\"prompt_per_second\":%.3f,\"predicted_n\":%d,"
                   "\"predicted_ms\":%.3f,\"predicted_per_token_ms\":%.3f,\"predicted_per_second\":%.3f}",
@@ -290,7 +307,7 @@ static void finish(struct gen *g, buf *tail)
 {
     double now = fk_mono_ms();
     struct fk_stats *s = &fk.st;
-    double dms = g->n_done ? g->t_last - g->t_first + interval_ms() : 0;
+    double dms = g->n_done ? g->t_last - g->t_first + g->iv : 0;
     s->predicted_tokens += (uint64_t)g->n_done;
     s->predicted_s += dms / 1000;
     s->e2e_sum_s += (now - g->t_arrive) / 1000;
@@ -319,7 +336,7 @@ static void finish(struct gen *g, buf *tail)
 static void on_tick(uv_timer_t *t)
 {
     struct gen *g = t->data;
-    double now = fk_mono_ms(), iv = interval_ms();
+    double now = fk_mono_ms(), iv = g->iv;
     if (!g->t_first && now - g->t_start < (double)fk.env.ttft_ms) {
         /* libuv's clock is cached per loop turn: never answer early */
         uv_timer_start(t, on_tick, (uint64_t)ceil(fk.env.ttft_ms - (now - g->t_start)), 0);
@@ -416,8 +433,9 @@ static void add_content(buf *b, cJSON *content)
     }
 }
 
-/* The prompt's token count, or -1 after answering 400. */
-static int prompt_tokens(conn *c, enum gen_api api, cJSON *body)
+/* The prompt's token count, or -1 after answering 400; its text in
+ * *text (the caller's, for the speed model's noise). */
+static int prompt_tokens(conn *c, enum gen_api api, cJSON *body, buf *text_out)
 {
     buf text = BUF_INIT;
     int ids = 0;
@@ -426,6 +444,7 @@ static int prompt_tokens(conn *c, enum gen_api api, cJSON *body)
         cJSON *msgs = cJSON_GetObjectItem(body, "messages");
         if (!cJSON_IsArray(msgs)) {
             api_error(c, 400, "invalid_request_error", "Expected 'messages' to be an array");
+            buf_release(&text);
             return -1;
         }
         cJSON_ArrayForEach(x, msgs) add_content(&text, cJSON_GetObjectItem(x, "content"));
@@ -433,6 +452,7 @@ static int prompt_tokens(conn *c, enum gen_api api, cJSON *body)
         cJSON *p = cJSON_GetObjectItem(body, "prompt");
         if (!cJSON_IsString(p) && !cJSON_IsArray(p)) {
             api_error(c, 400, "invalid_request_error", "\"prompt\" must be provided");
+            buf_release(&text);
             return -1;
         }
         if (cJSON_IsString(p))
@@ -446,7 +466,8 @@ static int prompt_tokens(conn *c, enum gen_api api, cJSON *body)
         }
     }
     int n = ids + (int)tok_count(text.p);
-    buf_release(&text);
+    buf_release(text_out);
+    *text_out = text;
     return n;
 }
 
@@ -550,7 +571,10 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body)
             return;
         }
     }
-    int prompt_n = prompt_tokens(c, api, body);
+    buf ptext = BUF_INIT;
+    int prompt_n = prompt_tokens(c, api, body, &ptext);
+    double rate = prompt_n >= 0 && speed_on() ? speed_for(ptext.p ? ptext.p : "") : 0;
+    buf_release(&ptext);
     if (prompt_n < 0)
         return;
     int max = api == GEN_NATIVE ? json_int(body, "n_predict", json_int(body, "max_tokens", -1))
@@ -593,6 +617,7 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body)
     g->api = api;
     g->slot = -1;
     g->prompt_n = prompt_n;
+    set_pace(g, rate);
     g->n_target = eos_first ? says : cap < room ? cap : room;
     g->finish = eos_first ? "stop" : "length";
     g->stream = cJSON_IsTrue(cJSON_GetObjectItem(body, "stream"));

@@ -146,22 +146,57 @@ static const struct opt vllm_opts[] = {
     {"--uvicorn-log-level", "{debug,info,warning,error,critical,trace}", O_IGNORE, "log level for uvicorn"},
     {"--generation-config", "GENERATION_CONFIG", O_IGNORE, "folder path to the generation config"},
     {"--chat-template", "CHAT_TEMPLATE", O_IGNORE, "the file path to the chat template"},
+    {"--enable-auto-tool-choice", NULL, O_IGNORE, "enable auto tool choice for supported models"},
+    {"--tool-call-parser", "TOOL_CALL_PARSER", O_IGNORE, "the tool call parser to use"},
+    {"--attention-backend", "ATTENTION_BACKEND", O_IGNORE, "attention backend to use (e.g. TRITON_ATTN)"},
     {NULL, NULL, 0, NULL},
 };
 
-static const struct opt *opt_find(const struct opt *tab, const char *name, size_t len)
+/* What argv gave each flag of the mode's table (an index into it): the
+ * value, "1" for a switch, NULL when not given; the last one wins.  The
+ * speed model (speed.c) matches its terms against these. */
+#define MAX_OPTS 128
+static const struct opt *flag_tab;
+static const char *flag_given[MAX_OPTS];
+
+static bool spelled(const char *names, const char *name, size_t len)
 {
-    for (; tab->names; tab++) {
-        const char *p = tab->names;
-        while (*p) {
-            size_t n = strcspn(p, ",");
-            if (n == len && memcmp(p, name, len) == 0)
-                return tab;
-            p += n;
-            while (*p == ',' || *p == ' ')
-                p++;
+    const char *p = names;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        if (n == len && memcmp(p, name, len) == 0)
+            return true;
+        p += n;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    return false;
+}
+
+int fk_flag(const char *key, const char **val)
+{
+    char dashed[128];
+    size_t n = strlen(key);
+    if (!flag_tab || n == 0 || n + 2 >= sizeof dashed)
+        return -1;
+    dashed[0] = dashed[1] = '-';
+    for (size_t i = 0; i <= n; i++)
+        dashed[i + 2] = key[i] == '_' ? '-' : key[i];
+    for (size_t i = 0; flag_tab[i].names && i < MAX_OPTS; i++) {
+        /* "--threads" or "-t" / "-ngl": a long or a short spelling */
+        if (spelled(flag_tab[i].names, dashed, n + 2) || spelled(flag_tab[i].names, dashed + 1, n + 1)) {
+            *val = flag_given[i];
+            return 0;
         }
     }
+    return -1;
+}
+
+static const struct opt *opt_find(const struct opt *tab, const char *name, size_t len)
+{
+    for (; tab->names; tab++)
+        if (spelled(tab->names, name, len))
+            return tab;
     return NULL;
 }
 
@@ -232,9 +267,12 @@ static int parse_args(int argc, char **argv)
     const struct opt *tab = llama_opts;
     int i = 1;
 
+    flag_tab = tab;
+
     if (argc > 1 && strcmp(argv[1], "serve") == 0) {
         c->mode = FK_VLLM;
         tab = vllm_opts;
+        flag_tab = tab;
         i = 2;
         if (i < argc && argv[i][0] != '-')
             c->model = xstrdup(argv[i++]);
@@ -269,6 +307,8 @@ static int parse_args(int argc, char **argv)
             }
             val = argv[++i];
         }
+        if (o - tab < MAX_OPTS)
+            flag_given[o - tab] = o->arg ? val : "1";
         switch (o->kind) {
         case O_HELP: print_help(tab); return 1;
         case O_VERSION:
@@ -554,6 +594,13 @@ int main(int argc, char **argv)
         config_release();
         return 2;
     }
+    if (speed_init(aerr, sizeof aerr) < 0) {
+        fprintf(stderr, "fakellm: %s\n", aerr);
+        speed_release();
+        answer_release();
+        config_release();
+        return 2;
+    }
     if (fk.env.log_times)
         fk_log('I', "main", "process started");
     if (c->mode == FK_VLLM) {
@@ -627,6 +674,7 @@ int main(int argc, char **argv)
         uv_signal_start(&sig_term, on_signal, SIGTERM);
     uv_signal_start(&sig_int, on_signal, SIGINT);
 
+    speed_log();
     if (answer_script_count())
         fk_log('I', "srv:answers", "%zu scripted answers from FAKELLM_SCRIPT", answer_script_count());
     load_start();
@@ -636,6 +684,7 @@ int main(int argc, char **argv)
     uv_loop_close(fk.loop);
     load_release();
     answer_release();
+    speed_release();
     config_release();
     return exit_code;
 }

@@ -666,6 +666,34 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, un
     return processes("nvmlDeviceGetComputeRunningProcesses_v2", dev, count, infos, 2);
 }
 
+/* "compute_capability": "12.0" on the device; absent or null: NOT_SUPPORTED
+ * (the daemon shows it unknown).  Only in the current build, so the old
+ * library exercises gpumod's handling of a library without the symbol. */
+EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t dev, int *major, int *minor)
+{
+    nvmlReturn_t rc;
+    if (!major || !minor) return NVML_ERROR_INVALID_ARGUMENT;
+    cJSON *st = enter("nvmlDeviceGetCudaComputeCapability", true, &rc);
+    if (!st) return rc;
+    cJSON *d = device(st, dev, &rc);
+    if (d) {
+        const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "compute_capability"));
+        int ma, mi;
+        char extra;
+        if (!v)
+            rc = NVML_ERROR_NOT_SUPPORTED;
+        else if (sscanf(v, "%d.%d%c", &ma, &mi, &extra) != 2)
+            rc = NVML_ERROR_UNKNOWN; /* a state file mistake shows as a failing call */
+        else {
+            *major = ma;
+            *minor = mi;
+            rc = NVML_SUCCESS;
+        }
+    }
+    cJSON_Delete(st);
+    return rc;
+}
+
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
                                                             nvmlProcessInfo_t *infos)
 {
