@@ -600,7 +600,6 @@ static int run_init(trun *r, tune_opts *o, tune_result *res)
     r->seed = o->seed * 1000003u + 1;
     r->rule = (tune_rule_in){.higher_better = tune_obj_higher_better(o->obj), .alpha = o->alpha,
                              .min_gain = o->min_gain, .min_gain_pct = o->min_gain_pct};
-    r->vc.max_mem_mb = o->max_mem_mb;
     r->spec = spec_of(o);
     r->t0 = clock_mono_ms_f();
     res->started_ms = r->t0;
@@ -631,6 +630,7 @@ static void run_free(trun *r)
     free(r->spec);
     free(r->hardware);
     strat_release(&r->st);
+    vcheck_release(&r->vc);
     tlink_free(&r->link);
     rmdir(r->tmpdir);
 }
@@ -658,6 +658,10 @@ int tune_run(tune_opts *o, tune_result *res)
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     r.hardware = hardware_of(&r);
+    char serr[256];
+    cJSON *status = tlink_get(&r.link, "/status", serr, sizeof serr);
+    vcheck_init(&r.vc, o->service, status);
+    cJSON_Delete(status);
     running_now(&r);
     say(&r, "lease taken; %d comparisons planned at most, %d pairs each (alpha %.3g over them)", r.rule.m,
         o->rounds, o->alpha);
