@@ -275,6 +275,16 @@ static int64_t secs_left(const lease *l)
     return left > 0 ? (left + 999) / 1000 : 0;
 }
 
+/* The length of a message's first line, without a log tail (a failed
+ * start's message ends with one). */
+static int first_line(const char *m)
+{
+    if (!m) return 6; /* "failed" */
+    const char *tail = strstr(m, "; log tail"), *nl = strchr(m, '\n');
+    size_t n = tail ? (size_t)(tail - m) : nl ? (size_t)(nl - m) : strlen(m);
+    return n > 300 ? 300 : (int)n;
+}
+
 /* How the lease that ended ended: "expired: no heartbeat within 1000 ms;
  * the host was restored" (for a 404 and the events). */
 static char *end_words(const lease *l)
@@ -290,7 +300,7 @@ static char *end_words(const lease *l)
     if (!strcmp(l->restore, "running"))
         buf_adds(&b, "; the host is being restored");
     else if (bad)
-        buf_printf(&b, "; restoring the host failed: %s %s: %s", bad->action, bad->target,
+        buf_printf(&b, "; restoring the host failed: %s %s: %.*s", bad->action, bad->target, first_line(bad->message),
                    bad->message ? bad->message : "failed");
     else
         buf_adds(&b, "; the host was restored");

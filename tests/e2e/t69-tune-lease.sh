@@ -34,13 +34,15 @@ rchat() {
 }
 tune_events() { events "$1"; jq -r 'select(.kind == "tune") | .data.what' "$T/ev" | paste -sd, -; }
 
-PC=$(free_port) PO=$(free_port)
+PC=$(free_port) PO=$(free_port) PS=$(free_port)
 rsettings ''
 rpreset chat "$PC" 128
 rpreset other "$PO" 128
+rpreset slow "$PS" 128 'env: {FAKELLM_LOAD_MS: "1500"}'
 mkdir -p "$C/modes"
 printf 'id: solo\nservices: [chat]\n' >"$C/modes/solo.yaml"
 printf 'id: duo\nservices: [chat, other]\n' >"$C/modes/duo.yaml"
+printf 'id: slowm\nservices: [slow]\n' >"$C/modes/slowm.yaml"
 daemon_start
 
 t_begin "POST /tune: 201 with the lease and where the host was; a second lease is 409 naming the first"
@@ -183,6 +185,58 @@ api DELETE "/tune/$ID4"
 t_jq out '[.restoring[] | .action + " " + (.service // .mode)] | join(",")' "stop other"
 t_wait 30 restored || t_fail "not restored: $(cat "$T/out")"
 t_eq "$(state_of other)/$(mode_now)" down/solo "other, mode"
+t_end
+
+t_begin "a lease while a switch runs is 409 switch_in_progress; while a restore runs, a lease and a switch are 409"
+api POST /modes/switch '{"mode": "slowm", "wait": false}'
+t_eq "$(status)" 202 "switch"
+api POST /tune '{"service": "slow"}'
+t_eq "$(status)" 409 "a lease during the switch"
+t_jq out .error.code switch_in_progress
+t_jq out .error.message "tune: a switch to mode 'slowm' is in progress; try again when it ends"
+t_wait 30 is_state slow ready || t_fail "slow never ready"
+api POST /tune '{"service": "slow", "ttl_ms": 60000}'
+ID6=$(jq -r .id "$T/out")
+api POST /services/slow/restart '{"overrides": {"context_size": 256}}'
+t_eq "$(status)" 200 "restart with overrides"
+api DELETE "/tune/$ID6"
+t_jq out '[.restoring[] | .action] | join(",")' restart
+# slow takes 1.5 s to load: its restart is still running
+api POST /tune '{"service": "chat"}'
+t_eq "$(status)" 409 "a lease during the restore"
+t_jq out .error.message "tune: the host is being restored after tune lease '$ID6' ('slow'); try again when GET /tune shows last.restore.state done"
+api POST /modes/switch '{"mode": "solo"}'
+t_eq "$(status)" 409 "a switch during the restore"
+t_jq out .error.message "mode switches are refused while the host is restored after tune lease '$ID6' ('slow'); try again when GET /tune shows last.restore.state done"
+api PUT "/tune/$ID6" '{}'
+t_jq out .error.message "tune lease '$ID6' has ended (it was released; the host is being restored); GET /tune shows it as last"
+t_wait 30 restored || t_fail "not restored: $(cat "$T/out")"
+t_eq "$(field slow .overrides)/$(mode_now)" null/slowm "slow's overrides, mode"
+t_run 0 gpumod mode switch solo
+t_end
+
+t_begin "a restore that fails: restore_failed, the step's message, and a 404 that says so"
+t_run 0 gpumod service stop chat
+t_run 0 gpumod service start other
+api POST /tune '{"service": "other"}'
+ID7=$(jq -r .id "$T/out")
+t_jq out '.mode_before' null
+api POST /services/other/restart '{"overrides": {"context_size": 256}}'
+t_eq "$(status)" 200 "restart with overrides"
+rpreset other "$PO" 128 'env: {FAKELLM_EXIT_DURING_LOAD: "1"}'
+t_run 0 gpumod reload
+api DELETE "/tune/$ID7"
+t_jq out '[.restoring[] | .action] | join(",")' restart
+t_wait 30 eval '[ "$(last_restore)" = failed ]' || t_fail "the restore did not fail: $(cat "$T/out")"
+t_jq out '.last.restore.steps[0].ok' false
+t_jq out '.last.restore.steps[0].message | startswith("'"'other' exited with code 1 during load; log tail:"'")' true
+api PUT "/tune/$ID7" '{}'
+t_jq out .error.message "tune lease '$ID7' has ended (it was released; restoring the host failed: restart other: 'other' exited with code 1 during load); GET /tune shows it as last"
+t_eq "$(tune_events other | awk -F, '{print $NF}')" restore_failed "the last tune event"
+rpreset other "$PO" 128
+t_run 0 gpumod reload
+t_run 0 gpumod service stop other
+t_run 0 gpumod mode switch solo
 t_end
 
 t_begin "bad bodies are 400 naming what is wrong; an unknown service is 404"
