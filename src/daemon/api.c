@@ -1141,7 +1141,8 @@ static cJSON *result_summary(const cJSON *doc, const char *kind)
         const cJSON *su = cJSON_GetObjectItemCaseSensitive(doc, "summary"), *v;
         static const char *const keep[] = {"service", "objective", "winner", "outcomes", "rounds"};
         for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
-            if ((v = cJSON_GetObjectItemCaseSensitive(su, keep[i])) || (v = cJSON_GetObjectItemCaseSensitive(doc, keep[i])))
+            if ((v = cJSON_GetObjectItemCaseSensitive(su, keep[i])) ||
+                (v = cJSON_GetObjectItemCaseSensitive(doc, keep[i])))
                 cJSON_AddItemToObject(o, keep[i], cJSON_Duplicate(v, true));
         return o;
     }

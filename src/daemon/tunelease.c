@@ -455,9 +455,11 @@ static void plan_restore(tunelease *t, lease *l)
 static void steps_words(buf *b, const lease *l)
 {
     if (!l->nsteps) buf_adds(b, "nothing to do");
-    for (size_t i = 0; i < l->nsteps; i++)
-        buf_printf(b, "%s%s %s%s%s", i ? ", " : "", l->steps[i].action, l->steps[i].target,
-                   l->steps[i].ok == 0 ? ": " : "", l->steps[i].ok == 0 && l->steps[i].message ? l->steps[i].message : "");
+    for (size_t i = 0; i < l->nsteps; i++) {
+        const tl_step *s = &l->steps[i];
+        buf_printf(b, "%s%s %s", i ? ", " : "", s->action, s->target);
+        if (s->ok == 0) buf_printf(b, ": %.*s", first_line(s->message), s->message ? s->message : "failed");
+    }
 }
 
 /* The lease ends (how: "released", "expired"): the timer stops, the
@@ -528,7 +530,8 @@ static void step_end(lease *l, bool ok, const char *message)
 static void svc_done(const sup_result *r, void *ud)
 {
     lease *l = ud;
-    step_end(l, r->outcome == SUP_OK, r->outcome == SUP_OK ? NULL : r->message ? r->message : sup_outcome_code(r->outcome));
+    bool ok = r->outcome == SUP_OK;
+    step_end(l, ok, ok ? NULL : r->message ? r->message : sup_outcome_code(r->outcome));
 }
 
 static void switched(const switch_result *r, void *ud)
