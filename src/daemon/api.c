@@ -17,6 +17,7 @@
 #include "daemon/api_modes.h"
 #include "daemon/api_services.h"
 #include "daemon/api_events.h"
+#include "daemon/api_tune.h"
 #include "util/log.h"
 #include "daemon/logring.h"
 #include "router/router.h"
@@ -1081,7 +1082,7 @@ static void post_preflight(req *r)
 /* ---- modes ------------------------------------------------------------- */
 
 /* The running set: services starting, ready or unhealthy. */
-static size_t running_set(gpumodd *d, const char **ids, size_t max)
+size_t api_running_set(gpumodd *d, const char **ids, size_t max)
 {
     sup_usage u[MAX_RES];
     size_t n = sup_usages(d->sup, u, MAX_RES), k = 0;
@@ -1098,7 +1099,7 @@ static bool mode_matches(const mode *m, const char **ids, size_t n)
     return true;
 }
 
-static const char *current_mode(gpumodd *d, const char **ids, size_t n)
+const char *api_current_mode(gpumodd *d, const char **ids, size_t n)
 {
     if (!n) return "none";
     for (size_t i = 0; i < d->cfg->n_modes; i++)
@@ -1110,8 +1111,8 @@ static void get_modes(req *r)
 {
     gpumodd *d = r->d;
     const char *ids[MAX_RES];
-    size_t nrun = running_set(d, ids, MAX_RES);
-    const char *cur = current_mode(d, ids, nrun);
+    size_t nrun = api_running_set(d, ids, MAX_RES);
+    const char *cur = api_current_mode(d, ids, nrun);
     buf b = BUF_INIT;
     buf_adds(&b, "{\"modes\":[");
     for (size_t i = 0; i < d->cfg->n_modes; i++) {
@@ -1205,6 +1206,17 @@ static const char *obj_str(const cJSON *o, const char *key);
  * each phase's median, interval and n (switch). */
 static cJSON *result_summary(const cJSON *doc, const char *kind)
 {
+    if (!strcmp(kind, "tune")) {
+        /* the run's figures: from its summary, else the document's top level */
+        cJSON *o = cJSON_CreateObject();
+        const cJSON *su = cJSON_GetObjectItemCaseSensitive(doc, "summary"), *v;
+        static const char *const keep[] = {"service", "objective", "winner", "outcomes", "rounds"};
+        for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+            if ((v = cJSON_GetObjectItemCaseSensitive(su, keep[i])) ||
+                (v = cJSON_GetObjectItemCaseSensitive(doc, keep[i])))
+                cJSON_AddItemToObject(o, keep[i], cJSON_Duplicate(v, true));
+        return o;
+    }
     if (!strcmp(kind, "eval")) {
         /* the figures of the run, the suite's name and the client's pace */
         cJSON *o = cJSON_CreateObject();
@@ -1257,8 +1269,9 @@ static const char *obj_str(const cJSON *o, const char *key)
 }
 
 /* The kind of a result body, or NULL after a 400 saying what is wrong:
- * gpumod.bench/1 with kind load, ctx_sweep (points) or switch (modes), or
- * gpumod.eval/1 with kind eval (items, summary); target an object. */
+ * gpumod.bench/1 with kind load, ctx_sweep (points) or switch (modes),
+ * gpumod.eval/1 with kind eval (items, summary), or gpumod.tune/1 with
+ * kind tune (summary); target an object. */
 static const char *result_check(req *r, const cJSON *j)
 {
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
@@ -1266,36 +1279,39 @@ static const char *result_check(req *r, const cJSON *j)
     const cJSON *target = cJSON_GetObjectItemCaseSensitive(j, "target");
     const cJSON *points = cJSON_GetObjectItemCaseSensitive(j, "points");
     const cJSON *modes = cJSON_GetObjectItemCaseSensitive(j, "modes");
+    const cJSON *summary = cJSON_GetObjectItemCaseSensitive(j, "summary");
     const char *k = cJSON_IsString(kind) ? kind->valuestring : NULL;
     const char *sc = cJSON_IsString(schema) ? schema->valuestring : NULL;
-    bool eval = sc && !strcmp(sc, "gpumod.eval/1");
+    bool eval = sc && !strcmp(sc, "gpumod.eval/1"), tune = sc && !strcmp(sc, "gpumod.tune/1");
+    const char *own = eval ? "eval" : tune ? "tune" : NULL; /* the one kind of eval's and tune's schemas */
     size_t ki = 0;
     while (k && result_kinds[ki] && strcmp(result_kinds[ki], k)) ki++;
-    char got[96];
-    if (!sc || (strcmp(sc, "gpumod.bench/1") && !eval)) {
+    char got[96], want[96];
+    if (!sc || (strcmp(sc, "gpumod.bench/1") && !own)) {
         snprintf(got, sizeof got, sc ? "'%.60s'" : "%s", sc ? sc : json_type(schema));
-        result_bad(r, "$.schema", "\"gpumod.bench/1\" or \"gpumod.eval/1\"", got);
-    } else if (eval && (!k || strcmp(k, "eval"))) {
+        result_bad(r, "$.schema", "\"gpumod.bench/1\", \"gpumod.eval/1\" or \"gpumod.tune/1\"", got);
+    } else if (own && (!k || strcmp(k, own))) {
         snprintf(got, sizeof got, k ? "'%.60s'" : "%s", k ? k : json_type(kind));
-        result_bad(r, "$.kind", "\"eval\" (a gpumod.eval/1 result)", got);
-    } else if (!eval && (!k || !result_kinds[ki] || !strcmp(k, "eval"))) {
+        snprintf(want, sizeof want, "\"%s\" (a %s result)", own, sc);
+        result_bad(r, "$.kind", want, got);
+    } else if (!own && (!k || !result_kinds[ki])) {
         snprintf(got, sizeof got, k ? "'%.60s'" : "%s", k ? k : json_type(kind));
         result_bad(r, "$.kind", "one of \"load\", \"ctx_sweep\", \"switch\"", got);
     } else if (target && !cJSON_IsObject(target) && !cJSON_IsNull(target)) {
         result_bad(r, "$.target", "an object", json_type(target));
     } else if (eval && !cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(j, "items"))) {
         result_bad(r, "$.items", "an array (an eval result)", json_type(cJSON_GetObjectItemCaseSensitive(j, "items")));
-    } else if (eval && !cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "summary"))) {
-        result_bad(r, "$.summary", "an object (an eval result)",
-                   json_type(cJSON_GetObjectItemCaseSensitive(j, "summary")));
-    } else if (!eval && strcmp(k, "switch") && !cJSON_IsArray(points)) {
+    } else if (own && !cJSON_IsObject(summary)) {
+        snprintf(want, sizeof want, "an object (a%s %s result)", eval ? "n" : "", own);
+        result_bad(r, "$.summary", want, json_type(summary));
+    } else if (!own && strcmp(k, "switch") && !cJSON_IsArray(points)) {
         result_bad(r, "$.points", "an array (a load or ctx_sweep result)", json_type(points));
-    } else if (!eval && !strcmp(k, "switch") &&
+    } else if (!own && !strcmp(k, "switch") &&
                (!cJSON_IsArray(modes) || cJSON_GetArraySize(modes) != 2 ||
                 !cJSON_IsString(cJSON_GetArrayItem(modes, 0)) || !cJSON_IsString(cJSON_GetArrayItem(modes, 1)))) {
         result_bad(r, "$.modes", "an array of two mode ids (a switch result)", json_type(modes));
     } else {
-        return k;
+        return own ? own : k;
     }
     return NULL;
 }
@@ -1341,12 +1357,15 @@ static void post_results(req *r)
     else if (!strcmp(k, "switch"))
         snprintf(tgt, sizeof tgt, "%s,%s", cJSON_GetArrayItem(modes, 0)->valuestring,
                  cJSON_GetArrayItem(modes, 1)->valuestring);
+    else if (!strcmp(k, "tune") && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(sum, "service")))
+        snprintf(tgt, sizeof tgt, "%s", cJSON_GetObjectItemCaseSensitive(sum, "service")->valuestring);
     else
         snprintf(tgt, sizeof tgt, "?");
     store_result sr = {.ts_ms = clock_unix_ms(),
                        .kind = (char *)k,
                        .target = tgt,
-                       .service = (char *)obj_str(target, "service"),
+                       .service = (char *)(obj_str(target, "service") ? obj_str(target, "service")
+                                           : !strcmp(k, "tune") ? obj_str(sum, "service") : NULL),
                        .config_hash = (char *)obj_str(target, "config_hash"),
                        .summary = sumtext,
                        .doc = doc};
@@ -1698,6 +1717,12 @@ typedef struct route {
     void (*fn)(req *r);
 } route;
 
+/* the tune lease: src/daemon/api_tune.c */
+static void tune_post(req *r) { api_tune_post(r->d, r->c, r->body); }
+static void tune_get(req *r) { api_tune_get(r->d, r->c); }
+static void tune_put(req *r) { api_tune_put(r->d, r->c, r->seg[1], r->body); }
+static void tune_delete(req *r) { api_tune_delete(r->d, r->c, r->seg[1]); }
+
 static void post_start(req *r) { post_op(r, OP_START); }
 static void post_stop(req *r) { post_op(r, OP_STOP); }
 static void post_restart(req *r) { post_op(r, OP_RESTART); }
@@ -1725,6 +1750,10 @@ static const route routes[] = {
     {"POST", {"results"}, post_results},
     {"GET", {"results"}, get_results},
     {"GET", {"results", "*"}, get_result},
+    {"POST", {"tune"}, tune_post},
+    {"GET", {"tune"}, tune_get},
+    {"PUT", {"tune", "*"}, tune_put},
+    {"DELETE", {"tune", "*"}, tune_delete},
     {NULL},
 };
 

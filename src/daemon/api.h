@@ -22,6 +22,7 @@ struct api_follow;
 struct api_evstream;
 struct swx; /* src/daemon/switch.h */
 struct router; /* src/router/router.h */
+struct tunelease; /* src/daemon/tunelease.h */
 
 typedef struct gpumodd {
     uv_loop_t *loop;
@@ -41,6 +42,7 @@ typedef struct gpumodd {
     bool snap_pending;          /* a background snapshot for status is being taken */
     struct swx *sw;             /* the mode-switch executor; NULL until reconcile is done */
     struct router *router;      /* the router (listening or not); NULL until reconcile is done */
+    struct tunelease *tl;       /* the tune lease (tunelease.h); NULL until reconcile is done */
 } gpumodd;
 
 /* srv_opts.on_request / on_abort (ud = the gpumodd). */
@@ -74,6 +76,13 @@ void api_event_json(buf *b, const store_event *e);
 /* Have the host monitor take a snapshot in the background when the last
  * one is older than max_age_ms (status never waits for NVML). */
 void api_refresh_snapshot(gpumodd *d, int64_t max_age_ms);
+
+/* The running set: the services starting, ready or unhealthy, at most
+ * max ids (borrowed until the next loop turn) into ids; how many. */
+size_t api_running_set(gpumodd *d, const char **ids, size_t max);
+/* The mode whose service set is ids[0..n): its id, "none" when n is 0,
+ * else NULL (no mode has exactly that set). */
+const char *api_current_mode(gpumodd *d, const char **ids, size_t n);
 
 /* End every follow stream, of logs and of events (shutdown). */
 void api_close_follows(gpumodd *d);

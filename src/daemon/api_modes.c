@@ -5,6 +5,7 @@
 #include "daemon/api_modes.h"
 #include "util/jstrict.h"
 #include "daemon/switch.h"
+#include "daemon/tunelease.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -74,7 +75,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
         send_error(c, 503, "shutting_down", "mode switching is not available: the daemon is not up yet", NULL);
         return;
     }
-    char err[256], msg[400];
+    char err[256], msg[600];
     cJSON *j = jstrict_parse(body->p, body->len, err, sizeof err);
     if (!j || !cJSON_IsObject(j)) {
         snprintf(msg, sizeof msg, "modes/switch: the body must be a JSON object {\"mode\", \"dry_run\", \"timeout\"}: %s",
@@ -116,6 +117,15 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     else if (cJSON_IsNumber(to))
         rq.timeout_ms = (int64_t)llround(to->valuedouble * 1000.0);
     if (rq.timeout_ms < 0) rq.timeout_ms = 0;
+    buf tdet = BUF_INIT;
+    if (!rq.dry_run && d->tl && tunelease_refuses_switch(d->tl, msg, sizeof msg, &tdet)) {
+        /* a tune run holds the host: the lease's restore owns the way back */
+        send_error(c, 409, "tune_in_progress", msg, tdet.p);
+        buf_release(&tdet);
+        cJSON_Delete(j);
+        return;
+    }
+    buf_release(&tdet);
     sw_req *q = xcalloc(1, sizeof *q);
     q->d = d;
     q->c = c;

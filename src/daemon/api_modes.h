@@ -9,7 +9,9 @@
 
 /* origin: the request's ?origin= ("cli" or "api"; anything else is "api").
  * wait: the request's ?wait= or NULL ("0"/"false": answer 202 with the
- * switch's id and wait_ms at once, as does "wait": false in the body). */
+ * switch's id and wait_ms at once, as does "wait": false in the body).
+ * While a tune lease is held (or its restore runs) a switch that is not
+ * a dry run is 409 tune_in_progress (tunelease.h). */
 void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *origin, const char *wait);
 void api_modes_current(gpumodd *d, srv_conn *c);
 /* GET /switches/ID: one journal entry with "result" (the answer a

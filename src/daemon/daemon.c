@@ -20,6 +20,7 @@
 #include "daemon/pidlock.h"
 #include "daemon/rhost.h"
 #include "daemon/switch.h"
+#include "daemon/tunelease.h"
 #include "router/router.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -325,6 +326,7 @@ static void shutdown_daemon(dmn *m, const char *why)
         watchdog_close(m->g.wd, wd_closed, m);
     }
     if (m->g.sw) switch_shutdown(m->g.sw); /* a switch in flight is abandoned: journal `interrupted` */
+    tunelease_close(m->g.tl);              /* a lease held stays recorded: the next daemon says daemon_restart */
     sup_shutdown(m->g.sup, step_done, m);
 }
 
@@ -480,6 +482,7 @@ static void reconciled(void *ud)
     switch_env se = {.loop = &m->loop, .sup = g->sup, .hm = g->hm, .st = g->st, .cfg = &g->cfg,
                      .on_event = on_event, .ud = m};
     g->sw = switch_new(&se);
+    g->tl = tunelease_new(g);
     router_env re = {.loop = &m->loop, .state_dir = g->state_dir, .listen = m->opts.listen,
                      .no_router = m->opts.no_router, .insecure = m->opts.insecure};
     m->rglue = rhost_fill(&re.host, g);
@@ -659,6 +662,8 @@ static int run_loop(dmn *m)
     m->rglue = NULL;
     switch_free(g->sw);
     g->sw = NULL;
+    tunelease_free(g->tl);
+    g->tl = NULL;
     if (uv_loop_close(&m->loop) == UV_EBUSY) log_warn("loop closed with handles still open");
     log_info("gpumod stopped (exit %d)", m->exit_code);
     return m->exit_code;

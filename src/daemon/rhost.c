@@ -1,11 +1,14 @@
 /* rhost.c - the router's view of the daemon (rhost.h): each member of the
  * router_host table turned into a call on the supervisor, the switch or
  * the host monitor, and each answer turned back into the router's value
- * types (no JSON between them). */
+ * types (no JSON between them).  While a tune lease is held
+ * (tunelease.h) the router's switches are refused and the tuned
+ * service's requests too, unless the lease allows traffic. */
 #include "daemon/rhost.h"
 #include "daemon/hostmon.h"
 #include "daemon/supervisor.h"
 #include "daemon/switch.h"
+#include "daemon/tunelease.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +118,16 @@ static void switched(const switch_result *r, void *ud)
 static void switch_to(void *ud, const char *mode_id, const char *origin, rh_done cb, void *cb_ud)
 {
     rhost_glue *gl = ud;
+    char msg[600];
+    buf det = BUF_INIT;
+    if (gl->g->tl && tunelease_refuses_switch(gl->g->tl, msg, sizeof msg, &det)) {
+        /* a tune run holds the host: no activation switches it away */
+        buf_release(&det);
+        rh_result res = {409, "tune_in_progress", msg};
+        cb(&res, cb_ud);
+        return;
+    }
+    buf_release(&det);
     switch_req rq = {.mode = mode_id, .origin = origin, .queue = true};
     switch_request(gl->g->sw, &rq, switched, call_new(cb, NULL, cb_ud));
 }
@@ -162,6 +175,12 @@ static void drained(void *ud, uint64_t ticket)
     if (gl->g->sw) switch_drained(gl->g->sw, ticket);
 }
 
+static bool refused(void *ud, const char *service, char *msg, size_t len, int *retry_after_s)
+{
+    rhost_glue *gl = ud;
+    return gl->g->tl && tunelease_refuses_traffic(gl->g->tl, service, msg, len, retry_after_s);
+}
+
 rhost_glue *rhost_fill(router_host *h, gpumodd *g)
 {
     rhost_glue *gl = xcalloc(1, sizeof *gl);
@@ -178,7 +197,8 @@ rhost_glue *rhost_fill(router_host *h, gpumodd *g)
                        .switch_to = switch_to,
                        .rank = rank,
                        .set_drain = set_drain,
-                       .drained = drained};
+                       .drained = drained,
+                       .refused = refused};
     return gl;
 }
 

@@ -605,6 +605,13 @@ static void act_progress(void *ud, int pct, const char *state)
 static void dispatch(relay *x)
 {
     rsvc *s = x->svc;
+    char msg[512];
+    int retry = 0;
+    if (x->rt->h.refused && x->rt->h.refused(x->rt->h.ud, s->id, msg, sizeof msg, &retry)) {
+        /* a tune run measures this service: outside load would skew it */
+        fail(x, 503, "tune_in_progress", msg, retry);
+        return;
+    }
     if (s->draining) {
         x->phase = RP_PARKED;
         relay_list_add(&s->parked, x);

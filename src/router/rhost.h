@@ -88,6 +88,9 @@ typedef struct router_host {
     /* the drain hooks (NULL fns: none), and the router's "drained" */
     void (*set_drain)(void *ud, rh_drain_fn drain, rh_undrain_fn undrain, void *hook_ud);
     void (*drained)(void *ud, uint64_t ticket);
+    /* a request routed to service must be refused now (a tune run holds
+     * it): true with the message (at most len) and Retry-After seconds */
+    bool (*refused)(void *ud, const char *service, char *msg, size_t len, int *retry_after_s);
 } router_host;
 
 #endif

@@ -17,7 +17,11 @@
  * Bench results (v6) are bounded on insert, in the insert's transaction:
  * the newest STORE_RESULTS_KEEP rows and at most STORE_RESULTS_MAX_BYTES of
  * documents are kept (the row just stored always), so the table needs no
- * setting and no periodic prune. */
+ * setting and no periodic prune.
+ *
+ * The tune lease (v7) is one row: the lease a tune run holds, or the last
+ * one that ended, with the run's state (at most 1 MiB: the API's body
+ * limit), so `gpumod tune --resume` finds it after a daemon restart. */
 #include "store/db.h"
 #include "util/buf.h"
 
@@ -143,6 +147,14 @@ static const char *const migrations[] = {
     "  bytes INTEGER NOT NULL"
     ");"
     "CREATE INDEX bench_results_service ON bench_results(service, id);",
+    /* 7: the tune lease (docs/api.md "Tune lease"): one row, the lease
+     * held or the last one that ended, so a tune run resumes after a
+     * daemon restart */
+    "CREATE TABLE tune_lease ("
+    "  k INTEGER PRIMARY KEY CHECK (k = 1),"
+    "  doc TEXT NOT NULL,"
+    "  held INTEGER NOT NULL"
+    ");",
 };
 
 const char *const fp_gpu_how_names[] = {"nvml", "unified", "admitted", NULL};
@@ -163,7 +175,7 @@ static fp_gpu_how how_by_name(const char *n)
 
 const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
                                          "watchdog", "footprint", "switch.phase", "reload", "router.activation", "canary",
-                                         NULL};
+                                         "tune", NULL};
 
 static bool kind_ok(const char *k)
 {
@@ -824,6 +836,43 @@ int store_committed_get(store *s, char *out, size_t outlen, char *err, size_t er
         found = 1;
     } else if (rc != SQLITE_DONE) {
         snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        found = -1;
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+/* ---- the tune lease ---------------------------------------------------- */
+
+int store_tune_put(store *s, const char *doc, bool held, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (prep(s, "INSERT INTO tune_lease (k, doc, held) VALUES (1, ?, ?) "
+                "ON CONFLICT(k) DO UPDATE SET doc = excluded.doc, held = excluded.held",
+             &st, err, errlen))
+        return -1;
+    sqlite3_bind_text(st, 1, doc, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, held ? 1 : 0);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    if (rc) snprintf(err, errlen, "state database: cannot record the tune lease: %s", sqlite3_errmsg(s->db));
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int store_tune_get(store *s, char **doc, bool *held, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    *doc = NULL;
+    *held = false;
+    if (prep(s, "SELECT doc, held FROM tune_lease WHERE k = 1", &st, err, errlen)) return -1;
+    int rc = sqlite3_step(st), found = 0;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        *doc = xstrdup(t ? (const char *)t : "null");
+        *held = sqlite3_column_int(st, 1) != 0;
+        found = 1;
+    } else if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "state database: cannot read the tune lease: %s", sqlite3_errmsg(s->db));
         found = -1;
     }
     sqlite3_finalize(st);

@@ -1,7 +1,7 @@
 /* db.h - the state database (SQLite, WAL): schema versioning and the
  * tables the daemon fills: measured footprints (v1; how each figure was
  * obtained since v5), events (v2) and the mode-switch journal with the
- * committed mode (v3, v4), bench results (v6). */
+ * committed mode (v3, v4), bench results (v6), the tune lease (v7). */
 #ifndef GPUMOD_DB_H
 #define GPUMOD_DB_H
 
@@ -204,5 +204,12 @@ int store_results(store *s, const char *service, const char *kind, size_t limit,
 /* One with its doc: 1 found (*out: one element), 0 none, -1 error. */
 int store_result_get(store *s, int64_t id, store_result **out, char *err, size_t errlen);
 void store_results_free(store_result *v, size_t n);
+
+/* The tune lease (schema v7, docs/api.md "Tune lease"): one row, the
+ * lease's JSON (held: a tune run holds it now; else the last one that
+ * ended).  put replaces the row; get: 1 found (*doc allocated, caller
+ * frees), 0 none, -1 with err. */
+int store_tune_put(store *s, const char *doc, bool held, char *err, size_t errlen);
+int store_tune_get(store *s, char **doc, bool *held, char *err, size_t errlen);
 
 #endif

@@ -103,11 +103,11 @@ post '[1]'
 t_eq "$(status)" 400 "an array"
 post '{"schema":"gpumod.bench/2","kind":"load","points":[]}'
 t_eq "$(status)" 400 "schema"
-t_jq out .error.message 'results: $.schema is '"'"'gpumod.bench/2'"'"', expected "gpumod.bench/1" or "gpumod.eval/1"'
+t_jq out .error.message 'results: $.schema is '"'"'gpumod.bench/2'"'"', expected "gpumod.bench/1", "gpumod.eval/1" or "gpumod.tune/1"'
 t_jq out .error.detail.where '$.schema'
-t_jq out .error.detail.expected '"gpumod.bench/1" or "gpumod.eval/1"'
+t_jq out .error.detail.expected '"gpumod.bench/1", "gpumod.eval/1" or "gpumod.tune/1"'
 post '{"kind":"load","points":[]}'
-t_jq out .error.message 'results: $.schema is missing, expected "gpumod.bench/1" or "gpumod.eval/1"'
+t_jq out .error.message 'results: $.schema is missing, expected "gpumod.bench/1", "gpumod.eval/1" or "gpumod.tune/1"'
 post '{"schema":"gpumod.bench/1","kind":"speed","points":[]}'
 t_eq "$(status)" 400 "kind"
 t_jq out .error.detail.where '$.kind'

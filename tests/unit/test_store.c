@@ -285,8 +285,8 @@ static void v2_database_is_migrated_keeping_events_and_footprints(void **state)
     assert_int_equal(f0.gpu[0].how, FP_GPU_NVML);
     store_close(s);
     assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
-    assert_int_equal(store_schema_version(s), 6);
-    assert_int_equal(store_schema_latest, 6);
+    assert_int_equal(store_schema_version(s), 7);
+    assert_int_equal(store_schema_latest, 7);
     footprint f;
     assert_int_equal(store_footprint_get(s, "h", &f, err, sizeof err), 1);
     assert_int_equal(f.ngpu, 1);

@@ -1,6 +1,6 @@
 /* test_store_results.c - bench results in the state database (schema v6):
  * round trip, list filters, pruning by count and by bytes, and a v5
- * database migrated keeping its rows. */
+ * database migrated keeping its rows; the tune lease's row (v7). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -168,7 +168,7 @@ static void v5_database_is_migrated_keeping_its_rows(void **state)
     snprintf(path, sizeof path, "%s/%s", sub, STORE_FILE);
     sqlite3 *db;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(db, "DROP TABLE bench_results; PRAGMA user_version = 5;", NULL, NULL, NULL),
+    assert_int_equal(sqlite3_exec(db, "DROP TABLE tune_lease; DROP TABLE bench_results; PRAGMA user_version = 5;", NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
 
@@ -178,7 +178,7 @@ static void v5_database_is_migrated_keeping_its_rows(void **state)
     store_close(s);
 
     s = open_sub("v5");
-    assert_int_equal(store_schema_version(s), 6);
+    assert_int_equal(store_schema_version(s), store_schema_latest);
     footprint g;
     assert_int_equal(store_footprint_get(s, "h5", &g, err, sizeof err), 1);
     assert_int_equal(g.gpu[0].bytes, 1234);
@@ -205,12 +205,39 @@ static void v5_database_is_migrated_keeping_its_rows(void **state)
     store_close(s);
 }
 
+/* The tune lease is one row: none at first, then the last put, held or
+ * not, across a close and an open. */
+static void tune_lease_row(void **state)
+{
+    char err[256], *doc = NULL;
+    bool held = true;
+    store *s = open_sub("tune");
+    assert_int_equal(store_tune_get(s, &doc, &held, err, sizeof err), 0);
+    assert_null(doc);
+    assert_false(held);
+    assert_int_equal(store_tune_put(s, "{\"id\":\"tune-1\"}", true, err, sizeof err), 0);
+    assert_int_equal(store_tune_put(s, "{\"id\":\"tune-2\"}", true, err, sizeof err), 0);
+    store_close(s);
+    s = open_sub("tune");
+    assert_int_equal(store_tune_get(s, &doc, &held, err, sizeof err), 1);
+    assert_string_equal(doc, "{\"id\":\"tune-2\"}");
+    assert_true(held);
+    free(doc);
+    assert_int_equal(store_tune_put(s, "{\"id\":\"tune-2\",\"ended\":\"released\"}", false, err, sizeof err), 0);
+    assert_int_equal(store_tune_get(s, &doc, &held, err, sizeof err), 1);
+    assert_string_equal(doc, "{\"id\":\"tune-2\",\"ended\":\"released\"}");
+    assert_false(held);
+    free(doc);
+    store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(round_trip_and_filter),
         cmocka_unit_test(pruned_by_count_and_by_bytes),
         cmocka_unit_test(v5_database_is_migrated_keeping_its_rows),
+        cmocka_unit_test(tune_lease_row),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
