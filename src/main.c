@@ -371,8 +371,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const char *val;
         int r;
-        /* after "bench" or "eval" every argument is the helper's (its --json FILE, -q) */
-        if (dashdash || a[0] != '-' || !a[1] || (nrest && (!strcmp(rest[0], "bench") || !strcmp(rest[0], "eval")))) {
+        /* after "bench", "eval" or "tune" every argument is the helper's (its --json FILE, -q) */
+        if (dashdash || a[0] != '-' || !a[1] || (nrest && (!strcmp(rest[0], "bench") || !strcmp(rest[0], "eval") || !strcmp(rest[0], "tune")))) {
             rest[nrest++] = argv[i];
             continue;
         }

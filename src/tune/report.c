@@ -270,6 +270,16 @@ cJSON *tune_doc(const tune_opts *o, const tune_result *res, int64_t started_unix
     else
         cJSON_AddNullToObject(doc, "stopped");
     cJSON_AddNumberToObject(doc, "wall_s", res->wall_s);
+    /* what the daemon's list of results keeps (docs/api.md "Results") */
+    cJSON *sum = cJSON_AddObjectToObject(doc, "summary");
+    cJSON_AddStringToObject(sum, "service", o->service);
+    cJSON_AddStringToObject(sum, "objective", tune_obj_names[o->obj]);
+    if (res->has_winner && final && res->confirmed)
+        cJSON_AddStringToObject(sum, "winner", final->key);
+    else
+        cJSON_AddNullToObject(sum, "winner");
+    cJSON_AddItemToObject(sum, "outcomes", cJSON_Duplicate(oc, true));
+    cJSON_AddNumberToObject(sum, "rounds", o->rounds);
     return doc;
 }
 

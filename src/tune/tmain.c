@@ -43,7 +43,7 @@ static const char usage_text[] =
     "  --slo ttft=MS,tpot=MS  goodput's SLO (gpumod bench --slo)\n"
     "  --min-gain G           the smallest gain that counts: 2% (default) or absolute (5)\n"
     "  --alpha A              family-wise error over the run (default 0.05)\n"
-    "  --rounds N             measured pairs per comparison, A B B A ... (default 3, >= 2)\n"
+    "  --rounds N             measured pairs per comparison, A B B A ... (default 5, >= 2)\n"
     "  --quality SUITE        an eval suite: a variant worse than its reference is UNSAFE\n"
     "  --max-memory MB        GPU memory budget: a variant over it is SKIPPED or UNSAFE\n"
     "Load (gpumod bench's): --concurrency C (1), --requests N (10 x C, >= 8), --warmup N (C),\n"
@@ -80,7 +80,7 @@ static void defaults(tune_opts *o)
     o->min_gain = 2;
     o->min_gain_pct = true;
     o->alpha = 0.05;
-    o->rounds = 3;
+    o->rounds = 5;
     o->load.concurrency = 1;
     o->load.requests = -1;
     o->load.warmup = -1;

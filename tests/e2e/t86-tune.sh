@@ -110,9 +110,10 @@ t_jq "$T/coord.json" '[.rows[] | select(.key == "threads=2;batch_size=1024")][0]
 t_end
 
 t_begin "20 seeded runs where no flag matters: at most one IMPROVEMENT (the false-positive rate printed)"
+# at the default of 5 pairs per comparison
 fp=0
 for seed in $(seq 1 20); do
-    gpumod tune flat --param threads=1,2 --param batch_size=512,1024 "${LOAD[@]}" --seed "$seed" \
+    gpumod tune flat --param threads=2,4 "${LOAD[@]}" --rounds 5 --seed "$seed" \
         --json "$T/flat.json" --no-store -q >/dev/null 2>&1
     if [ "$(jq '.outcomes.IMPROVEMENT' "$T/flat.json")" != 0 ]; then fp=$((fp + 1)); fi
 done
@@ -151,7 +152,8 @@ t_jq "$T/prop.json" '[.rows[] | select(.key == "threads=2")][0].reason | contain
 t_end
 
 t_begin "tune killed mid-run: the lease expires and the daemon gives the host back; --resume goes on"
-gpumod tune chat --param threads=1,2,4 --param batch_size=512,1024 "${LOAD[@]}" --no-store -q >/dev/null 2>&1 &
+# the helper itself (gpumod execs it: the same pid), not a subshell around it
+"$GPUMOD_BIN" tune chat --param threads=1,2,4 --param batch_size=512,1024 "${LOAD[@]}" --no-store -q >/dev/null 2>&1 &
 tp=$!
 has_rows() { curl -s --unix-socket "$GPUMOD_SOCKET" http://gpumod/tune | jq -e '(.lease.state.rows // []) | length >= 2' >/dev/null; }
 t_wait 60 has_rows || t_fail "no rows recorded in the lease"
