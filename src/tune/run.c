@@ -504,7 +504,7 @@ static char *hardware_of(trun *r)
     cJSON *j = tlink_get(&r->link, "/status", err, sizeof err);
     buf b = BUF_INIT;
     const cJSON *g;
-    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "host"), "gpus"))
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "memory"), "gpus"))
     {
         buf_printf(&b, "%sGPU %s, %.0f MiB", b.len ? "; " : "", jstr(g, "name") ? jstr(g, "name") : "?",
                    jnum(g, "total_bytes", 0) / 1048576.0);

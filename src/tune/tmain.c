@@ -46,7 +46,7 @@ static const char usage_text[] =
     "  --rounds N             measured pairs per comparison, A B B A ... (default 5, >= 2)\n"
     "  --quality SUITE        an eval suite: a variant worse than its reference is UNSAFE\n"
     "  --max-memory MB        GPU memory budget: a variant over it is SKIPPED or UNSAFE\n"
-    "Load (gpumod bench's): --concurrency C (1), --requests N (10 x C, >= 8), --warmup N (C),\n"
+    "Load (gpumod bench's): --concurrency C (1), --requests N (10 x C), --warmup N (C),\n"
     "  --prompt-tokens N (128), --gen-tokens N (128), --timeout S (600), --model NAME\n"
     "Run:\n"
     "  --budget D             a time budget (90m, 2h, 3600)\n"
@@ -335,7 +335,7 @@ static int check_opts(tune_opts *o)
     }
     if (o->obj == OBJ_GOODPUT && !o->load.slo) return fail_usage("--objective goodput needs --slo");
     if (o->yes && !o->apply) return fail_usage("--yes goes with --apply");
-    if (o->load.requests < 0) o->load.requests = 10L * o->load.concurrency < 8 ? 8 : 10L * o->load.concurrency;
+    if (o->load.requests < 0) o->load.requests = 10L * o->load.concurrency;
     if (o->load.warmup < 0) o->load.warmup = o->load.concurrency;
     char err[512];
     if (docfile_writable("--tsv", o->tsv, err, sizeof err) || docfile_writable("--json", o->json, err, sizeof err) ||

@@ -16,7 +16,7 @@ void vcheck_init(vcheck *vc, const char *service, const cJSON *status)
     config_load_preset(&vc->cfg, &paths, service);
     vc->p = config_preset(&vc->cfg, service);
     const cJSON *g = cJSON_GetArrayItem(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(status, "host"), "gpus"), 0);
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(status, "memory"), "gpus"), 0);
     const char *cc = jstr(g, "compute_capability");
     int ma = 0, mi = 0;
     if (g) {
@@ -35,9 +35,15 @@ void vcheck_release(vcheck *vc)
     vc->p = NULL;
 }
 
+/* SKIPPED for why; a warn rule's text already there stays after it */
 static bool skip(tune_row *row, char *why)
 {
     row->outcome = TO_SKIPPED;
+    if (row->reason) {
+        char *t = xasprintf("%s; %s", why, row->reason);
+        free(why);
+        why = t;
+    }
     free(row->reason);
     row->reason = why;
     return false;

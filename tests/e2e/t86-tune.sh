@@ -16,20 +16,37 @@ export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
 export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
 . "$(dirname "$0")/sup-lib.sh"
 cat >"$T/nvml.json" <<'JSON'
-{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok"}],
+{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok", "compute_capability": "12.0"}],
  "processes": []}
 JSON
 
 settings "supervisor: {stop_timeout: 2s, health_interval: 1s}"
 P1=$(free_port) P2=$(free_port) P3=$(free_port)
 # the optimum: threads 2 (+30 %), and batch_size 1024 another 5 %
-SPEED="base=1000; threads=2:+30%,4:+10%; batch_size=1024:+15%"
+# two answer scripts that make a variant faster but wrong: one fails the
+# canary, the other only the eval suite below
+SPEED="base=1000; threads=2:+30%,4:+10%; batch_size=1024:+15%; env.FAKELLM_SCRIPT=$T/wrong-canary.jsonl:+30%,$T/wrong-eval.jsonl:+30%"
+printf '{"match": "17 + 25", "answer": "43"}\n' >"$T/wrong-canary.jsonl"
+{
+    printf 'name: capitals\nitems:\n'
+    : >"$T/wrong-eval.jsonl"
+    for c in Japan:Tokyo Italy:Rome Germany:Berlin Spain:Madrid Canada:Ottawa Egypt:Cairo Kenya:Nairobi Peru:Lima Norway:Oslo; do
+        printf '  - {id: %s, prompt: "What is the capital of %s?", scorer: exact, expected: %s}\n' "${c%%:*}" "${c%%:*}" "${c##*:}"
+        printf '{"match": "capital of %s", "answer": "Atlantis"}\n' "${c%%:*}" >>"$T/wrong-eval.jsonl"
+    done
+} >"$T/suite.yaml"
 {
     printf '# the chat model: tuned by t86\n'
     printf 'id: chat\ndriver: llamacpp\nport: %s\nmodel_path: %s\ncontext_size: 128\ndevices: [0]\n' "$P1" "$MODEL"
     printf 'unit_vars:\n  threads: 1 # one thread to start with\n  parallel: 1\n'
-    printf 'env:\n  FAKELLM_SPEED: "%s"\n  FAKELLM_SPEED_NOISE: "0.02"\n  GPUMOD_FAKE_NVML_STATE: %s\n' "$SPEED" "$T/nvml.json"
+    printf 'env:\n  FAKELLM_SPEED: "%s"\n  FAKELLM_SPEED_NOISE: "0.02"\n  GPUMOD_FAKE_NVML_STATE: %s\ncanary: true\n' "$SPEED" "$T/nvml.json"
 } >"$C/presets/chat.yaml"
+# MTP speculative decoding: one slot only (the rule table refuses parallel > 1)
+P4=$(free_port)
+# (the tiny models' head sizes take no quantized KV cache, so the estimator
+# cannot tell a q8_0 variant's need: the preset declares its memory)
+preset mtp "$P4" 'unit_vars: {spec_type: draft-mtp, parallel: 1}' 'env: {FAKELLM_SPEED: "base=1000"}' \
+    'memory: {host_mb: 64}'
 # no flag matters here
 preset flat "$P2" 'env: {FAKELLM_SPEED: "base=1000", FAKELLM_SPEED_NOISE: "0.03"}'
 # the proposer: a scripted OpenAI endpoint
@@ -78,6 +95,8 @@ t_end
 t_begin "the grid finds the scripted optimum; the TSV has a row per variant; the host is given back"
 t_run 0 gpumod tune chat --param threads=1,2,4 --param batch_size=512,1024 "${LOAD[@]}" \
     --tsv "$T/grid.tsv" --json "$T/grid.json" --svg "$T/grid.svg"
+sed 's/^/# /' "$T/out"
+sed 's/^/# /' "$T/grid.tsv"
 t_has out "winner: threads+batch_size=2+1024"
 t_has out "confirmed by the re-verification"
 t_jq "$T/grid.json" .schema gpumod.tune/1
@@ -170,6 +189,80 @@ t_jq "$T/resume.json" '[.rows[] | select(.reason // "" | contains("resumed"))] |
 t_jq "$T/resume.json" '.winner.value' "2+1024"
 t_run 2 gpumod tune chat --param threads=1,8 "${LOAD[@]}" --no-store --resume
 t_has err "keeps no earlier run of this search"
+t_end
+
+t_begin "the rule table on every variant: a refuse rule SKIPPED with its text, a warn rule measured and flagged"
+gpumod service start mtp >/dev/null
+t_run 0 gpumod tune mtp --param parallel=1,2 --param cache_type_k=f16,q8_0 "${LOAD[@]}" --json "$T/rules.json" --no-store
+jq -r '.rows[] | "# \(.value) \(.outcome) \(.reason)"' "$T/rules.json"
+t_jq "$T/rules.json" '[.rows[] | select(.value | startswith("2+")) | .outcome] | unique | join(",")' SKIPPED
+t_jq "$T/rules.json" '[.rows[] | select(.value | startswith("2+")) | .reason | startswith("rule llama-mtp-parallel: ")] | all' true
+t_jq "$T/rules.json" '[.rows[] | select(.value == "1+q8_0")][0].flagged' true
+t_match <(jq -r '.rows[] | select(.value == "1+q8_0") | .reason' "$T/rules.json") "rule llama-kv-quant-sm120 \(warn\)"
+t_jq "$T/rules.json" '[.rows[] | select(.value == "1+q8_0")][0].outcome' "NO CHANGE"
+t_jq "$T/rules.json" '[.rows[] | select(.value == "1+f16")][0].flagged' false
+events mtp
+t_eq "$(jq -s '[.[] | select(.kind == "spawn") | .data.argv | join(" ") | select(test("(-np|--parallel) 2"))] | length' "$T/ev")" 0 \
+    "spawns with --parallel 2"
+gpumod service stop mtp >/dev/null
+t_end
+
+t_begin "a faster variant that fails the canary is UNSAFE, never the winner"
+t_run 0 gpumod tune chat --env "FAKELLM_SCRIPT=$T/wrong-canary.jsonl" "${LOAD[@]}" --json "$T/canary.json" --no-store
+t_jq "$T/canary.json" '.rows[1].outcome' UNSAFE
+t_match <(jq -r '.rows[1].reason' "$T/canary.json") "^failed the canary: "
+t_jq "$T/canary.json" .winner null
+t_eq "$(field chat .overrides)" null "overrides after the run"
+t_end
+
+t_begin "--quality: a faster variant whose answers are worse than its reference's (eval compare) is UNSAFE"
+t_run 0 gpumod tune chat --env "FAKELLM_SCRIPT=$T/wrong-eval.jsonl" "${LOAD[@]}" --quality "$T/suite.yaml" \
+    --json "$T/quality.json" --no-store
+t_jq "$T/quality.json" '.rows[1].outcome' UNSAFE
+t_jq "$T/quality.json" '.rows[1].delta_pct > 20' true
+t_match <(jq -r '.rows[1].reason' "$T/quality.json") "^quality: worse than its reference"
+t_jq "$T/quality.json" .winner null
+t_end
+
+t_begin "--max-memory: a variant whose measured GPU footprint is over the budget is UNSAFE"
+t_run 0 gpumod tune chat --env FAKELLM_GPU_MB=0,6000 "${LOAD[@]}" --max-memory 4000 --json "$T/mem.json" --no-store
+jq -r '.rows[] | "# \(.value) \(.outcome) \(.mem_peak_mb) \(.reason)"' "$T/mem.json"
+t_jq "$T/mem.json" '[.rows[] | select(.value == "6000")][0].outcome' UNSAFE
+t_match <(jq -r '.rows[] | select(.value == "6000") | .reason' "$T/mem.json") "its GPU footprint [0-9]+ MiB is over --max-memory 4000 MiB"
+t_jq "$T/mem.json" '[.rows[] | select(.value == "6000")][0].mem_peak_mb >= 6000' true
+t_jq "$T/mem.json" '[.rows[] | select(.value == "0")][0].outcome != "UNSAFE"' true
+t_end
+
+t_begin "a tune: file gives the menu and the options; a key it does not know is an error at its line"
+cat >"$T/tune.yaml" <<'EOF'
+# kept beside the preset
+tune:
+  params:
+    threads: [1, 2]
+  strategy: coord
+  objective: engine_tps
+  rounds: 3
+  requests: 8
+  warmup: 1
+  gen_tokens: 16
+  prompt_tokens: 16
+  allow_traffic: true
+EOF
+t_run 0 gpumod tune chat --file "$T/tune.yaml" --json "$T/file.json" --no-store
+t_jq "$T/file.json" '.settings.strategy' coord
+t_jq "$T/file.json" '.winner.key' threads=2
+t_jq "$T/file.json" '[.rows[] | .flagged] | all' true
+printf 'tune:\n  params: {threads: [1, 2]}\n  rownds: 3\n' >"$T/bad.yaml"
+t_run 2 gpumod tune chat --file "$T/bad.yaml"
+t_has err "$T/bad.yaml:3:3: tune.rownds: not an option of gpumod tune"
+t_end
+
+t_begin "--budget: no comparison starts that would pass it; the run says it stopped early"
+t_run 1 gpumod tune chat --param threads=1,2,4 "${LOAD[@]}" --budget 1 --json "$T/budget.json" --no-store
+t_has out "stopped early: the time budget of 1 s"
+t_jq "$T/budget.json" '[.rows[] | select(.outcome != "BASELINE")] | length' 1
+t_jq "$T/budget.json" '.stopped | startswith("the time budget")' true
+t_eq "$(field chat .overrides)" null "overrides after the run"
 t_end
 
 t_begin "--apply --yes writes the confirmed winner into the preset, its comments kept, a note beside it"
