@@ -140,6 +140,7 @@ $(FAKE_OBJ): | $(LLHTTP_DIR)/include/llhttp/llhttp.h
 
 $(FAKELLM): $(FAKE_OBJ) $(LLHTTP_OBJ) $(BUILD)/libgpumod.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+	ln -sf fakellm $(BUILD)/llama-bench
 
 unit: $(UNIT_BIN)
 

@@ -18,6 +18,7 @@
 #include "daemon/api_services.h"
 #include "daemon/api_events.h"
 #include "daemon/api_tune.h"
+#include "daemon/api_ebench.h"
 #include "util/log.h"
 #include "daemon/logring.h"
 #include "router/router.h"
@@ -1723,6 +1724,7 @@ static void tune_get(req *r) { api_tune_get(r->d, r->c); }
 static void tune_put(req *r) { api_tune_put(r->d, r->c, r->seg[1], r->body); }
 static void tune_delete(req *r) { api_tune_delete(r->d, r->c, r->seg[1]); }
 
+static void post_engine_bench(req *r) { api_ebench_post(r->d, r->c, r->seg[1], r->body); }
 static void post_start(req *r) { post_op(r, OP_START); }
 static void post_stop(req *r) { post_op(r, OP_STOP); }
 static void post_restart(req *r) { post_op(r, OP_RESTART); }
@@ -1734,6 +1736,7 @@ static const route routes[] = {
     {"POST", {"services", "*", "start"}, post_start},
     {"POST", {"services", "*", "stop"}, post_stop},
     {"POST", {"services", "*", "restart"}, post_restart},
+    {"POST", {"services", "*", "engine-bench"}, post_engine_bench},
     {"GET", {"services", "*", "logs"}, get_logs},
     {"GET", {"events"}, get_events},
     {"POST", {"preflight"}, post_preflight},

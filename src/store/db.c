@@ -175,7 +175,7 @@ static fp_gpu_how how_by_name(const char *n)
 
 const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
                                          "watchdog", "footprint", "switch.phase", "reload", "router.activation", "canary",
-                                         "tune", NULL};
+                                         "tune", "engine_bench", NULL};
 
 static bool kind_ok(const char *k)
 {

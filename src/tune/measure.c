@@ -15,8 +15,8 @@
 #include "util/run.h"
 #include "util/strv.h"
 
-const char *const tune_obj_names[] = {"throughput", "engine_tps", "tpot", "ttft", "goodput", "score", NULL};
-const char *const tune_obj_units[] = {"tok/s", "tok/s", "ms", "ms", "req/s", "", NULL};
+const char *const tune_obj_names[] = {"throughput", "engine_tps", "tpot", "ttft", "goodput", "score", "prefill", NULL};
+const char *const tune_obj_units[] = {"tok/s", "tok/s", "ms", "ms", "req/s", "", "tok/s", NULL};
 
 bool tune_obj_higher_better(tune_obj o)
 {

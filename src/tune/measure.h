@@ -20,7 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { OBJ_THROUGHPUT, OBJ_ENGINE_TPS, OBJ_TPOT, OBJ_TTFT, OBJ_GOODPUT, OBJ_SCORE, OBJ_N } tune_obj;
+/* prefill: llama-bench's pp tokens/s, with --engine-bench only (ebench.h) */
+typedef enum { OBJ_THROUGHPUT, OBJ_ENGINE_TPS, OBJ_TPOT, OBJ_TTFT, OBJ_GOODPUT, OBJ_SCORE, OBJ_PREFILL, OBJ_N } tune_obj;
 extern const char *const tune_obj_names[];  /* NULL-terminated */
 extern const char *const tune_obj_units[];
 bool tune_obj_higher_better(tune_obj o);

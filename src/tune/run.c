@@ -14,6 +14,7 @@
 
 #include "client/ctl.h"
 #include "client/evwait.h"
+#include "tune/ebench.h"
 #include "tune/propose.h"
 #include "tune/quality.h"
 #include "tune/vcheck.h"
@@ -142,6 +143,7 @@ static double footprint_mb(const cJSON *svc)
 /* Make v the running configuration.  TSTART_READY, or why not. */
 static tstart_kind ensure(trun *r, const tune_variant *v, char *why, size_t whylen)
 {
+    if (r->o->engine_bench) return TSTART_READY; /* each measurement is a llama-bench run of its own */
     if (r->cur_known && variant_eq(&r->cur, v)) return TSTART_READY;
     buf ov = BUF_INIT, k = BUF_INIT;
     variant_overrides_json(&r->o->space, v, &ov);
@@ -166,10 +168,21 @@ static tstart_kind ensure(trun *r, const tune_variant *v, char *why, size_t whyl
     return s.kind;
 }
 
+/* 0 measured, else the tstart_kind of why not */
 static int measure(trun *r, const tune_variant *v, char *why, size_t whylen)
 {
     tune_meas m;
-    int rc = tune_measure(&r->o->load, r->seed++, r->tmpdir, &interrupted, &m, why, whylen);
+    int rc;
+    if (r->o->engine_bench) {
+        buf ov = BUF_INIT;
+        variant_overrides_json(&r->o->space, v, &ov);
+        tune_ebench e = {.n_prompt = r->o->n_prompt, .n_gen = r->o->n_gen, .repetitions = 3,
+                         .timeout_ms = (int64_t)(r->o->load.timeout_s * 1000), .obj = r->o->obj};
+        rc = tune_ebench_measure(&r->link, &e, ov.p, &m, why, whylen);
+        buf_release(&ov);
+    } else {
+        rc = tune_measure(&r->o->load, r->seed++, r->tmpdir, &interrupted, &m, why, whylen) ? TSTART_FAILED : 0;
+    }
     if (!rc) pool_add(pool_of(r, v), m.obj, m.p90);
     return rc;
 }
@@ -205,7 +218,7 @@ static void variant_down(trun *r, tune_row *row, tstart_kind k, const char *why)
         return;
     }
     row->outcome = TO_FAILED;
-    char *tail = tlink_log_tail(&r->link, 5);
+    char *tail = r->o->engine_bench ? xstrdup("") : tlink_log_tail(&r->link, 5); /* llama-bench's is in why */
     for (char *p = tail; *p; p++)
         if (*p == '\n' || *p == '\t') *p = ' ';
     row_reason(row, "%s%s%s", why, *tail ? " | log: " : "", tail);
@@ -251,9 +264,10 @@ static int pairs(trun *r, const tune_variant *var, const tune_variant *ref, tune
                 return -1;
             }
             say(r, "measuring %s (pair %d of %d)", is_var ? row->key : row->ref_key, i + 1, r->o->rounds);
-            if (measure(r, c, why, sizeof why)) {
+            int mk = measure(r, c, why, sizeof why);
+            if (mk) {
                 if (is_var) {
-                    variant_down(r, row, TSTART_FAILED, why);
+                    variant_down(r, row, (tstart_kind)mk, why);
                     return 1;
                 }
                 fprintf(stderr, "gpumod tune: measuring the reference failed: %s\n", why);
@@ -663,6 +677,8 @@ int tune_run(tune_opts *o, tune_result *res)
     vcheck_init(&r.vc, o->service, status);
     cJSON_Delete(status);
     running_now(&r);
+    if (o->engine_bench && tune_ebench_stop(&r.link, o->start_timeout_ms, err, sizeof err))
+        fprintf(stderr, "gpumod tune: %s\n", err); /* llama-bench's gate counts it then */
     say(&r, "lease taken; %d comparisons planned at most, %d pairs each (alpha %.3g over them)", r.rule.m,
         o->rounds, o->alpha);
     tune_print_header(o);

@@ -38,7 +38,8 @@ static const char usage_text[] =
     "  --proposer URL         an OpenAI-compatible endpoint; --proposer-model NAME,\n"
     "                         --proposer-key-env VAR, --max-proposals N (default 10)\n"
     "Judging:\n"
-    "  --objective O          throughput (default), engine_tps, tpot, ttft, goodput, score\n"
+    "  --objective O          throughput (default), engine_tps, tpot, ttft, goodput, score;\n"
+    "                         with --engine-bench: engine_tps (default, tg) or prefill (pp)\n"
     "  --weights M=W,...      score: weights of throughput, engine_tps, tpot, ttft, goodput\n"
     "  --slo ttft=MS,tpot=MS  goodput's SLO (gpumod bench --slo)\n"
     "  --min-gain G           the smallest gain that counts: 2% (default) or absolute (5)\n"
@@ -48,6 +49,9 @@ static const char usage_text[] =
     "  --max-memory MB        GPU memory budget: a variant over it is SKIPPED or UNSAFE\n"
     "Load (gpumod bench's): --concurrency C (1), --requests N (10 x C), --warmup N (C),\n"
     "  --prompt-tokens N (128), --gen-tokens N (128), --timeout S (600), --model NAME\n"
+    "llama-bench (llama.cpp presets with llama-bench beside llama-server):\n"
+    "  --engine-bench         measure with llama-bench through the daemon, the service stopped\n"
+    "  --n-prompt N (512), --n-gen N (128)   its -p and -n\n"
     "Run:\n"
     "  --budget D             a time budget (90m, 2h, 3600)\n"
     "  --ttl S                the lease's renewal deadline (default 30 s)\n"
@@ -90,6 +94,8 @@ static void defaults(tune_opts *o)
     o->start_timeout_ms = 600000;
     o->ttl_ms = 30000;
     o->seed = 1;
+    o->n_prompt = 512;
+    o->n_gen = 128;
 }
 
 static int p_enum(const char *opt, const char *v, const char *const *names, int *out)
@@ -141,6 +147,11 @@ static int value_opt(tune_opts *o, const char *opt, const char *v)
         if (!(rc = p_enum(opt, v, strat_names, &k))) o->strat = (strat_kind)k;
     } else if (!strcmp(opt, "--objective")) {
         if (!(rc = p_enum(opt, v, tune_obj_names, &k))) o->obj = (tune_obj)k;
+        o->obj_given = true;
+    } else if (!strcmp(opt, "--n-prompt")) {
+        rc = p_long(opt, v, 0, 65536, &o->n_prompt);
+    } else if (!strcmp(opt, "--n-gen")) {
+        rc = p_long(opt, v, 0, 65536, &o->n_gen);
     } else if (!strcmp(opt, "--weights")) {
         if (tune_parse_weights(v, &o->weights, err, sizeof err)) return fail_usage("%s", err);
     } else if (!strcmp(opt, "--min-gain")) {
@@ -197,7 +208,7 @@ static const char *const value_opts[] = {
     "--param", "--env", "--strategy", "--objective", "--weights", "--min-gain", "--alpha", "--passes",
     "--max-proposals", "--rounds", "--concurrency", "--requests", "--warmup", "--prompt-tokens", "--gen-tokens",
     "--timeout", "--start-timeout", "--ttl", "--budget", "--max-memory", "--seed", "--slo", "--model", "--quality",
-    "--proposer", "--proposer-model", "--proposer-key-env", "--tsv", "--json", "--svg", "--file", NULL};
+    "--proposer", "--proposer-model", "--proposer-key-env", "--tsv", "--json", "--svg", "--file", "--n-prompt", "--n-gen", NULL};
 
 static int flag_opt(tune_opts *o, const char *a)
 {
@@ -206,6 +217,7 @@ static int flag_opt(tune_opts *o, const char *a)
               : !strcmp(a, "--apply")       ? &o->apply
               : !strcmp(a, "--yes")         ? &o->yes
               : !strcmp(a, "--no-store")    ? &o->no_store
+              : !strcmp(a, "--engine-bench") ? &o->engine_bench
               : !strcmp(a, "-q") || !strcmp(a, "--quiet") ? &o->quiet
                                             : NULL;
     if (!f) return 1;
@@ -305,6 +317,12 @@ static int find_service(tune_opts *o, char **url, char **file)
         config_release(&cfg);
         return EXIT_USAGE;
     }
+    if (o->engine_bench && p->driver != DRV_LLAMACPP) {
+        fprintf(stderr, "gpumod tune: --engine-bench runs llama-bench, for llama.cpp presets only ('%s' is driver %s)\n",
+                o->service, driver_names[p->driver]);
+        config_release(&cfg);
+        return EXIT_USAGE;
+    }
     if (p->port <= 0 || p->driver == DRV_REMOTE) {
         fprintf(stderr, "gpumod tune: '%s' runs no engine of its own to tune (driver %s)\n", o->service,
                 driver_names[p->driver]);
@@ -317,6 +335,25 @@ static int find_service(tune_opts *o, char **url, char **file)
                           : xasprintf("http://%s:%lld", h, (long long)p->port);
     *file = p->pos.file ? xstrdup(p->pos.file) : NULL;
     config_release(&cfg);
+    return 0;
+}
+
+/* --engine-bench's own rules: its objectives, what needs a running server */
+static int check_ebench(tune_opts *o)
+{
+    if (!o->engine_bench) {
+        if (o->obj == OBJ_PREFILL) return fail_usage("--objective prefill is llama-bench's pp: it needs --engine-bench");
+        return 0;
+    }
+    if (!o->obj_given) o->obj = OBJ_ENGINE_TPS;
+    if (o->obj != OBJ_ENGINE_TPS && o->obj != OBJ_PREFILL)
+        return fail_usage("--engine-bench measures engine_tps (tg) or prefill (pp), not --objective %s",
+                          tune_obj_names[o->obj]);
+    if (o->obj == OBJ_PREFILL ? o->n_prompt <= 0 : o->n_gen <= 0)
+        return fail_usage("--objective %s needs %s above 0", tune_obj_names[o->obj],
+                          o->obj == OBJ_PREFILL ? "--n-prompt" : "--n-gen");
+    if (o->quality || o->max_mem_mb > 0)
+        return fail_usage("--engine-bench runs no server: --quality and --max-memory need one");
     return 0;
 }
 
@@ -335,6 +372,7 @@ static int check_opts(tune_opts *o)
     }
     if (o->obj == OBJ_GOODPUT && !o->load.slo) return fail_usage("--objective goodput needs --slo");
     if (o->yes && !o->apply) return fail_usage("--yes goes with --apply");
+    if (check_ebench(o)) return EXIT_USAGE;
     if (o->load.requests < 0) o->load.requests = 10L * o->load.concurrency;
     if (o->load.warmup < 0) o->load.warmup = o->load.concurrency;
     char err[512];

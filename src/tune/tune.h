@@ -44,6 +44,8 @@ typedef struct tune_opts {
     double budget_s;          /* time budget (0: none) */
     int64_t ttl_ms;           /* the lease's renewal deadline */
     bool allow_traffic, resume, apply, yes, no_store, quiet;
+    bool engine_bench, obj_given; /* --engine-bench: llama-bench measures (ebench.h) */
+    long n_prompt, n_gen;         /* its -p and -n */
     const char *tsv, *json, *svg;
     const char *proposer;     /* URL of an OpenAI-compatible endpoint (base or full) */
     const char *proposer_model, *proposer_key_env;

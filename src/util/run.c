@@ -101,11 +101,11 @@ static void child_fail(int fd, int stage)
 }
 
 static void child_exec(const char *path, char *const argv[], char *const envp[], const char *cwd,
-                       int devnull, int outw, int failw) __attribute__((noreturn));
+                       int devnull, int outw, int errw, int failw) __attribute__((noreturn));
 
 /* After fork: only async-signal-safe calls from here on. */
 static void child_exec(const char *path, char *const argv[], char *const envp[], const char *cwd,
-                       int devnull, int outw, int failw)
+                       int devnull, int outw, int errw, int failw)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -116,7 +116,7 @@ static void child_exec(const char *path, char *const argv[], char *const envp[],
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     setpgid(0, 0);
-    if (dup2(devnull, 0) < 0 || dup2(outw, 1) < 0 || dup2(outw, 2) < 0)
+    if (dup2(devnull, 0) < 0 || dup2(outw, 1) < 0 || dup2(errw >= 0 ? errw : outw, 2) < 0)
         child_fail(failw, STAGE_DUP);
     if (cwd && chdir(cwd) < 0) child_fail(failw, STAGE_CHDIR);
 #ifdef SYS_close_range
@@ -193,8 +193,8 @@ static void reap_blocking(pid_t pid, int *status)
  * /dev/null, stdout a pipe: the child's pid with *outfd the pipe's read
  * end once the exec succeeded, or -1 with err and res->start_errno (an
  * exec that failed is reaped here). */
-static pid_t spawn_child(char *const argv[], const run_opts *o, int *outfd, run_result *res, int64_t t0,
-                         char *err, size_t errlen)
+static pid_t spawn_child(char *const argv[], const run_opts *o, int *outfd, int *errfd, run_result *res,
+                         int64_t t0, char *err, size_t errlen)
 {
     const char *name = o->file ? o->file : argv[0];
     char et[128];
@@ -214,19 +214,21 @@ static pid_t spawn_child(char *const argv[], const run_opts *o, int *outfd, run_
     }
     char *const *envp = envv.n ? envv.v : environ;
 
-    int devnull = -1, outp[2] = {-1, -1}, failp[2] = {-1, -1};
+    int devnull = -1, outp[2] = {-1, -1}, errp[2] = {-1, -1}, failp[2] = {-1, -1};
     pid_t pid = -1;
     const char *what = "open /dev/null";
     if ((devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) goto sys_fail;
     what = "pipe";
     if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(failp, O_CLOEXEC) < 0) goto sys_fail;
+    if (o->err_out && pipe2(errp, O_CLOEXEC) < 0) goto sys_fail;
     what = "fork";
     if ((pid = fork()) < 0) goto sys_fail;
-    if (pid == 0) child_exec(path, argv, envp, o->cwd, devnull, outp[1], failp[1]);
+    if (pid == 0) child_exec(path, argv, envp, o->cwd, devnull, outp[1], errp[1], failp[1]);
 
     setpgid(pid, pid); /* also in the parent: no window where -pid misses */
     close(devnull);
     close(outp[1]);
+    if (errp[1] >= 0) close(errp[1]);
     close(failp[1]);
     free(path);
     strv_release(&envv);
@@ -239,6 +241,7 @@ static pid_t spawn_child(char *const argv[], const run_opts *o, int *outfd, run_
     if (got == (ssize_t)sizeof cf) {
         int status;
         close(outp[0]);
+        if (errp[0] >= 0) close(errp[0]);
         reap_blocking(pid, &status);
         res->start_errno = cf.errnum;
         res->elapsed_ms = clock_mono_ms() - t0;
@@ -250,6 +253,7 @@ static pid_t spawn_child(char *const argv[], const run_opts *o, int *outfd, run_
         return -1;
     }
     *outfd = outp[0];
+    *errfd = errp[0];
     return pid;
 
 sys_fail:
@@ -259,6 +263,7 @@ sys_fail:
     if (devnull >= 0) close(devnull);
     for (int i = 0; i < 2; i++) {
         if (outp[i] >= 0) close(outp[i]);
+        if (errp[i] >= 0) close(errp[i]);
         if (failp[i] >= 0) close(failp[i]);
     }
     free(path);
@@ -266,34 +271,54 @@ sys_fail:
     return -1;
 }
 
-/* Read the child's output (up to the cap) until it is done and reaped or
- * the deadline passes (res->timed_out: its group is killed and reaped).
- * *status is the wait status; *lost when SIGCHLD was ignored and the
- * status is gone.  Closes outfd. */
-static void collect(pid_t pid, int outfd, const run_opts *o, int64_t t0, buf *out, run_result *res,
+/* One output pipe being drained into its buffer (up to the cap). */
+typedef struct drain {
+    int fd;
+    buf *into;
+    size_t kept;
+    bool eof;
+} drain;
+
+static void drain_init(drain *d, int fd, buf *into)
+{
+    d->fd = fd;
+    d->into = into;
+    d->kept = 0;
+    d->eof = fd < 0;
+    if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Read the child's output (up to the cap; stderr apart when errfd >= 0)
+ * until it is done and reaped or the deadline passes (res->timed_out:
+ * its group is killed and reaped).  *status is the wait status; *lost
+ * when SIGCHLD was ignored and the status is gone.  Closes the fds. */
+static void collect(pid_t pid, int outfd, int errfd, const run_opts *o, int64_t t0, buf *out, run_result *res,
                     int *status, bool *lost)
 {
-    fcntl(outfd, F_SETFL, fcntl(outfd, F_GETFL) | O_NONBLOCK);
+    drain d[2];
+    drain_init(&d[0], outfd, out);
+    drain_init(&d[1], errfd, o->err_out);
     int pidfd = open_pidfd(pid);
-    size_t cap = o->max_output ? o->max_output : (size_t)1 << 20, kept = 0;
+    size_t cap = o->max_output ? o->max_output : (size_t)1 << 20;
     int64_t deadline = t0 + o->timeout_ms;
-    bool eof = false, reaped = false;
+    bool reaped = false;
     *status = 0;
     *lost = false;
 
-    while (!(eof && reaped)) {
+    while (!(d[0].eof && d[1].eof && reaped)) {
         int64_t left = deadline - clock_mono_ms();
         if (left <= 0) {
             res->timed_out = true;
             break;
         }
-        struct pollfd pf[2];
-        int n = 0, oi = -1;
+        struct pollfd pf[3];
+        int n = 0, di[2] = {-1, -1};
         int tmo = left > INT_MAX ? INT_MAX : (int)left;
-        if (!eof) {
-            pf[n] = (struct pollfd){.fd = outfd, .events = POLLIN};
-            oi = n++;
-        }
+        for (int k = 0; k < 2; k++)
+            if (!d[k].eof) {
+                pf[n] = (struct pollfd){.fd = d[k].fd, .events = POLLIN};
+                di[k] = n++;
+            }
         if (!reaped) {
             if (pidfd >= 0)
                 pf[n++] = (struct pollfd){.fd = pidfd, .events = POLLIN};
@@ -304,7 +329,9 @@ static void collect(pid_t pid, int outfd, const run_opts *o, int64_t t0, buf *ou
             res->timed_out = true; /* cannot wait any more: treat as the deadline */
             break;
         }
-        if (oi >= 0 && pf[oi].revents) read_ready(outfd, out, cap, &kept, &eof, &res->truncated);
+        for (int k = 0; k < 2; k++)
+            if (di[k] >= 0 && pf[di[k]].revents)
+                read_ready(d[k].fd, d[k].into, cap, &d[k].kept, &d[k].eof, &res->truncated);
         if (!reaped) {
             pid_t w = waitpid(pid, status, WNOHANG);
             if (w == pid) {
@@ -322,6 +349,7 @@ static void collect(pid_t pid, int outfd, const run_opts *o, int64_t t0, buf *ou
         }
     }
     close(outfd);
+    if (errfd >= 0) close(errfd);
     if (pidfd >= 0) close(pidfd);
 }
 
@@ -343,12 +371,12 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
     }
     const char *name = argv[0];
     int64_t t0 = clock_mono_ms();
-    int outfd = -1;
-    pid_t pid = spawn_child(argv, o, &outfd, res, t0, err, errlen);
+    int outfd = -1, errfd = -1;
+    pid_t pid = spawn_child(argv, o, &outfd, &errfd, res, t0, err, errlen);
     if (pid < 0) return -1;
     int status;
     bool lost;
-    collect(pid, outfd, o, t0, out, res, &status, &lost);
+    collect(pid, outfd, errfd, o, t0, out, res, &status, &lost);
     res->elapsed_ms = clock_mono_ms() - t0;
 
     if (res->timed_out) {

@@ -22,6 +22,8 @@ typedef struct run_opts {
     const char *file;   /* the program to run, argv[0] then only its name
                            (a git-style helper told apart by argv[0]);
                            NULL: argv[0] */
+    buf *err_out;       /* stderr kept apart here (capped as out); NULL:
+                           stderr goes to out with stdout */
 } run_opts;
 
 typedef struct run_result {
@@ -36,7 +38,7 @@ typedef struct run_result {
 
 /* Run argv (argv[0] looked up in PATH when it has no '/') in its own
  * process group, stdin from /dev/null, stdout and stderr both appended to
- * out (which may be NULL: output discarded).  At the deadline the whole
+ * out (which may be NULL: output discarded), or stderr to opts->err_out.  At the deadline the whole
  * group is killed with SIGKILL; the child is always reaped.
  *
  * Returns 0 when the program exited with status 0, else -1 with err saying

@@ -79,6 +79,28 @@ static void stderr_and_path(void **state)
     buf_release(&out);
 }
 
+/* err_out: stderr kept apart, each stream capped on its own */
+static void stderr_apart(void **state)
+{
+    (void)state;
+    buf out = BUF_INIT, eo = BUF_INIT;
+    char err[256];
+    run_result r;
+    run_opts o = opts(5000);
+    o.err_out = &eo;
+    o.max_output = 8;
+    assert_int_equal(run_capture(ARGV("sh", "-c", "echo out; echo err >&2; echo 0123456789 >&2; exit 1"), &o,
+                                 &out, &r, err, sizeof err),
+                     -1);
+    assert_true(r.exited);
+    assert_int_equal(r.exit_code, 1);
+    assert_string_equal(out.p, "out\n");
+    assert_string_equal(eo.p, "err\n0123");
+    assert_true(r.truncated);
+    buf_release(&out);
+    buf_release(&eo);
+}
+
 static void exit_code(void **state)
 {
     (void)state;
@@ -378,7 +400,7 @@ static void which(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(echo_output),    cmocka_unit_test(stderr_and_path),
+        cmocka_unit_test(echo_output),    cmocka_unit_test(stderr_and_path), cmocka_unit_test(stderr_apart),
         cmocka_unit_test(exit_code),      cmocka_unit_test(killed_by_signal),
         cmocka_unit_test(deadline_kills), cmocka_unit_test(deadline_kills_group),
         cmocka_unit_test(missing_binary), cmocka_unit_test(not_executable),

@@ -39,7 +39,7 @@ typedef struct cJSON cJSON;
 #define FK_EOS_AFTER 16 /* tokens the model says before its end-of-sequence */
 #define FK_N_EMBD 64
 
-enum fk_mode { FK_LLAMA, FK_ROUTER, FK_VLLM };
+enum fk_mode { FK_LLAMA, FK_ROUTER, FK_VLLM, FK_LBENCH };
 enum fk_state { FK_LOADING, FK_READY, FK_SLEEPING };
 
 /* From argv (main.c).  Strings are owned by the struct. */
@@ -210,6 +210,12 @@ bool speed_on(void);
 void speed_log(void);  /* the resolved speed, when FAKELLM_SPEED is set */
 /* tokens/s for a request with this prompt text (noise included) */
 double speed_for(const char *prompt);
+
+/* lbench.c: fakellm run as llama-bench (argv[0]'s basename), README.md
+ * "llama-bench": its exit code */
+int lbench_main(int argc, char **argv);
+/* fk_flag for llama-bench's flags */
+int lbench_flag(const char *key, const char **val);
 
 /* load.c */
 void load_start(void);

@@ -177,6 +177,8 @@ int fk_flag(const char *key, const char **val)
 {
     char dashed[128];
     size_t n = strlen(key);
+    if (fk.cfg.mode == FK_LBENCH)
+        return lbench_flag(key, val);
     if (!flag_tab || n == 0 || n + 2 >= sizeof dashed)
         return -1;
     dashed[0] = dashed[1] = '-';
@@ -579,6 +581,11 @@ int main(int argc, char **argv)
     c->models_max = 4;
     c->timeout_s = 3600;
     c->n_parallel = -1;
+    const char *base = strrchr(argv[0], '/');
+    if (strcmp(base ? base + 1 : argv[0], "llama-bench") == 0) {
+        c->mode = FK_LBENCH;
+        return lbench_main(argc, argv);
+    }
 
     int rc = parse_args(argc, argv);
     if (rc != 0) {

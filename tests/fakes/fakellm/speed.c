@@ -201,6 +201,7 @@ int speed_init(char *err, size_t errlen)
     if (noise && *noise && (!parse_num(noise, &S.noise) || S.noise < 0 || S.noise >= 1))
         return fail(err, errlen, "FAKELLM_SPEED_NOISE='%s': expected a number from 0 to below 1 "
                     "(the relative standard deviation)", noise);
+    S.tps = SPEED_DEFAULT_BASE; /* without a spec: what llama-bench mode reports */
     if (!spec || !*spec)
         return 0;
     if (parse_spec(spec, err, errlen) < 0)
