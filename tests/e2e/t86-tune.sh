@@ -47,6 +47,11 @@ P4=$(free_port)
 # cannot tell a q8_0 variant's need: the preset declares its memory)
 preset mtp "$P4" 'unit_vars: {spec_type: draft-mtp, parallel: 1}' 'env: {FAKELLM_SPEED: "base=1000"}' \
     'memory: {host_mb: 64}'
+# declares 8 GiB on the fake GPU, so that a variant holding 6000 MiB is
+# within what the gate admitted (the watchdog would stop one over it)
+P5=$(free_port)
+preset big "$P5" 'devices: [0]' 'memory: {gpu_mb: 8000, host_mb: 64}' \
+    "env: {FAKELLM_SPEED: \"base=1000\", GPUMOD_FAKE_NVML_STATE: $T/nvml.json}"
 # no flag matters here
 preset flat "$P2" 'env: {FAKELLM_SPEED: "base=1000", FAKELLM_SPEED_NOISE: "0.03"}'
 # the proposer: a scripted OpenAI endpoint
@@ -225,12 +230,14 @@ t_jq "$T/quality.json" .winner null
 t_end
 
 t_begin "--max-memory: a variant whose measured GPU footprint is over the budget is UNSAFE"
-t_run 0 gpumod tune chat --env FAKELLM_GPU_MB=0,6000 "${LOAD[@]}" --max-memory 4000 --json "$T/mem.json" --no-store
+gpumod service start big >/dev/null
+t_run 0 gpumod tune big --env FAKELLM_GPU_MB=100,6000 "${LOAD[@]}" --max-memory 4000 --json "$T/mem.json" --no-store
 jq -r '.rows[] | "# \(.value) \(.outcome) \(.mem_peak_mb) \(.reason)"' "$T/mem.json"
 t_jq "$T/mem.json" '[.rows[] | select(.value == "6000")][0].outcome' UNSAFE
 t_match <(jq -r '.rows[] | select(.value == "6000") | .reason' "$T/mem.json") "its GPU footprint [0-9]+ MiB is over --max-memory 4000 MiB"
 t_jq "$T/mem.json" '[.rows[] | select(.value == "6000")][0].mem_peak_mb >= 6000' true
-t_jq "$T/mem.json" '[.rows[] | select(.value == "0")][0].outcome != "UNSAFE"' true
+t_jq "$T/mem.json" '[.rows[] | select(.value == "100")][0].outcome != "UNSAFE"' true
+gpumod service stop big >/dev/null
 t_end
 
 t_begin "a tune: file gives the menu and the options; a key it does not know is an error at its line"
