@@ -140,11 +140,17 @@ static double footprint_mb(const cJSON *svc)
     return s / 1048576.0;
 }
 
-/* Make v the running configuration.  TSTART_READY, or why not. */
-static tstart_kind ensure(trun *r, const tune_variant *v, char *why, size_t whylen)
+/* Make v the running configuration, by a restart even when it runs
+ * already, unless reuse (the quality check's eval may use what runs).
+ * Every measurement follows a restart of its own, so that both sides of
+ * a pair meet alike conditions: a process just started (its caches cold,
+ * the daemon sampling its footprint beside it) and one that has run for
+ * minutes are not alike, and reusing the running side would give one
+ * configuration more of the one kind.  TSTART_READY, or why not. */
+static tstart_kind ensure(trun *r, const tune_variant *v, bool reuse, char *why, size_t whylen)
 {
     if (r->o->engine_bench) return TSTART_READY; /* each measurement is a llama-bench run of its own */
-    if (r->cur_known && variant_eq(&r->cur, v)) return TSTART_READY;
+    if (reuse && r->cur_known && variant_eq(&r->cur, v)) return TSTART_READY;
     buf ov = BUF_INIT, k = BUF_INIT;
     variant_overrides_json(&r->o->space, v, &ov);
     variant_key(&r->o->space, v, &k);
@@ -241,8 +247,8 @@ static bool stop_now(trun *r)
 }
 
 /* The pairs: the one running now first, then the other, alternating the
- * order from pair to pair (A B B A A B ...), so that a restart is needed
- * only at each change.  0 measured; 1 the variant is down (row set);
+ * order from pair to pair (A B B A A B ...), so that a linear drift
+ * cancels; each measurement after a restart of its own (ensure).  0 measured; 1 the variant is down (row set);
  * -1 stopped or the reference could not run (r->fatal). */
 static int pairs(trun *r, const tune_variant *var, const tune_variant *ref, tune_row *row, double *a, double *b)
 {
@@ -253,7 +259,7 @@ static int pairs(trun *r, const tune_variant *var, const tune_variant *ref, tune
             if (stop_now(r)) return -1;
             bool is_var = (half == 0) == var_first;
             const tune_variant *c = is_var ? var : ref;
-            tstart_kind k = ensure(r, c, why, sizeof why);
+            tstart_kind k = ensure(r, c, false, why, sizeof why);
             if (k != TSTART_READY && is_var) {
                 variant_down(r, row, k, why);
                 return 1;
@@ -293,7 +299,7 @@ static void quality_check(trun *r, const tune_variant *var, const tune_variant *
     for (int i = 0; i < 2; i++) {
         files[i] = xasprintf("%s/eval-%zu.json", r->tmpdir, (size_t)(pool_of(r, both[i]) - r->pools));
         if (i == 0 && access(files[0], R_OK) == 0) continue; /* this reference was evaluated already */
-        tstart_kind sk = ensure(r, both[i], why, sizeof why);
+        tstart_kind sk = ensure(r, both[i], true, why, sizeof why);
         if (sk != TSTART_READY) {
             if (i == 1) variant_down(r, row, sk, why);
             else row_reason(row, "the quality check could not start the reference: %s", why);
