@@ -24,6 +24,7 @@
 #include "router/router.h"
 #include "daemon/need.h"
 #include "daemon/pf_restart.h"
+#include "daemon/reply.h"
 #include "util/clock.h"
 #include "util/redact.h"
 
@@ -40,40 +41,6 @@
 #define MAX_RES 64
 
 /* ---- answers ----------------------------------------------------------- */
-
-static void reply(srv_conn *c, int status, buf *b)
-{
-    buf_addc(b, '\n');
-    srv_respond(c, status, JSON, b->p, b->len);
-}
-
-static void error_body(buf *b, const char *code, const char *message, const char *detail_json)
-{
-    buf_adds(b, "{\"error\":{\"code\":");
-    buf_json_str(b, code);
-    buf_adds(b, ",\"message\":");
-    buf_json_str(b, message);
-    if (detail_json && *detail_json) {
-        buf_adds(b, ",\"detail\":");
-        buf_adds(b, detail_json);
-    }
-    buf_adds(b, "}}");
-}
-
-static void reply_error(srv_conn *c, int status, const char *code, const char *detail_json, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void reply_error(srv_conn *c, int status, const char *code, const char *detail_json, const char *fmt, ...)
-{
-    buf msg = BUF_INIT, b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vprintf(&msg, fmt, ap);
-    va_end(ap);
-    error_body(&b, code, msg.p, detail_json);
-    reply(c, status, &b);
-    buf_release(&msg);
-    buf_release(&b);
-}
 
 void api_event_json(buf *b, const store_event *e)
 {
@@ -241,7 +208,7 @@ static int qbool(const req *r, const char *what, const char *key, bool *out)
     bool shown = strlen(v) <= 32;
     for (const char *p = v; *p && shown; p++)
         if (*p < 0x20 || *p > 0x7e) shown = false;
-    reply_error(r->c, 400, "bad_request", NULL, "%s: %s must be 0, 1, false or true, not '%s'", what, key,
+    api_error(r->c, 400, "bad_request", NULL, "%s: %s must be 0, 1, false or true, not '%s'", what, key,
                 shown ? v : "...");
     return -1;
 }
@@ -383,7 +350,7 @@ static void get_status(req *r)
     store_event_query q = {.limit = 10, .tail = true};
     events_array(d, &q, &b);
     buf_addc(&b, '}');
-    reply(r->c, 200, &b);
+    api_reply(r->c, 200, &b);
     buf_release(&b);
 }
 
@@ -391,7 +358,7 @@ static void get_services(req *r)
 {
     buf b = BUF_INIT;
     api_services_json(r->d->sup, &b);
-    reply(r->c, 200, &b);
+    api_reply(r->c, 200, &b);
     buf_release(&b);
 }
 
@@ -416,10 +383,10 @@ static void get_service(req *r)
         buf_adds(&b, ",\"service\":");
     }
     if (api_service_json(r->d->sup, r->seg[1], &b) < 0) {
-        reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", r->seg[1]);
+        api_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", r->seg[1]);
     } else {
         if (wrap) buf_addc(&b, '}');
-        reply(r->c, 200, &b);
+        api_reply(r->c, 200, &b);
     }
     buf_release(&b);
 }
@@ -450,10 +417,10 @@ static void op_answer(op_req *o, sup_outcome outcome, const char *message, const
     int status = sup_outcome_status(outcome);
     if (outcome == SUP_OK) {
         if (api_service_json(o->d->sup, o->id, &b) < 0) buf_adds(&b, "null");
-        reply(o->c, status, &b);
+        api_reply(o->c, status, &b);
     } else {
-        error_body(&b, sup_outcome_code(outcome), message ? message : "failed", detail);
-        reply(o->c, status, &b);
+        api_error_body(&b, sup_outcome_code(outcome), message ? message : "failed", detail);
+        api_reply(o->c, status, &b);
     }
     buf_release(&b);
     o->answered = true;
@@ -529,7 +496,7 @@ static void post_op(req *r, op_kind op)
     const char *origin = qget(r, "origin");
     if (!origin || (strcmp(origin, "cli") && strcmp(origin, "api"))) origin = "api";
     if (o->nowait && op != OP_START) {
-        reply_error(r->c, 400, "bad_request", NULL, "wait=0 applies to start only");
+        api_error(r->c, 400, "bad_request", NULL, "wait=0 applies to start only");
         op_free(o);
         return;
     }
@@ -541,7 +508,7 @@ static void post_op(req *r, op_kind op)
     char err[1024];
     const preset *p = config_preset(r->d->cfg, o->id); /* none: the supervisor says 404 */
     if (api_overrides_parse(op_names[op], r->body, p ? p->driver : -1, &ov, err, sizeof err) != 0) {
-        reply_error(r->c, 400, "bad_request", NULL, "%s", err);
+        api_error(r->c, 400, "bad_request", NULL, "%s", err);
         op_free(o);
         return;
     }
@@ -558,7 +525,7 @@ static void post_op(req *r, op_kind op)
         if (o->nowait && o->outcome == SUP_OK) {
             buf b = BUF_INIT;
             ticket_json(r->d, o->id, seq, &b);
-            reply(r->c, sup_outcome_status(o->outcome), &b);
+            api_reply(r->c, sup_outcome_status(o->outcome), &b);
             buf_release(&b);
         } else {
             op_answer(o, o->outcome, o->message, o->detail);
@@ -569,7 +536,7 @@ static void post_op(req *r, op_kind op)
     if (o->nowait) {
         buf b = BUF_INIT;
         ticket_json(r->d, o->id, seq, &b);
-        reply(r->c, 202, &b);
+        api_reply(r->c, 202, &b);
         buf_release(&b);
         o->answered = true; /* op_done frees it when the start ends */
     }
@@ -696,13 +663,13 @@ static void get_logs(req *r)
     bool follow = false;
     if (qbool(r, "logs", "follow", &follow) < 0) return;
     if (n == -2 || after == -2) {
-        reply_error(r->c, 400, "bad_request", NULL, "logs: n and after must be non-negative integers");
+        api_error(r->c, 400, "bad_request", NULL, "logs: n and after must be non-negative integers");
         return;
     }
     if (follow && d->shutting_down) {
         /* api_close_follows has run: a stream opened now would hold the
          * server open and the daemon's exit with it */
-        reply_error(r->c, 503, "shutting_down", NULL, "logs of '%s': the daemon is shutting down; no new follow",
+        api_error(r->c, 503, "shutting_down", NULL, "logs of '%s': the daemon is shutting down; no new follow",
                     id);
         return;
     }
@@ -710,7 +677,7 @@ static void get_logs(req *r)
     uint64_t next = 0;
     size_t lines = n >= 0 ? (size_t)n : after >= 0 ? LOGRING_ALL : 100;
     if (sup_log_read(d->sup, id, after >= 0 ? (uint64_t)after : UINT64_MAX, lines, &out, &next) < 0) {
-        reply_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", id);
+        api_error(r->c, 404, "not_found", NULL, "no service '%s' is configured or running", id);
         buf_release(&out);
         return;
     }
@@ -722,7 +689,7 @@ static void get_logs(req *r)
         buf_printf(&b, ",\"next\":%llu,\"data\":", (unsigned long long)next);
         buf_json_str(&b, red);
         buf_addc(&b, '}');
-        reply(r->c, 200, &b);
+        api_reply(r->c, 200, &b);
         buf_release(&b);
         buf_release(&out);
         free(red);
@@ -762,7 +729,7 @@ static int events_kinds(req *r, unsigned *mask)
             buf known = BUF_INIT;
             for (size_t j = 0; store_event_kinds[j]; j++)
                 buf_printf(&known, "%s%s", j ? ", " : "", store_event_kinds[j]);
-            reply_error(r->c, 400, "bad_request", NULL, "events: kind '%s' is not one of %s",
+            api_error(r->c, 400, "bad_request", NULL, "events: kind '%s' is not one of %s",
                         strlen(k) <= 32 ? k : "...", known.p);
             buf_release(&known);
             free(list);
@@ -772,7 +739,7 @@ static int events_kinds(req *r, unsigned *mask)
     }
     free(list);
     if (!*mask) {
-        reply_error(r->c, 400, "bad_request", NULL, "events: kind must name at least one kind");
+        api_error(r->c, 400, "bad_request", NULL, "events: kind must name at least one kind");
         return -1;
     }
     return 0;
@@ -795,15 +762,15 @@ static int events_since(req *r, bool follow, store_event_query *q)
         return 0;
     }
     if (all_digits)
-        reply_error(r->c, 400, "bad_request", NULL, "events: since '%s' is too large for an event id", since);
+        api_error(r->c, 400, "bad_request", NULL, "events: since '%s' is too large for an event id", since);
     else if (follow)
-        reply_error(r->c, 400, "bad_request", NULL, "events: with follow=1, since must be an event id, not '%s'",
+        api_error(r->c, 400, "bad_request", NULL, "events: with follow=1, since must be an event id, not '%s'",
                     strlen(since) <= 40 ? since : "...");
     else if (clock_parse_rfc3339(since, &ts) == 0) {
         q->since_ts_ms = ts;
         return 0;
     } else
-        reply_error(r->c, 400, "bad_request", NULL,
+        api_error(r->c, 400, "bad_request", NULL,
                     "events: since '%s' is neither an event id nor an RFC 3339 time", since);
     return -1;
 }
@@ -829,13 +796,13 @@ static void events_follow(req *r, const store_event_query *q)
 {
     gpumodd *d = r->d;
     if (qget(r, "limit")) {
-        reply_error(r->c, 400, "bad_request", NULL, "events: limit does not apply with follow=1");
+        api_error(r->c, 400, "bad_request", NULL, "events: limit does not apply with follow=1");
         return;
     }
     if (d->shutting_down || !d->st) {
         /* api_close_follows has run: a stream opened now would hold the
          * server open and the daemon's exit with it */
-        reply_error(r->c, 503, "shutting_down", NULL, "events: the daemon is shutting down; no new follow");
+        api_error(r->c, 503, "shutting_down", NULL, "events: the daemon is shutting down; no new follow");
         return;
     }
     api_events_follow(d, r->c, q->tail ? events_newest(d) : q->since_id, q->service, q->kinds);
@@ -848,7 +815,7 @@ static void get_events(req *r)
     if (qbool(r, "events", "follow", &follow) < 0) return;
     int64_t limit = qint(r, "limit");
     if (limit == -2 || limit == 0 || limit > 10000) {
-        reply_error(r->c, 400, "bad_request", NULL, "events: limit must be an integer from 1 to 10000, not '%s'",
+        api_error(r->c, 400, "bad_request", NULL, "events: limit must be an integer from 1 to 10000, not '%s'",
                     qget(r, "limit"));
         return;
     }
@@ -864,7 +831,7 @@ static void get_events(req *r)
     buf_adds(&b, "{\"events\":");
     events_array(r->d, &q, &b);
     buf_addc(&b, '}');
-    reply(r->c, 200, &b);
+    api_reply(r->c, 200, &b);
     buf_release(&b);
 }
 
@@ -916,7 +883,7 @@ static void pf_not_found(pf_req *f, const char *what, const char *id)
     buf_adds(&det, "{\"config_dir\":");
     buf_json_str(&det, pf_config_dir(f->d));
     buf_addc(&det, '}');
-    reply_error(f->c, 404, "not_found", det.p, "no %s '%s' in %s", what, id, f->d->cfg->config_dir);
+    api_error(f->c, 404, "not_found", det.p, "no %s '%s' in %s", what, id, f->d->cfg->config_dir);
     buf_release(&det);
 }
 
@@ -936,10 +903,10 @@ static void pf_restart_reply(pf_req *f, const preset *p, const snapshot *s)
     int status;
     const char *code;
     if (pf_restart_json(&in, &b, &status, &code, err, sizeof err) != 0) {
-        reply_error(f->c, status, code, NULL, "%s", err);
+        api_error(f->c, status, code, NULL, "%s", err);
     } else {
         pf_close(f, &b);
-        reply(f->c, 200, &b);
+        api_reply(f->c, 200, &b);
     }
     buf_release(&b);
 }
@@ -961,7 +928,7 @@ static void pf_snapshot(const snapshot *s, void *ud)
         } else if (f->restart) {
             pf_restart_reply(f, p, s);
         } else if (pf_judge(d, p, s, res, &nres, nd, &b, &ok, err, sizeof err)) {
-            reply_error(f->c, 422, "need_unknown", NULL, "%s", err);
+            api_error(f->c, 422, "need_unknown", NULL, "%s", err);
         } else {
             /* which configuration judged it: the CLI falls back to its own
              * when it reads another directory */
@@ -971,7 +938,7 @@ static void pf_snapshot(const snapshot *s, void *ud)
                 buf_json_str(&b, pf_config_dir(d));
                 buf_addc(&b, '}');
             }
-            reply(f->c, 200, &b);
+            api_reply(f->c, 200, &b);
         }
     } else {
         const mode *m = strcmp(f->mode, "none") ? config_mode(d->cfg, f->mode) : NULL;
@@ -992,7 +959,7 @@ static void pf_snapshot(const snapshot *s, void *ud)
                 first = false;
                 bool one_ok;
                 if (pf_judge(d, q, s, res, &nres, nd, &b, &one_ok, err, sizeof err)) {
-                    reply_error(f->c, 422, "need_unknown", NULL, "%s", err);
+                    api_error(f->c, 422, "need_unknown", NULL, "%s", err);
                     goto out;
                 }
                 all_ok = all_ok && one_ok;
@@ -1000,7 +967,7 @@ static void pf_snapshot(const snapshot *s, void *ud)
         buf_printf(&b, "],\"ok\":%s,\"config_dir\":", all_ok ? "true" : "false");
         buf_json_str(&b, pf_config_dir(d));
         buf_addc(&b, '}');
-        reply(f->c, 200, &b);
+        api_reply(f->c, 200, &b);
     }
 out:
     buf_release(&b);
@@ -1016,7 +983,7 @@ static cJSON *body_json(req *r, const char *what)
     char err[256];
     cJSON *j = jstrict_parse(r->body->p, r->body->len, err, sizeof err);
     if (!j || !cJSON_IsObject(j)) {
-        reply_error(r->c, 400, "bad_request", NULL, "%s: the body must be a JSON object: %s", what,
+        api_error(r->c, 400, "bad_request", NULL, "%s: the body must be a JSON object: %s", what,
                     j ? "found another JSON value" : err);
         cJSON_Delete(j);
         return NULL;
@@ -1032,19 +999,19 @@ static int pf_overrides(req *r, const cJSON *j, pf_req *f)
     cJSON_ArrayForEach(it, j) if (strcmp(it->string, "service") && strcmp(it->string, "mode") &&
                                   strcmp(it->string, "overrides"))
     {
-        reply_error(r->c, 400, "bad_request", NULL,
+        api_error(r->c, 400, "bad_request", NULL,
                     "preflight: unknown key '%s' in the body (allowed: service, mode, overrides)", it->string);
         return -1;
     }
     if (!ov) return 0;
     if (!f->service) {
-        reply_error(r->c, 400, "bad_request", NULL, "preflight: \"overrides\" go with \"service\", not a mode");
+        api_error(r->c, 400, "bad_request", NULL, "preflight: \"overrides\" go with \"service\", not a mode");
         return -1;
     }
     const preset *p = config_preset(r->d->cfg, f->service); /* none: 404 with the snapshot's answer */
     char err[1024];
     if (overrides_parse(ov, p ? p->driver : -1, &f->ov, err, sizeof err) != 0) {
-        reply_error(r->c, 400, "bad_request", NULL, "preflight: %s", err);
+        api_error(r->c, 400, "bad_request", NULL, "preflight: %s", err);
         return -1;
     }
     f->restart = true;
@@ -1059,7 +1026,7 @@ static void post_preflight(req *r)
     const cJSON *mod = cJSON_GetObjectItemCaseSensitive(j, "mode");
     bool has_s = svc && !cJSON_IsNull(svc), has_m = mod && !cJSON_IsNull(mod);
     if (has_s == has_m || (has_s && !cJSON_IsString(svc)) || (has_m && !cJSON_IsString(mod))) {
-        reply_error(r->c, 400, "bad_request", NULL,
+        api_error(r->c, 400, "bad_request", NULL,
                     "preflight: give exactly one of \"service\" or \"mode\", as a string");
         cJSON_Delete(j);
         return;
@@ -1134,7 +1101,7 @@ static void get_modes(req *r)
     buf_adds(&b, "],\"current\":");
     buf_json_str_or_null(&b, cur);
     buf_addc(&b, '}');
-    reply(r->c, 200, &b);
+    api_reply(r->c, 200, &b);
     buf_release(&b);
 }
 
@@ -1148,7 +1115,7 @@ static void get_switch(req *r) { api_switch_get(r->d, r->c, r->seg[1]); }
 static void route_default(req *r)
 {
     if (!r->d->router) {
-        reply_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
+        api_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
         return;
     }
     router_api_default(r->d->router, r->c, r->m, r->body);
@@ -1157,7 +1124,7 @@ static void route_default(req *r)
 static void route_table(req *r)
 {
     if (!r->d->router) {
-        reply_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
+        api_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
         return;
     }
     router_api_table(r->d->router, r->c);
@@ -1166,7 +1133,7 @@ static void route_table(req *r)
 static void route_resolve_model(req *r)
 {
     if (!r->d->router) {
-        reply_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
+        api_error(r->c, 503, "unavailable", NULL, "the router is not up yet");
         return;
     }
     router_api_resolve(r->d->router, r->c, qget(r, "model"));
@@ -1184,7 +1151,7 @@ static void result_bad(req *r, const char *where, const char *expected, const ch
     buf_adds(&d, ",\"expected\":");
     buf_json_str(&d, expected);
     buf_addc(&d, '}');
-    reply_error(r->c, 400, "bad_request", d.p, "results: %s is %s, expected %s", where, got, expected);
+    api_error(r->c, 400, "bad_request", d.p, "results: %s is %s, expected %s", where, got, expected);
     buf_release(&d);
 }
 
@@ -1323,11 +1290,11 @@ static const char *result_check(req *r, const cJSON *j)
 static void post_results(req *r)
 {
     if (!r->d->st) {
-        reply_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
+        api_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
         return;
     }
     if (r->body->len > API_RESULTS_MAX_BODY) { /* a chunked body: on_head saw no length */
-        reply_error(r->c, 413, "too_large", NULL, "results: the document is %zu bytes, over the limit of %u bytes",
+        api_error(r->c, 413, "too_large", NULL, "results: the document is %zu bytes, over the limit of %u bytes",
                     r->body->len, (unsigned)API_RESULTS_MAX_BODY);
         return;
     }
@@ -1374,12 +1341,12 @@ static void post_results(req *r)
     char err[256];
     if (store_result_add(r->d->st, &sr, 0, 0, &id, &pruned, err, sizeof err)) {
         log_warn("results: %s", err);
-        reply_error(r->c, 500, "internal", NULL, "results: cannot store the result: %s", err);
+        api_error(r->c, 500, "internal", NULL, "results: cannot store the result: %s", err);
     } else {
         if (pruned) log_info("results: stored %" PRId64 ", %" PRId64 " older pruned", id, pruned);
         buf b = BUF_INIT;
         buf_printf(&b, "{\"id\":%" PRId64 "}", id);
-        reply(r->c, 201, &b);
+        api_reply(r->c, 201, &b);
         buf_release(&b);
     }
     free(doc);
@@ -1410,12 +1377,12 @@ static void get_results(req *r)
 {
     int64_t n = qint(r, "n");
     if (n == -2 || n == 0 || n > 1000) {
-        reply_error(r->c, 400, "bad_request", NULL, "results: n must be an integer from 1 to 1000, not '%s'",
+        api_error(r->c, 400, "bad_request", NULL, "results: n must be an integer from 1 to 1000, not '%s'",
                     qget(r, "n"));
         return;
     }
     if (!r->d->st) {
-        reply_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
+        api_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
         return;
     }
     const char *svc = qget(r, "service"), *kind = qget(r, "kind");
@@ -1424,7 +1391,7 @@ static void get_results(req *r)
     char err[256];
     if (store_results(r->d->st, svc && *svc ? svc : NULL, kind && *kind ? kind : NULL, n > 0 ? (size_t)n : 20, &v,
                       &cnt, err, sizeof err)) {
-        reply_error(r->c, 503, "unavailable", NULL, "results: %s", err);
+        api_error(r->c, 503, "unavailable", NULL, "results: %s", err);
         return;
     }
     buf b = BUF_INIT;
@@ -1434,7 +1401,7 @@ static void get_results(req *r)
         result_row_json(&b, &v[i]);
     }
     buf_adds(&b, "]}");
-    reply(r->c, 200, &b);
+    api_reply(r->c, 200, &b);
     buf_release(&b);
     store_results_free(v, cnt);
 }
@@ -1444,25 +1411,25 @@ static void get_result(req *r)
 {
     int64_t id = digits_int(r->seg[1]);
     if (id <= 0) {
-        reply_error(r->c, 400, "bad_request", NULL, "results: '%s' is not a result id (a positive integer)",
+        api_error(r->c, 400, "bad_request", NULL, "results: '%s' is not a result id (a positive integer)",
                     r->seg[1]);
         return;
     }
     if (!r->d->st) {
-        reply_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
+        api_error(r->c, 503, "unavailable", NULL, "results: the state database is not open");
         return;
     }
     store_result *v = NULL;
     char err[256];
     int found = store_result_get(r->d->st, id, &v, err, sizeof err);
     if (found < 0) {
-        reply_error(r->c, 503, "unavailable", NULL, "results: %s", err);
+        api_error(r->c, 503, "unavailable", NULL, "results: %s", err);
     } else if (!found) {
-        reply_error(r->c, 404, "not_found", NULL, "results: no result %" PRId64 " (pruned, or never stored)", id);
+        api_error(r->c, 404, "not_found", NULL, "results: no result %" PRId64 " (pruned, or never stored)", id);
     } else {
         buf b = BUF_INIT;
         buf_adds(&b, v[0].doc);
-        reply(r->c, 200, &b);
+        api_reply(r->c, 200, &b);
         buf_release(&b);
         store_results_free(v, 1);
     }
@@ -1492,7 +1459,7 @@ static bool is_post_results(const http_msg *m)
 static void reply_too_large(srv_conn *c, const http_msg *m, const char *at_least, uint64_t n, uint64_t lim,
                             bool results)
 {
-    reply_error(c, 413, "too_large", NULL,
+    api_error(c, 413, "too_large", NULL,
                 "%.*s %.*s: the body is %s%" PRIu64 " bytes, over the limit of %" PRIu64 " bytes%s",
                 (int)m->method.len, m->method.p, (int)m->target.len, m->target.p, at_least, n, lim,
                 results ? " (a bench result without --raw requests is far smaller)" : "");
@@ -1614,7 +1581,7 @@ void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
             else
                 buf_printf(&msg, "\n%s", g->msg);
         }
-        error_body(out, "config_invalid", msg.p, detail.p);
+        api_error_body(out, "config_invalid", msg.p, detail.p);
         log_error("reload (%s) refused: %s", origin, msg.p);
         record_event(d, "reload refused: configuration errors; the running configuration is kept", detail.p);
         buf_release(&detail);
@@ -1627,7 +1594,7 @@ void api_reload(gpumodd *d, const char *origin, buf *out, int *status)
     strv changed = STRV_INIT;
     char err[512];
     if (sup_set_config(d->sup, nc, &changed, err, sizeof err)) {
-        error_body(out, "config_invalid", err, NULL);
+        api_error_body(out, "config_invalid", err, NULL);
         log_error("reload (%s) refused: %s", origin, err);
         strv_release(&changed);
         config_release(nc);
@@ -1705,7 +1672,7 @@ static void post_reload(req *r)
     buf b = BUF_INIT;
     int status;
     api_reload(r->d, "api", &b, &status);
-    reply(r->c, status, &b);
+    api_reply(r->c, status, &b);
     buf_release(&b);
 }
 
@@ -1777,7 +1744,7 @@ void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud)
     gpumodd *d = ud;
     req r = {.d = d, .c = c, .m = m, .body = body};
     if (parse_target(&r)) {
-        reply_error(c, 400, "bad_request", NULL, "malformed request target '%.*s'", (int)m->target.len,
+        api_error(c, 400, "bad_request", NULL, "malformed request target '%.*s'", (int)m->target.len,
                     m->target.p);
         req_release(&r);
         return;
@@ -1792,7 +1759,7 @@ void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud)
         }
     }
     if (hit && hit->fn != post_results && body->len > API_MAX_BODY) {
-        reply_error(c, 413, "too_large", NULL, "%.*s %s: the body is %zu bytes, over the limit of %u bytes",
+        api_error(c, 413, "too_large", NULL, "%.*s %s: the body is %zu bytes, over the limit of %u bytes",
                     (int)m->method.len, m->method.p, r.path, body->len, (unsigned)API_MAX_BODY);
     } else if (hit) {
         log_debug("%.*s %.*s", (int)m->method.len, m->method.p, (int)m->target.len, m->target.p);
@@ -1801,11 +1768,11 @@ void api_request(srv_conn *c, const http_msg *m, const view *body, void *ud)
         buf allow = BUF_INIT;
         for (const route *rt = routes; rt->method; rt++)
             if (route_matches(rt, &r)) buf_printf(&allow, "%s%s", allow.len ? ", " : "", rt->method);
-        reply_error(c, 405, "method_not_allowed", NULL, "%.*s %s: method not allowed (allowed: %s)",
+        api_error(c, 405, "method_not_allowed", NULL, "%.*s %s: method not allowed (allowed: %s)",
                     (int)m->method.len, m->method.p, r.path, allow.p);
         buf_release(&allow);
     } else {
-        reply_error(c, 404, "not_found", NULL, "no route %.*s %s (see docs/api.md)", (int)m->method.len,
+        api_error(c, 404, "not_found", NULL, "no route %.*s %s (see docs/api.md)", (int)m->method.len,
                     m->method.p, r.path);
     }
     req_release(&r);

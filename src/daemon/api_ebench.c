@@ -11,6 +11,7 @@
  * and stderr apart, each capped at 1 MiB.  An `engine_bench` event marks
  * each run's start (data.argv) and end, and each refusal. */
 #include "daemon/api_ebench.h"
+#include "daemon/reply.h"
 #include "config/overrides.h"
 #include "core/policy.h"
 #include "daemon/hostmon.h"
@@ -49,35 +50,6 @@ typedef struct eb_job {
 
 /* the one run in flight (NULL: none) */
 static eb_job *running;
-
-static void send_json(srv_conn *c, int status, buf *b)
-{
-    buf_addc(b, '\n');
-    srv_respond(c, status, "application/json", b->p, b->len);
-}
-
-static void send_error(srv_conn *c, int status, const char *code, const char *detail, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void send_error(srv_conn *c, int status, const char *code, const char *detail, const char *fmt, ...)
-{
-    buf msg = BUF_INIT, b = BUF_INIT;
-    va_list ap;
-    va_start(ap, fmt);
-    buf_vprintf(&msg, fmt, ap);
-    va_end(ap);
-    buf_adds(&b, "{\"error\":{\"code\":");
-    buf_json_str(&b, code);
-    buf_adds(&b, ",\"message\":");
-    buf_json_str(&b, msg.p);
-    if (detail && *detail) {
-        buf_adds(&b, ",\"detail\":");
-        buf_adds(&b, detail);
-    }
-    buf_adds(&b, "}}");
-    send_json(c, status, &b);
-    buf_release(&msg);
-    buf_release(&b);
-}
 
 static void job_free(eb_job *j)
 {
@@ -220,11 +192,11 @@ static void eb_answer(eb_job *j)
     buf_addc(ok ? &b : &det, '}');
     if (ok) {
         eb_event(j, "done", "llama-bench done", NULL);
-        send_json(j->c, 200, &b);
+        api_reply(j->c, 200, &b);
     } else {
         const char *why = !j->res.exited || j->res.exit_code ? j->err : perr;
         eb_event(j, "failed", why, NULL);
-        send_error(j->c, 422, "engine_bench_failed", det.p, "llama-bench for '%s': %s", j->id, why);
+        api_error(j->c, 422, "engine_bench_failed", det.p, "llama-bench for '%s': %s", j->id, why);
     }
     buf_release(&b);
     buf_release(&det);
@@ -251,15 +223,15 @@ static int eb_admit(eb_job *j, const preset *p, const snapshot *s)
     need_detail *nd = xcalloc(1, sizeof *nd);
     int rc = -1;
     if (overrides_apply(p, &j->ov, &q, err, sizeof err) != 0) {
-        send_error(j->c, 400, "bad_request", NULL, "engine-bench: %s", err);
+        api_error(j->c, 400, "bad_request", NULL, "engine-bench: %s", err);
         goto out;
     }
     q.context_size = j->a.n_prompt + j->a.n_gen;
     char *bin = lbench_binary(&d->cfg->set, err, sizeof err);
     if (!bin || lbench_launch(&q, &d->cfg->set, bin, &j->a, &j->argv, &j->env, err, sizeof err) != 0) {
-        send_error(j->c, 422, bin ? "engine_bench_unsupported" : "no_llama_bench", NULL, "%s", err);
+        api_error(j->c, 422, bin ? "engine_bench_unsupported" : "no_llama_bench", NULL, "%s", err);
     } else if (service_need(&q, &d->cfg->set, s, d->st, nd, err, sizeof err) != 0) {
-        send_error(j->c, 422, "need_unknown", NULL, "%s", err);
+        api_error(j->c, 422, "need_unknown", NULL, "%s", err);
     } else {
         reservation res[128];
         size_t nres = sup_reservations(d->sup, res, 128);
@@ -275,7 +247,7 @@ static int eb_admit(eb_job *j, const preset *p, const snapshot *s)
             buf det = BUF_INIT;
             verdict_json(&det, "daemon", p->id, &v, nd, s);
             eb_event(j, "refused", v.reason, NULL);
-            send_error(j->c, 409, "gate_refused", det.p, "engine-bench for '%s': the gate refused: %s", p->id,
+            api_error(j->c, 409, "gate_refused", det.p, "engine-bench for '%s': the gate refused: %s", p->id,
                        v.reason);
             buf_release(&det);
         }
@@ -292,7 +264,7 @@ static void eb_snapshot(const snapshot *s, void *ud)
     eb_job *j = ud;
     const preset *p = config_preset(j->d->cfg, j->id);
     if (!p) {
-        send_error(j->c, 404, "not_found", NULL, "no preset '%s' in %s", j->id, j->d->cfg->config_dir);
+        api_error(j->c, 404, "not_found", NULL, "no preset '%s' in %s", j->id, j->d->cfg->config_dir);
     } else if (eb_admit(j, p, s) == 0) {
         buf more = BUF_INIT;
         buf_adds(&more, "\"argv\":");
@@ -301,7 +273,7 @@ static void eb_snapshot(const snapshot *s, void *ud)
         buf_release(&more);
         j->work.data = j;
         if (uv_queue_work(j->d->loop, &j->work, eb_work, eb_after) == 0) return;
-        send_error(j->c, 500, "internal", NULL, "engine-bench: cannot queue the run");
+        api_error(j->c, 500, "internal", NULL, "engine-bench: cannot queue the run");
     }
     job_free(j);
 }
@@ -309,13 +281,13 @@ static void eb_snapshot(const snapshot *s, void *ud)
 void api_ebench_post(gpumodd *d, srv_conn *c, const char *id, const view *body)
 {
     if (running) {
-        send_error(c, 409, "engine_bench_busy", NULL, "engine-bench: one runs already (for '%s'); one at a time",
+        api_error(c, 409, "engine_bench_busy", NULL, "engine-bench: one runs already (for '%s'); one at a time",
                    running->id);
         return;
     }
     const preset *p = config_preset(d->cfg, id);
     if (!p) {
-        send_error(c, 404, "not_found", NULL, "no preset '%s' in %s", id, d->cfg->config_dir);
+        api_error(c, 404, "not_found", NULL, "no preset '%s' in %s", id, d->cfg->config_dir);
         return;
     }
     eb_job *j = xcalloc(1, sizeof *j);
@@ -324,19 +296,19 @@ void api_ebench_post(gpumodd *d, srv_conn *c, const char *id, const view *body)
     j->id = xstrdup(id);
     char err[1024];
     if (body_parse(body, p->driver, j, err, sizeof err) != 0) {
-        send_error(c, 400, "bad_request", NULL, "%s", err);
+        api_error(c, 400, "bad_request", NULL, "%s", err);
         job_free(j);
         return;
     }
     if (p->driver != DRV_LLAMACPP) {
-        send_error(c, 422, "engine_bench_unsupported", NULL,
+        api_error(c, 422, "engine_bench_unsupported", NULL,
                    "engine-bench: preset '%s' is not a llama.cpp preset (llama-bench runs llamacpp only)", id);
         job_free(j);
         return;
     }
     char *bin = lbench_binary(&d->cfg->set, err, sizeof err);
     if (!bin) {
-        send_error(c, 422, "no_llama_bench", NULL, "engine-bench for '%s': %s", id, err);
+        api_error(c, 422, "no_llama_bench", NULL, "engine-bench for '%s': %s", id, err);
         job_free(j);
         return;
     }

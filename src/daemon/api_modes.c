@@ -3,6 +3,7 @@
  * callback, which comes exactly once; the connection stays valid until
  * then even when the client has gone (src/net/server.c). */
 #include "daemon/api_modes.h"
+#include "daemon/reply.h"
 #include "util/jstrict.h"
 #include "daemon/switch.h"
 #include "daemon/tunelease.h"
@@ -15,28 +16,6 @@
 #include <string.h>
 
 #define MAX_RUN 64
-
-static void send_json(srv_conn *c, int status, buf *b)
-{
-    buf_addc(b, '\n');
-    srv_respond(c, status, "application/json", b->p, b->len);
-}
-
-static void send_error(srv_conn *c, int status, const char *code, const char *message, const char *detail)
-{
-    buf b = BUF_INIT;
-    buf_adds(&b, "{\"error\":{\"code\":");
-    buf_json_str(&b, code);
-    buf_adds(&b, ",\"message\":");
-    buf_json_str(&b, message);
-    if (detail && *detail) {
-        buf_adds(&b, ",\"detail\":");
-        buf_adds(&b, detail);
-    }
-    buf_adds(&b, "}}");
-    send_json(c, status, &b);
-    buf_release(&b);
-}
 
 /* One request: answered from the executor's callback, or, with wait=0,
  * at once with 202 and the switch's id once switch_request has returned
@@ -62,17 +41,17 @@ static void switched(const switch_result *r, void *ud)
     if (r->status == 200) {
         buf b = BUF_INIT;
         buf_adds(&b, r->json ? r->json : "null");
-        send_json(c, 200, &b);
+        api_reply(c, 200, &b);
         buf_release(&b);
     } else {
-        send_error(c, r->status, r->code ? r->code : "start_failed", r->message ? r->message : "failed", r->json);
+        api_error(c, r->status, r->code ? r->code : "start_failed", r->json, "%s", r->message ? r->message : "failed");
     }
 }
 
 void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *origin, const char *wait)
 {
     if (!d->sw) {
-        send_error(c, 503, "shutting_down", "mode switching is not available: the daemon is not up yet", NULL);
+        api_error(c, 503, "shutting_down", NULL, "%s", "mode switching is not available: the daemon is not up yet");
         return;
     }
     char err[256], msg[600];
@@ -80,7 +59,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     if (!j || !cJSON_IsObject(j)) {
         snprintf(msg, sizeof msg, "modes/switch: the body must be a JSON object {\"mode\", \"dry_run\", \"timeout\"}: %s",
                  j ? "found another JSON value" : err);
-        send_error(c, 400, "bad_request", msg, NULL);
+        api_error(c, 400, "bad_request", NULL, "%s", msg);
         cJSON_Delete(j);
         return;
     }
@@ -105,7 +84,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     else if (wait && strcmp(wait, "0") && strcmp(wait, "1") && strcmp(wait, "false") && strcmp(wait, "true"))
         bad = "modes/switch: the query's wait must be 0 or 1";
     if (bad) {
-        send_error(c, 400, "bad_request", bad, NULL);
+        api_error(c, 400, "bad_request", NULL, "%s", bad);
         cJSON_Delete(j);
         return;
     }
@@ -120,7 +99,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     buf tdet = BUF_INIT;
     if (!rq.dry_run && d->tl && tunelease_refuses_switch(d->tl, msg, sizeof msg, &tdet)) {
         /* a tune run holds the host: the lease's restore owns the way back */
-        send_error(c, 409, "tune_in_progress", msg, tdet.p);
+        api_error(c, 409, "tune_in_progress", tdet.p, "%s", msg);
         buf_release(&tdet);
         cJSON_Delete(j);
         return;
@@ -148,7 +127,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     switch_current_json(d->sw, &b);
     buf_addc(&b, '}');
     q->answered = true; /* switched() frees q when the switch ends */
-    send_json(c, 202, &b);
+    api_reply(c, 202, &b);
     buf_release(&b);
 }
 
@@ -191,7 +170,7 @@ void api_modes_current(gpumodd *d, srv_conn *c)
     else
         buf_adds(&b, "null");
     buf_addc(&b, '}');
-    send_json(c, 200, &b);
+    api_reply(c, 200, &b);
     buf_release(&b);
 }
 
@@ -201,24 +180,24 @@ void api_switch_get(gpumodd *d, srv_conn *c, const char *id_text)
     errno = 0;
     long long id = id_text ? strtoll(id_text, &e, 10) : 0;
     if (!id_text || !*id_text || *e || errno || id < 1) {
-        send_error(c, 400, "bad_request", "switches/ID: ID must be a switch id (a positive integer)", NULL);
+        api_error(c, 400, "bad_request", NULL, "%s", "switches/ID: ID must be a switch id (a positive integer)");
         return;
     }
     if (!d->sw) {
-        send_error(c, 503, "shutting_down", "the switch journal is not available: the daemon is not up yet", NULL);
+        api_error(c, 503, "shutting_down", NULL, "%s", "the switch journal is not available: the daemon is not up yet");
         return;
     }
     buf b = BUF_INIT;
     char err[256];
     int rc = switch_get_json(d->sw, (int64_t)id, &b, err, sizeof err);
     if (rc < 0) {
-        send_error(c, 503, "unavailable", err, NULL);
+        api_error(c, 503, "unavailable", NULL, "%s", err);
     } else if (rc == 0) {
         char m[128];
         snprintf(m, sizeof m, "no switch %lld in the journal", id);
-        send_error(c, 404, "not_found", m, NULL);
+        api_error(c, 404, "not_found", NULL, "%s", m);
     } else {
-        send_json(c, 200, &b);
+        api_reply(c, 200, &b);
     }
     buf_release(&b);
 }
@@ -231,21 +210,21 @@ void api_switches(gpumodd *d, srv_conn *c, const char *limit)
         errno = 0;
         n = strtol(limit, &e, 10);
         if (!*limit || *e || errno || n < 1 || n > 1000) {
-            send_error(c, 400, "bad_request", "switches: limit must be an integer from 1 to 1000", NULL);
+            api_error(c, 400, "bad_request", NULL, "%s", "switches: limit must be an integer from 1 to 1000");
             return;
         }
     }
     if (!d->sw) {
-        send_error(c, 503, "shutting_down", "the switch journal is not available: the daemon is not up yet", NULL);
+        api_error(c, 503, "shutting_down", NULL, "%s", "the switch journal is not available: the daemon is not up yet");
         return;
     }
     buf b = BUF_INIT;
     char err[256];
     if (switch_journal_json(d->sw, (size_t)n, &b, err, sizeof err)) {
         buf_clear(&b);
-        send_error(c, 503, "unavailable", err, NULL);
+        api_error(c, 503, "unavailable", NULL, "%s", err);
     } else {
-        send_json(c, 200, &b);
+        api_reply(c, 200, &b);
     }
     buf_release(&b);
 }

@@ -3,6 +3,7 @@
  * whose answer is written back at once (nothing here waits: a release
  * answers with the restore's plan and the restore runs on). */
 #include "daemon/api_tune.h"
+#include "daemon/reply.h"
 #include "util/jstrict.h"
 
 #include <cjson/cJSON.h>
@@ -13,34 +14,12 @@
 
 #define TAKE_KEYS "service, allow_traffic, ttl_ms, state"
 
-static void send_json(srv_conn *c, int status, buf *b)
-{
-    buf_addc(b, '\n');
-    srv_respond(c, status, "application/json", b->p, b->len);
-}
-
-static void send_error(srv_conn *c, int status, const char *code, const char *message, const char *detail)
-{
-    buf b = BUF_INIT;
-    buf_adds(&b, "{\"error\":{\"code\":");
-    buf_json_str(&b, code);
-    buf_adds(&b, ",\"message\":");
-    buf_json_str(&b, message);
-    if (detail && *detail) {
-        buf_adds(&b, ",\"detail\":");
-        buf_adds(&b, detail);
-    }
-    buf_adds(&b, "}}");
-    send_json(c, status, &b);
-    buf_release(&b);
-}
-
 static void send_answer(srv_conn *c, tl_answer *a)
 {
     if (a->status < 300)
-        send_json(c, a->status, &a->body);
+        api_reply(c, a->status, &a->body);
     else
-        send_error(c, a->status, a->code, a->message, a->body.p);
+        api_error(c, a->status, a->code, a->body.p, "%s", a->message);
     buf_release(&a->body);
 }
 
@@ -161,7 +140,7 @@ int api_tune_renew_parse(const view *body, char **state, char *err, size_t errle
 static bool up(gpumodd *d, srv_conn *c)
 {
     if (d->tl) return true;
-    send_error(c, 503, "shutting_down", "tune: the daemon is not up yet", NULL);
+    api_error(c, 503, "shutting_down", NULL, "%s", "tune: the daemon is not up yet");
     return false;
 }
 
@@ -171,7 +150,7 @@ void api_tune_post(gpumodd *d, srv_conn *c, const view *body)
     tl_take rq;
     if (!up(d, c)) return;
     if (api_tune_take_parse(body, &rq, err, sizeof err)) {
-        send_error(c, 400, "bad_request", err, NULL);
+        api_error(c, 400, "bad_request", NULL, "%s", err);
         return;
     }
     tl_answer a = {.body = BUF_INIT};
@@ -185,7 +164,7 @@ void api_tune_get(gpumodd *d, srv_conn *c)
     if (!up(d, c)) return;
     buf b = BUF_INIT;
     tunelease_json(d->tl, &b);
-    send_json(c, 200, &b);
+    api_reply(c, 200, &b);
     buf_release(&b);
 }
 
@@ -194,7 +173,7 @@ void api_tune_put(gpumodd *d, srv_conn *c, const char *id, const view *body)
     char err[512], *state = NULL;
     if (!up(d, c)) return;
     if (api_tune_renew_parse(body, &state, err, sizeof err)) {
-        send_error(c, 400, "bad_request", err, NULL);
+        api_error(c, 400, "bad_request", NULL, "%s", err);
         return;
     }
     tl_answer a = {.body = BUF_INIT};

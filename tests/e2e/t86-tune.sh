@@ -264,6 +264,20 @@ t_run 2 gpumod tune chat --file "$T/bad.yaml"
 t_has err "$T/bad.yaml:3:3: tune.rownds: not an option of gpumod tune"
 t_end
 
+t_begin "the client's objectives run too: throughput, and a weighted score (the outcomes are the machine's)"
+t_run 0 gpumod tune chat --param threads=1,2 --objective throughput --requests 8 --warmup 1 --gen-tokens 16 \
+    --prompt-tokens 16 --rounds 2 --json "$T/tput.json" --no-store
+t_jq "$T/tput.json" '.settings.objective + " " + (.settings.higher_is_better | tostring)' "throughput true"
+t_jq "$T/tput.json" '[.rows[] | select(.outcome != "BASELINE") | .median > 0] | all' true
+t_run 0 gpumod tune chat --param threads=1,2 --objective score --weights engine_tps=1,ttft=0.5 --requests 8 \
+    --warmup 1 --gen-tokens 16 --prompt-tokens 16 --rounds 2 --json "$T/score.json" --no-store
+t_jq "$T/score.json" '[.rows[] | select(.outcome != "BASELINE") | .median | type] | unique | join(",")' number
+t_run 2 gpumod tune chat --param threads=1,2 --objective score
+t_has err "--objective score needs --weights"
+t_run 2 gpumod tune chat --param threads=1,2 --objective score --weights speed=1
+t_has err "--weights 'speed=1'"
+t_end
+
 t_begin "--budget: no comparison starts that would pass it; the run says it stopped early"
 t_run 1 gpumod tune chat --param threads=1,2,4 "${LOAD[@]}" --budget 1 --json "$T/budget.json" --no-store
 t_has out "stopped early: the time budget of 1 s"
