@@ -115,7 +115,6 @@ cJSON *bresult_settings(const bopts *o, bool prompt_exact, long prompt_measured)
 /* The document's skeleton: schema, kind, started, version, argv. */
 cJSON *bresult_new(const char *kind, const bopts *o, int64_t started_unix_ms);
 /* JSON number or null for NaN/Inf. */
-void bjson_num(cJSON *o, const char *key, double v);
 void bresult_warn(cJSON *doc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- ctxsweep.c ---------------------------------------------------------- */

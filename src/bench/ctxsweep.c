@@ -14,6 +14,7 @@
  * of the first depth's, or a request timed out: "degraded").  Each
  * iteration starts from a different text (the seed moves), so no
  * iteration finds the previous one in the cache. */
+#include "oai/docfile.h"
 #include "bench/cli.h"
 
 #define CTX_JUDGE_MS 50.0 /* shortest decode whose speed is judged (ms) */
@@ -131,20 +132,20 @@ static cJSON *one_depth(const bopts *o, const btarget *t, long depth, uint64_t s
         cJSON_AddStringToObject(j, "reason", dr->message);
     else
         cJSON_AddNullToObject(j, "reason");
-    bjson_num(j, "n_in", r->n_in >= 0 ? (double)r->n_in : NAN);
-    bjson_num(j, "n_cached", r->n_cached >= 0 ? (double)r->n_cached : NAN);
-    bjson_num(j, "n_out", r->n_out >= 0 ? (double)r->n_out : NAN);
-    bjson_num(j, "prefill_tokens", r->n_in >= 0 ? (double)(r->n_in - (r->n_cached > 0 ? r->n_cached : 0)) : NAN);
-    bjson_num(j, "gen_tokens", r->n_out >= 0 ? (double)r->n_out : NAN);
-    bjson_num(j, "prompt_n", r->has_timings ? (double)r->srv_prompt_n : NAN);
-    bjson_num(j, "cache_n", r->has_timings ? (double)r->srv_cache_n : NAN);
+    docfile_num(j, "n_in", r->n_in >= 0 ? (double)r->n_in : NAN);
+    docfile_num(j, "n_cached", r->n_cached >= 0 ? (double)r->n_cached : NAN);
+    docfile_num(j, "n_out", r->n_out >= 0 ? (double)r->n_out : NAN);
+    docfile_num(j, "prefill_tokens", r->n_in >= 0 ? (double)(r->n_in - (r->n_cached > 0 ? r->n_cached : 0)) : NAN);
+    docfile_num(j, "gen_tokens", r->n_out >= 0 ? (double)r->n_out : NAN);
+    docfile_num(j, "prompt_n", r->has_timings ? (double)r->srv_prompt_n : NAN);
+    docfile_num(j, "cache_n", r->has_timings ? (double)r->srv_cache_n : NAN);
     cJSON_AddStringToObject(j, "prefill_tps_source", src);
     cJSON_AddBoolToObject(j, "tokens_out_estimated", r->out_estimated);
     cJSON *v = cJSON_AddObjectToObject(j, "values");
-    bjson_num(v, "prefill_tps", prefill);
-    bjson_num(v, "gen_tps", decode);
-    bjson_num(v, "ttft_ms", m.ttft_ms);
-    bjson_num(v, "e2el_ms", m.e2el_ms);
+    docfile_num(v, "prefill_tps", prefill);
+    docfile_num(v, "gen_tps", decode);
+    docfile_num(v, "ttft_ms", m.ttft_ms);
+    docfile_num(v, "e2el_ms", m.e2el_ms);
     cJSON_AddItemToObject(j, "memory", mem);
     bload_result_release(&res);
     return j;

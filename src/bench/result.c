@@ -18,14 +18,6 @@
 #define SUMMARY_CONF 0.95
 #define SUMMARY_B 2000
 
-void bjson_num(cJSON *o, const char *key, double v)
-{
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
 void bresult_warn(cJSON *doc, const char *fmt, ...)
 {
     cJSON *w = cJSON_GetObjectItem(doc, "warnings");
@@ -44,12 +36,12 @@ static cJSON *bsum_json(const bsum *s)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "n", (double)s->n);
-    bjson_num(j, "mean", s->mean);
-    bjson_num(j, "sd", s->sd);
-    bjson_num(j, "min", s->min);
-    bjson_num(j, "max", s->max);
-    bjson_num(j, "median", s->median);
-    for (int i = 0; i < BSUM_NP; i++) bjson_num(j, bsum_pct_names[i], s->p_ok[i] ? s->p[i] : NAN);
+    docfile_num(j, "mean", s->mean);
+    docfile_num(j, "sd", s->sd);
+    docfile_num(j, "min", s->min);
+    docfile_num(j, "max", s->max);
+    docfile_num(j, "median", s->median);
+    for (int i = 0; i < BSUM_NP; i++) docfile_num(j, bsum_pct_names[i], s->p_ok[i] ? s->p[i] : NAN);
     return j;
 }
 
@@ -58,27 +50,27 @@ static cJSON *server_json(const bserver_delta *d)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "flavor", d->flavor ? d->flavor : "unknown");
     cJSON_AddBoolToObject(j, "reset", d->reset);
-    bjson_num(j, "prompt_tokens", d->prompt_tokens);
-    bjson_num(j, "predicted_tokens", d->predicted_tokens);
-    bjson_num(j, "prompt_s", d->prompt_s);
-    bjson_num(j, "predicted_s", d->predicted_s);
-    bjson_num(j, "n_decode", d->n_decode);
-    bjson_num(j, "prefill_tps", d->prefill_tps);
-    bjson_num(j, "decode_tps", d->decode_tps);
-    bjson_num(j, "tokens_per_decode", d->tokens_per_decode);
-    bjson_num(j, "busy_slots_per_decode", d->busy_slots_per_decode);
-    bjson_num(j, "requests_deferred", d->requests_deferred);
-    bjson_num(j, "requests_running", d->requests_running);
-    bjson_num(j, "requests_waiting", d->requests_waiting);
-    bjson_num(j, "kv_cache_usage", d->kv_cache_usage);
-    bjson_num(j, "requests_success", d->requests_success);
+    docfile_num(j, "prompt_tokens", d->prompt_tokens);
+    docfile_num(j, "predicted_tokens", d->predicted_tokens);
+    docfile_num(j, "prompt_s", d->prompt_s);
+    docfile_num(j, "predicted_s", d->predicted_s);
+    docfile_num(j, "n_decode", d->n_decode);
+    docfile_num(j, "prefill_tps", d->prefill_tps);
+    docfile_num(j, "decode_tps", d->decode_tps);
+    docfile_num(j, "tokens_per_decode", d->tokens_per_decode);
+    docfile_num(j, "busy_slots_per_decode", d->busy_slots_per_decode);
+    docfile_num(j, "requests_deferred", d->requests_deferred);
+    docfile_num(j, "requests_running", d->requests_running);
+    docfile_num(j, "requests_waiting", d->requests_waiting);
+    docfile_num(j, "kv_cache_usage", d->kv_cache_usage);
+    docfile_num(j, "requests_success", d->requests_success);
     if (d->spec) {
         cJSON *s = cJSON_AddObjectToObject(j, "spec");
-        bjson_num(s, "drafts", d->drafts);
-        bjson_num(s, "draft_tokens", d->draft_tokens);
-        bjson_num(s, "accepted", d->accepted);
-        bjson_num(s, "acceptance_rate", d->acceptance_rate);
-        bjson_num(s, "acceptance_length", d->acceptance_length);
+        docfile_num(s, "drafts", d->drafts);
+        docfile_num(s, "draft_tokens", d->draft_tokens);
+        docfile_num(s, "accepted", d->accepted);
+        docfile_num(s, "acceptance_rate", d->acceptance_rate);
+        docfile_num(s, "acceptance_length", d->acceptance_length);
         cJSON *pp = cJSON_AddArrayToObject(s, "per_pos");
         for (int i = 0; i < d->n_pos && i < BSERVER_MAX_POS; i++)
             cJSON_AddItemToArray(pp, isfinite(d->per_pos[i]) ? cJSON_CreateNumber(d->per_pos[i]) : cJSON_CreateNull());
@@ -91,19 +83,19 @@ static cJSON *server_json(const bserver_delta *d)
 static cJSON *self_json(const bself *s)
 {
     cJSON *j = cJSON_CreateObject();
-    bjson_num(j, "cpu_pct", s->cpu_pct);
+    docfile_num(j, "cpu_pct", s->cpu_pct);
     if (!isfinite(s->cpu_pct))
         cJSON_AddStringToObject(j, "cpu_note", "not judged: the run took less than 1 s of wall time");
     else
         cJSON_AddNullToObject(j, "cpu_note");
-    bjson_num(j, "user_s", s->user_s);
-    bjson_num(j, "sys_s", s->sys_s);
-    bjson_num(j, "wall_s", s->wall_s);
+    docfile_num(j, "user_s", s->user_s);
+    docfile_num(j, "sys_s", s->sys_s);
+    docfile_num(j, "wall_s", s->wall_s);
     cJSON_AddItemToObject(j, "sched_lag_ms", bsum_json(&s->sched_lag_ms));
     cJSON_AddItemToObject(j, "loop_lag_ms", bsum_json(&s->loop_lag_ms));
     cJSON_AddItemToObject(j, "loop_busy_ms", bsum_json(&s->loop_busy_ms));
-    bjson_num(j, "runq_wait_s", s->runq_wait_s);
-    bjson_num(j, "bytes_per_s", s->bytes_per_s);
+    docfile_num(j, "runq_wait_s", s->runq_wait_s);
+    docfile_num(j, "bytes_per_s", s->bytes_per_s);
     cJSON_AddNumberToObject(j, "max_in_flight", (double)s->max_in_flight);
     cJSON_AddBoolToObject(j, "client_bound", s->client_bound);
     cJSON *w = cJSON_AddArrayToObject(j, "warnings");
@@ -121,16 +113,16 @@ static cJSON *request_json(const breq *r, int64_t w_start)
     cJSON *j = cJSON_CreateObject();
     if (r->id[0]) cJSON_AddStringToObject(j, "id", r->id);
     cJSON_AddNumberToObject(j, "status", r->status);
-    bjson_num(j, "t_sched_ms", ms_rel(r->t_sched, w_start)); /* from the window's start */
-    bjson_num(j, "t_send_ms", ms_rel(r->t_send, w_start));
-    bjson_num(j, "t_hdr_ms", ms_rel(r->t_hdr, r->t_send)); /* from t_send */
-    bjson_num(j, "t_first_ms", ms_rel(r->t_first, r->t_send));
-    bjson_num(j, "t_first_content_ms", ms_rel(r->t_first_content, r->t_send));
-    bjson_num(j, "t_last_ms", ms_rel(r->t_last, r->t_send));
-    bjson_num(j, "t_done_ms", ms_rel(r->t_done, r->t_send));
-    bjson_num(j, "n_in", r->n_in >= 0 ? (double)r->n_in : NAN);
-    bjson_num(j, "n_out", r->n_out >= 0 ? (double)r->n_out : NAN);
-    bjson_num(j, "n_cached", r->n_cached >= 0 ? (double)r->n_cached : NAN);
+    docfile_num(j, "t_sched_ms", ms_rel(r->t_sched, w_start)); /* from the window's start */
+    docfile_num(j, "t_send_ms", ms_rel(r->t_send, w_start));
+    docfile_num(j, "t_hdr_ms", ms_rel(r->t_hdr, r->t_send)); /* from t_send */
+    docfile_num(j, "t_first_ms", ms_rel(r->t_first, r->t_send));
+    docfile_num(j, "t_first_content_ms", ms_rel(r->t_first_content, r->t_send));
+    docfile_num(j, "t_last_ms", ms_rel(r->t_last, r->t_send));
+    docfile_num(j, "t_done_ms", ms_rel(r->t_done, r->t_send));
+    docfile_num(j, "n_in", r->n_in >= 0 ? (double)r->n_in : NAN);
+    docfile_num(j, "n_out", r->n_out >= 0 ? (double)r->n_out : NAN);
+    docfile_num(j, "n_cached", r->n_cached >= 0 ? (double)r->n_cached : NAN);
     cJSON_AddBoolToObject(j, "out_estimated", r->out_estimated);
     cJSON_AddBoolToObject(j, "k_estimated", r->k_estimated);
     cJSON_AddStringToObject(j, "finish_reason", r->finish_reason);
@@ -142,9 +134,9 @@ static cJSON *request_json(const breq *r, int64_t w_start)
     if (r->has_timings) {
         cJSON *t = cJSON_AddObjectToObject(j, "timings");
         cJSON_AddNumberToObject(t, "prompt_n", (double)r->srv_prompt_n);
-        bjson_num(t, "prompt_ms", r->srv_prompt_ms);
+        docfile_num(t, "prompt_ms", r->srv_prompt_ms);
         cJSON_AddNumberToObject(t, "predicted_n", (double)r->srv_predicted_n);
-        bjson_num(t, "predicted_ms", r->srv_predicted_ms);
+        docfile_num(t, "predicted_ms", r->srv_predicted_ms);
         cJSON_AddNumberToObject(t, "cache_n", (double)r->srv_cache_n);
         if (r->srv_draft_n >= 0) cJSON_AddNumberToObject(t, "draft_n", (double)r->srv_draft_n);
         if (r->srv_draft_accepted >= 0) cJSON_AddNumberToObject(t, "draft_n_accepted", (double)r->srv_draft_accepted);
@@ -164,7 +156,7 @@ static cJSON *request_json(const breq *r, int64_t w_start)
 cJSON *bresult_iteration(const bload_result *r, const bagg *a, const bserver_delta *sd, cJSON *memory, bool raw)
 {
     cJSON *j = cJSON_CreateObject();
-    bjson_num(j, "window_s", a->window_s);
+    docfile_num(j, "window_s", a->window_s);
     cJSON_AddNumberToObject(j, "sent", (double)a->sent);
     cJSON_AddNumberToObject(j, "completed", (double)a->completed);
     cJSON_AddNumberToObject(j, "failed", (double)a->failed);
@@ -187,15 +179,15 @@ cJSON *bresult_iteration(const bload_result *r, const bagg *a, const bserver_del
     cJSON_AddBoolToObject(j, "tokens_in_unknown", a->in_unknown);
     cJSON_AddBoolToObject(j, "tokens_out_estimated", a->out_estimated);
     cJSON_AddBoolToObject(j, "k_estimated", a->k_estimated);
-    bjson_num(j, "req_tput", a->req_tput);
-    bjson_num(j, "out_tput", a->out_tput);
-    bjson_num(j, "total_tput", a->total_tput);
-    bjson_num(j, "goodput", a->goodput);
-    bjson_num(j, "good_fraction", a->good_fraction);
-    bjson_num(j, "concurrency_avg", a->concurrency_avg);
-    bjson_num(j, "concurrency_peak", a->concurrency_peak);
-    bjson_num(j, "littles_law", a->littles_law);
-    bjson_num(j, "chunk_tokens", a->chunk_tokens);
+    docfile_num(j, "req_tput", a->req_tput);
+    docfile_num(j, "out_tput", a->out_tput);
+    docfile_num(j, "total_tput", a->total_tput);
+    docfile_num(j, "goodput", a->goodput);
+    docfile_num(j, "good_fraction", a->good_fraction);
+    docfile_num(j, "concurrency_avg", a->concurrency_avg);
+    docfile_num(j, "concurrency_peak", a->concurrency_peak);
+    docfile_num(j, "littles_law", a->littles_law);
+    docfile_num(j, "chunk_tokens", a->chunk_tokens);
     cJSON *m = cJSON_AddObjectToObject(j, "metrics");
     cJSON_AddItemToObject(m, "ttft_ms", bsum_json(&a->ttft));
     cJSON_AddItemToObject(m, "ttfc_ms", bsum_json(&a->ttfc));
@@ -210,7 +202,7 @@ cJSON *bresult_iteration(const bload_result *r, const bagg *a, const bserver_del
     const char *names[64];
     double vals[64];
     size_t nv = bagg_values(a, names, vals, 64);
-    for (size_t i = 0; i < nv && i < 64; i++) bjson_num(v, names[i], vals[i]);
+    for (size_t i = 0; i < nv && i < 64; i++) docfile_num(v, names[i], vals[i]);
     if (sd)
         cJSON_AddItemToObject(j, "server", server_json(sd));
     else
@@ -220,7 +212,7 @@ cJSON *bresult_iteration(const bload_result *r, const bagg *a, const bserver_del
     if (raw) {
         /* the requests' t_send_ms origin as CLOCK_MONOTONIC ms, so that a
          * server's own log on this host can be joined (t80-bench-agree) */
-        bjson_num(j, "w_start_mono_ms", (double)r->w_start / 1e6);
+        docfile_num(j, "w_start_mono_ms", (double)r->w_start / 1e6);
         cJSON *rq = cJSON_AddArrayToObject(j, "requests");
         for (size_t i = 0; i < r->n; i++) cJSON_AddItemToArray(rq, request_json(&r->reqs[i], r->w_start));
         for (size_t i = r->n; i < r->n + r->n_cut; i++) {
@@ -249,9 +241,9 @@ cJSON *bresult_summary(const cJSON *iterations, uint64_t seed)
         bci ci;
         if (bstat_median_ci(v, n, SUMMARY_CONF, SUMMARY_B, seed, &ci) != 0) ci.est = ci.lo = ci.hi = NAN;
         cJSON *o = cJSON_AddObjectToObject(sum, nm->string);
-        bjson_num(o, "median", n ? ci.est : NAN);
-        bjson_num(o, "lo", n ? ci.lo : NAN);
-        bjson_num(o, "hi", n ? ci.hi : NAN);
+        docfile_num(o, "median", n ? ci.est : NAN);
+        docfile_num(o, "lo", n ? ci.lo : NAN);
+        docfile_num(o, "hi", n ? ci.hi : NAN);
         cJSON_AddNumberToObject(o, "n", (double)n);
     }
     free(v);
@@ -279,7 +271,7 @@ cJSON *bresult_settings(const bopts *o, bool prompt_exact, long prompt_measured)
         cJSON_AddItemToObject(s, "rate", nums(o->rate, o->n_rate));
     else
         cJSON_AddNullToObject(s, "rate");
-    bjson_num(s, "burstiness", o->burstiness); /* inf: null (constant gaps) */
+    docfile_num(s, "burstiness", o->burstiness); /* inf: null (constant gaps) */
     if (o->max_concurrency > 0)
         cJSON_AddNumberToObject(s, "max_concurrency", (double)o->max_concurrency);
     else
@@ -317,9 +309,9 @@ cJSON *bresult_settings(const bopts *o, bool prompt_exact, long prompt_measured)
     cJSON_AddBoolToObject(s, "ignore_eos", true);
     cJSON_AddStringToObject(s, "endpoint", o->completions ? "completions" : "chat");
     cJSON *slo = cJSON_AddObjectToObject(s, "slo");
-    bjson_num(slo, "ttft_ms", o->slo.ttft_ms > 0 ? o->slo.ttft_ms : NAN);
-    bjson_num(slo, "tpot_ms", o->slo.tpot_ms > 0 ? o->slo.tpot_ms : NAN);
-    bjson_num(slo, "e2el_ms", o->slo.e2el_ms > 0 ? o->slo.e2el_ms : NAN);
+    docfile_num(slo, "ttft_ms", o->slo.ttft_ms > 0 ? o->slo.ttft_ms : NAN);
+    docfile_num(slo, "tpot_ms", o->slo.tpot_ms > 0 ? o->slo.tpot_ms : NAN);
+    docfile_num(slo, "e2el_ms", o->slo.e2el_ms > 0 ? o->slo.e2el_ms : NAN);
     cJSON_AddNumberToObject(s, "seed", (double)o->seed);
     if (o->ctx_sweep) {
         cJSON *cs = cJSON_AddObjectToObject(s, "ctx_sweep");

@@ -5,6 +5,7 @@
  * suite that gained or lost items compares on what the two share (the
  * unpaired are counted, never guessed).  An error counts as not passed on
  * its side: a run whose server failed an item did not answer it. */
+#include "oai/docfile.h"
 #include "eval/ecompare.h"
 
 #include <math.h>
@@ -148,14 +149,6 @@ void ecompare_render(buf *out, const ecmp *m, const char *name_a, const char *na
         buf_adds(out, "judge: not testable (fewer than two scores on a side)\n");
 }
 
-static void jnum(cJSON *o, const char *k, double v)
-{
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
 cJSON *ecompare_json(const ecmp *m)
 {
     cJSON *o = cJSON_CreateObject();
@@ -164,14 +157,14 @@ cJSON *ecompare_json(const ecmp *m)
     cJSON_AddNumberToObject(o, "only_b", (double)m->only_b);
     cJSON_AddNumberToObject(o, "b", (double)m->b);
     cJSON_AddNumberToObject(o, "c", (double)m->c);
-    jnum(o, "p", m->p);
+    docfile_num(o, "p", m->p);
     cJSON_AddStringToObject(o, "verdict", verdict_name(m->verdict));
     cJSON_AddItemToObject(o, "a", eacc_json(&m->a));
     cJSON_AddItemToObject(o, "b_run", eacc_json(&m->bb));
     cJSON *j = cJSON_AddObjectToObject(o, "judge");
-    jnum(j, "diff", m->judge_diff.est);
-    jnum(j, "lo", m->judge_diff.lo);
-    jnum(j, "hi", m->judge_diff.hi);
+    docfile_num(j, "diff", m->judge_diff.est);
+    docfile_num(j, "lo", m->judge_diff.lo);
+    docfile_num(j, "hi", m->judge_diff.hi);
     cJSON_AddStringToObject(j, "verdict", verdict_name(m->judge_verdict));
     cJSON_AddBoolToObject(o, "worse", ecompare_worse(m));
     return o;

@@ -8,6 +8,7 @@
  * prompt and the reply, cut at a UTF-8 boundary, with the full sizes
  * beside them, so a document of a large suite stays small enough for the
  * daemon while the golden file keeps whole replies. */
+#include "oai/docfile.h"
 #include "eval/eresult.h"
 
 #include <math.h>
@@ -26,14 +27,6 @@ void erec_release(erec *r)
     free(r->tool_calls);
     free(r->error);
     memset(r, 0, sizeof *r);
-}
-
-static void jnum(cJSON *o, const char *k, double v)
-{
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
 }
 
 static void jstr(cJSON *o, const char *k, const char *v)
@@ -103,10 +96,10 @@ cJSON *erec_json(const eval_item *it, const erec *r)
     cJSON *tc = r->tool_calls ? cJSON_Parse(r->tool_calls) : NULL;
     cJSON_AddItemToObject(o, "tool_calls", tc ? tc : cJSON_CreateNull());
     jstr(o, "finish_reason", r->finish_reason[0] ? r->finish_reason : NULL);
-    jnum(o, "tokens_in", r->n_in >= 0 ? (double)r->n_in : NAN);
-    jnum(o, "tokens_out", r->n_out >= 0 ? (double)r->n_out : NAN);
-    jnum(o, "latency_ms", r->latency_ms);
-    jnum(o, "ttft_ms", r->ttft_ms);
+    docfile_num(o, "tokens_in", r->n_in >= 0 ? (double)r->n_in : NAN);
+    docfile_num(o, "tokens_out", r->n_out >= 0 ? (double)r->n_out : NAN);
+    docfile_num(o, "latency_ms", r->latency_ms);
+    docfile_num(o, "ttft_ms", r->ttft_ms);
     cJSON_AddNumberToObject(o, "attempts", r->attempts);
     jstr(o, "error", r->settled ? r->error : "interrupted: never answered");
     return o;
@@ -230,22 +223,22 @@ cJSON *eacc_json(const eacc *a)
     cJSON_AddNumberToObject(o, "fail", (double)a->fail);
     cJSON_AddNumberToObject(o, "error", (double)a->error);
     cJSON *ac = cJSON_AddObjectToObject(o, "accuracy");
-    jnum(ac, "est", a->est);
-    jnum(ac, "lo", a->lo);
-    jnum(ac, "hi", a->hi);
-    jnum(o, "pass_at_k", a->pass_at_k);
+    docfile_num(ac, "est", a->est);
+    docfile_num(ac, "lo", a->lo);
+    docfile_num(ac, "hi", a->hi);
+    docfile_num(o, "pass_at_k", a->pass_at_k);
     if (!a->judged) {
         cJSON_AddNullToObject(o, "judge");
         return o;
     }
     cJSON *j = cJSON_AddObjectToObject(o, "judge");
     cJSON_AddNumberToObject(j, "n", (double)a->judged);
-    jnum(j, "mean", a->j_mean);
-    jnum(j, "sd", a->j_sd);
-    jnum(j, "lo", a->j_lo);
-    jnum(j, "hi", a->j_hi);
-    jnum(j, "share4", a->j_share4);
-    jnum(j, "share5", a->j_share5);
+    docfile_num(j, "mean", a->j_mean);
+    docfile_num(j, "sd", a->j_sd);
+    docfile_num(j, "lo", a->j_lo);
+    docfile_num(j, "hi", a->j_hi);
+    docfile_num(j, "share4", a->j_share4);
+    docfile_num(j, "share5", a->j_share5);
     return o;
 }
 

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -97,4 +98,12 @@ cJSON *docfile_new(const char *schema, const char *kind, const char *tool, int64
     cJSON_AddItemToArray(a, cJSON_CreateString(tool));
     for (int i = 1; i < argc; i++) cJSON_AddItemToArray(a, cJSON_CreateString(argv[i]));
     return d;
+}
+
+void docfile_num(cJSON *o, const char *key, double v)
+{
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
 }

@@ -29,4 +29,7 @@ cJSON *docfile_read(const char *path, char *err, size_t errlen);
 cJSON *docfile_new(const char *schema, const char *kind, const char *tool, int64_t started_unix_ms, int argc,
                    char **argv);
 
+/* key: v, or null when v is not finite (NaN: not measured). */
+void docfile_num(cJSON *o, const char *key, double v);
+
 #endif

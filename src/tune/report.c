@@ -42,14 +42,6 @@ void tune_result_release(tune_result *res)
     memset(res, 0, sizeof *res);
 }
 
-static void num_or_null(cJSON *o, const char *k, double v)
-{
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, k, v);
-    else
-        cJSON_AddNullToObject(o, k);
-}
-
 static double get_num(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -71,23 +63,23 @@ cJSON *tune_row_json(const tune_row *r)
     cJSON_AddStringToObject(o, "key", r->key);
     cJSON_AddStringToObject(o, "reference", r->ref_key ? r->ref_key : "baseline");
     cJSON_AddStringToObject(o, "outcome", tune_outcome_names[r->outcome]);
-    num_or_null(o, "median", r->median);
-    num_or_null(o, "p90", r->p90);
+    docfile_num(o, "median", r->median);
+    docfile_num(o, "p90", r->p90);
     if (r->has_decision) {
         const tune_decision *d = &r->d;
-        num_or_null(o, "reference_mean", d->a_mean);
-        num_or_null(o, "mean", d->b_mean);
-        num_or_null(o, "delta", d->delta);
-        num_or_null(o, "delta_lo", d->lo);
-        num_or_null(o, "delta_hi", d->hi);
-        num_or_null(o, "delta_pct", d->delta_pct);
-        num_or_null(o, "delta_lo_pct", d->lo_pct);
-        num_or_null(o, "delta_hi_pct", d->hi_pct);
-        num_or_null(o, "gain", d->gain);
+        docfile_num(o, "reference_mean", d->a_mean);
+        docfile_num(o, "mean", d->b_mean);
+        docfile_num(o, "delta", d->delta);
+        docfile_num(o, "delta_lo", d->lo);
+        docfile_num(o, "delta_hi", d->hi);
+        docfile_num(o, "delta_pct", d->delta_pct);
+        docfile_num(o, "delta_lo_pct", d->lo_pct);
+        docfile_num(o, "delta_hi_pct", d->hi_pct);
+        docfile_num(o, "gain", d->gain);
         cJSON_AddNumberToObject(o, "pairs", (double)d->n);
     }
-    num_or_null(o, "mem_peak_mb", r->mem_peak_mb);
-    num_or_null(o, "start_ms", r->start_ms);
+    docfile_num(o, "mem_peak_mb", r->mem_peak_mb);
+    docfile_num(o, "start_ms", r->start_ms);
     cJSON_AddBoolToObject(o, "flagged", r->flagged);
     if (r->reason)
         cJSON_AddStringToObject(o, "reason", r->reason);
