@@ -151,10 +151,19 @@ static int body_parse(const view *body, int driver, eb_job *j, char *err, size_t
 
 /* ---- the run ----------------------------------------------------------- */
 
+/* set once, when the daemon shuts down (api_ebench_shutdown) */
+static volatile int shutting_down;
+
+void api_ebench_shutdown(void)
+{
+    shutting_down = 1;
+}
+
 static void eb_work(uv_work_t *w)
 {
     eb_job *j = w->data;
-    run_opts o = {.timeout_ms = j->timeout_ms, .max_output = EB_OUT_MAX, .env = &j->env, .err_out = &j->errout};
+    run_opts o = {.timeout_ms = j->timeout_ms, .max_output = EB_OUT_MAX, .env = &j->env, .err_out = &j->errout,
+                  .cancel = &shutting_down};
     run_capture(j->argv.v, &o, &j->out, &j->res, j->err, sizeof j->err);
 }
 

@@ -10,4 +10,9 @@
 /* Answers c now (400, 404, 409, 422) or once the run has ended. */
 void api_ebench_post(gpumodd *d, srv_conn *c, const char *id, const view *body);
 
+/* The daemon shuts down: a llama-bench that runs is killed (its group)
+ * within 100 ms, its request answered 422 saying so, instead of the
+ * shutdown waiting for it up to its timeout. */
+void api_ebench_shutdown(void);
+
 #endif

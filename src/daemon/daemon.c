@@ -14,6 +14,7 @@
 #include "daemon/daemon.h"
 #include "core/policy.h"
 #include "daemon/api.h"
+#include "daemon/api_ebench.h"
 #include "daemon/api_events.h"
 #include "util/log.h"
 #include "daemon/notify.h"
@@ -327,6 +328,7 @@ static void shutdown_daemon(dmn *m, const char *why)
     }
     if (m->g.sw) switch_shutdown(m->g.sw); /* a switch in flight is abandoned: journal `interrupted` */
     tunelease_close(m->g.tl);              /* a lease held stays recorded: the next daemon says daemon_restart */
+    api_ebench_shutdown();                 /* a llama-bench that runs is killed, not waited for */
     sup_shutdown(m->g.sup, step_done, m);
 }
 

@@ -311,6 +311,11 @@ static void collect(pid_t pid, int outfd, int errfd, const run_opts *o, int64_t 
             res->timed_out = true;
             break;
         }
+        if (o->cancel && *o->cancel) {
+            res->cancelled = true;
+            break;
+        }
+        if (o->cancel && left > 100) left = 100; /* to see the flag turn */
         struct pollfd pf[3];
         int n = 0, di[2] = {-1, -1};
         int tmo = left > INT_MAX ? INT_MAX : (int)left;
@@ -341,7 +346,7 @@ static void collect(pid_t pid, int outfd, int errfd, const run_opts *o, int64_t 
             }
         }
     }
-    if (res->timed_out) {
+    if (res->timed_out || res->cancelled) {
         kill(-pid, SIGKILL);
         if (!reaped) {
             kill(pid, SIGKILL);
@@ -379,6 +384,10 @@ int run_capture(char *const argv[], const run_opts *o, buf *out, run_result *res
     collect(pid, outfd, errfd, o, t0, out, res, &status, &lost);
     res->elapsed_ms = clock_mono_ms() - t0;
 
+    if (res->cancelled) {
+        errf(err, errlen, "'%s' was cancelled after %lld ms (its group killed)", name, (long long)res->elapsed_ms);
+        return -1;
+    }
     if (res->timed_out) {
         errf(err, errlen, "'%s' timed out after %lld ms", name, (long long)o->timeout_ms);
         return -1;

@@ -24,6 +24,9 @@ typedef struct run_opts {
                            NULL: argv[0] */
     buf *err_out;       /* stderr kept apart here (capped as out); NULL:
                            stderr goes to out with stdout */
+    const volatile int *cancel; /* when it turns non-zero the run ends as at
+                           the deadline (the group gets SIGKILL), within
+                           100 ms, res->cancelled set; NULL: never */
 } run_opts;
 
 typedef struct run_result {
@@ -31,6 +34,7 @@ typedef struct run_result {
     int exit_code;
     int term_signal; /* the signal that ended it, 0 if none */
     bool timed_out;  /* the deadline passed: the group got SIGKILL */
+    bool cancelled;  /* opts->cancel turned non-zero: the group got SIGKILL */
     bool truncated;  /* output went over max_output */
     int start_errno; /* could not be started (ENOENT, EACCES, ...), else 0 */
     int64_t elapsed_ms;

@@ -120,7 +120,17 @@ t_eq "$(jq -s '[.[] | select(.kind == "engine_bench" and .data.what == "run") | 
     "llama-bench runs for context_size 4000000"
 t_end
 
-t_begin "the daemon stops cleanly"
+t_begin "the daemon's shutdown kills a llama-bench that runs instead of waiting for its timeout"
+curl -s --max-time $((60 * S)) --unix-socket "$GPUMOD_SOCKET" -o "$T/slow.out" -w '%{http_code}' -X POST \
+    -H 'Content-Type: application/json' \
+    --data-binary '{"overrides": {"env": {"FAKELLM_BENCH_SLEEP_MS": "120000"}}, "timeout_ms": 600000}' \
+    http://gpumod/services/chat/engine-bench >"$T/slow.code" 2>/dev/null &
+cp=$!
+bench_runs() { pgrep -f "$BUILD/llama-bench" >/dev/null; }
+t_wait 20 bench_runs || t_fail "llama-bench did not start"
 daemon_stop
+wait "$cp" 2>/dev/null
+gone() { ! pgrep -f "$BUILD/llama-bench" >/dev/null; }
+t_wait 10 gone || t_fail "llama-bench outlived the daemon"
 t_end
 t_done

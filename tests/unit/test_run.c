@@ -1,6 +1,7 @@
 /* test_run.c - run_capture: output, exit codes, signals, the deadline (the
  * whole process group dies, nothing is left unreaped), start failures,
  * the output cap, cwd, env, inherited descriptors; and run_which. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -158,6 +159,43 @@ static void deadline_kills(void **state)
     assert_true(took >= 200);
     assert_true(took < 200 + 5000 * scale()); /* killed: long before the 60 s sleep ends */
     no_children_left();
+}
+
+static volatile int cancel_flag;
+
+static void *cancel_later(void *ud)
+{
+    (void)ud;
+    struct timespec ts = {0, 200 * 1000000L};
+    nanosleep(&ts, NULL);
+    cancel_flag = 1;
+    return NULL;
+}
+
+/* a flag turned by another thread ends the run as the deadline would (the
+ * daemon's shutdown does it to a llama-bench that runs) */
+static void cancel_kills(void **state)
+{
+    (void)state;
+    run_result r;
+    char err[256];
+    run_opts o = opts(60000);
+    cancel_flag = 0;
+    o.cancel = &cancel_flag;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, cancel_later, NULL), 0);
+    assert_int_equal(run_capture(ARGV("/bin/sh", "-c", "sleep 60"), &o, NULL, &r, err, sizeof err), -1);
+    pthread_join(t, NULL);
+    assert_true(r.cancelled);
+    assert_false(r.timed_out);
+    assert_false(r.exited);
+    assert_non_null(strstr(err, "'/bin/sh' was cancelled after "));
+    assert_true(r.elapsed_ms < 50000); /* killed: long before the 60 s sleep ends */
+    no_children_left();
+    /* a flag that stays 0 changes nothing */
+    cancel_flag = 0;
+    assert_int_equal(run_capture(ARGV("/bin/sh", "-c", "echo hi"), &o, NULL, &r, err, sizeof err), 0);
+    assert_false(r.cancelled);
 }
 
 /* gone, or a zombie waiting for init to reap it */
@@ -402,7 +440,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(echo_output),    cmocka_unit_test(stderr_and_path), cmocka_unit_test(stderr_apart),
         cmocka_unit_test(exit_code),      cmocka_unit_test(killed_by_signal),
-        cmocka_unit_test(deadline_kills), cmocka_unit_test(deadline_kills_group),
+        cmocka_unit_test(deadline_kills), cmocka_unit_test(cancel_kills), cmocka_unit_test(deadline_kills_group),
         cmocka_unit_test(missing_binary), cmocka_unit_test(not_executable),
         cmocka_unit_test(output_cap),     cmocka_unit_test(cwd_and_env),
         cmocka_unit_test(stdin_and_fds),  cmocka_unit_test(signals_reset),

@@ -13,6 +13,8 @@
  * FAKELLM_BENCH_FAIL=N exits N after a load error on stderr, as a real
  * llama-bench does when the model does not load. */
 #include <math.h>
+#include <errno.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,12 @@ int lbench_main(int argc, char **argv)
         fprintf(stderr, "main: error: failed to load model '%s'\n", given("model", ""));
         speed_release();
         return atoi(fail) ? atoi(fail) : 1;
+    }
+    const char *sl = getenv("FAKELLM_BENCH_SLEEP_MS"); /* a slow run, for the daemon's shutdown */
+    if (sl && *sl && atol(sl) > 0) {
+        struct timespec ts = {atol(sl) / 1000, (atol(sl) % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+        }
     }
     if (reps < 1 || reps > 128 || np < 0 || ng < 0) {
         fprintf(stderr, "error: invalid parameter for argument: -r/-p/-n\n");
