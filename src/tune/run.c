@@ -248,8 +248,9 @@ static bool stop_now(trun *r)
 
 /* The pairs: the one running now first, then the other, alternating the
  * order from pair to pair (A B B A A B ...), so that a linear drift
- * cancels; each measurement after a restart of its own (ensure).  0 measured; 1 the variant is down (row set);
- * -1 stopped or the reference could not run (r->fatal). */
+ * cancels; each measurement after a restart of its own (ensure).
+ * 0 measured; 1 the variant is down (row set); -1 stopped or the
+ * reference could not run (r->fatal). */
 static int pairs(trun *r, const tune_variant *var, const tune_variant *ref, tune_row *row, double *a, double *b)
 {
     bool var_first = r->cur_known && variant_eq(&r->cur, var);
@@ -297,7 +298,8 @@ static void quality_check(trun *r, const tune_variant *var, const tune_variant *
     const tune_variant *both[2] = {ref, var};
     char *files[2] = {NULL, NULL};
     for (int i = 0; i < 2; i++) {
-        files[i] = xasprintf("%s/eval-%zu.json", r->tmpdir, (size_t)(pool_of(r, both[i]) - r->pools));
+        const pool *pp = pool_of(r, both[i]); /* may move r->pools: its index after */
+        files[i] = xasprintf("%s/eval-%zu.json", r->tmpdir, (size_t)(pp - r->pools));
         if (i == 0 && access(files[0], R_OK) == 0) continue; /* this reference was evaluated already */
         tstart_kind sk = ensure(r, both[i], true, why, sizeof why);
         if (sk != TSTART_READY) {
@@ -413,7 +415,11 @@ static void step(trun *r, const tune_variant *var, const tune_variant *ref, tune
         row_reason(row, "resumed");
     } else if (vcheck_variant(&r->vc, &r->link, &r->o->space, var, row)) {
         double t = clock_mono_ms_f();
-        compare(r, var, ref, row);
+        if (compare(r, var, ref, row) < 0) { /* stopped half way: no row (--resume measures it again) */
+            tune_row_release(row);
+            r->res->n--;
+            return;
+        }
         r->cmp_ms_sum += clock_mono_ms_f() - t;
         r->ncmp++;
     }
@@ -449,8 +455,9 @@ static void search(trun *r)
         }
         if (p.kind == PROP_CHANGE) {
             say(r, "the proposer: %s=%s (%s)", p.key, p.value, p.reason);
+            size_t n0 = r->res->n;
             step(r, &p.v, &r->st.inc, TO_NO_CHANGE);
-            if (r->res->n && p.reason[0]) row_reason(&r->res->rows[r->res->n - 1], "proposer: %s", p.reason);
+            if (r->res->n > n0 && p.reason[0]) row_reason(&r->res->rows[r->res->n - 1], "proposer: %s", p.reason);
             continue;
         }
         /* invalid or failed: logged as a SKIPPED row, never measured */
