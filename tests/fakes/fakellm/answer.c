@@ -40,54 +40,44 @@ static struct {
 
 /* ---- the environment and the script ------------------------------------ */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* One JSONL line; -1 with "FILE:LINE: why" in err. */
 static int script_parse_line(const char *text, int lineno, char *err, size_t errlen)
 {
     cJSON *j = cJSON_Parse(text);
     int rc = -1;
     if (!cJSON_IsObject(j)) {
-        fail(err, errlen, "%s:%d: not a JSON object", A.file, lineno);
+        fk_fail(err, errlen, "%s:%d: not a JSON object", A.file, lineno);
         goto out;
     }
     cJSON *it;
     cJSON_ArrayForEach(it, j) {
         const char *k = it->string;
         if (strcmp(k, "match") && strcmp(k, "answer") && strcmp(k, "error") && strcmp(k, "empty")) {
-            fail(err, errlen, "%s:%d: unknown key '%s' (match, answer, error, empty)", A.file, lineno, k);
+            fk_fail(err, errlen, "%s:%d: unknown key '%s' (match, answer, error, empty)", A.file, lineno, k);
             goto out;
         }
     }
     cJSON *m = cJSON_GetObjectItem(j, "match"), *a = cJSON_GetObjectItem(j, "answer"),
           *e = cJSON_GetObjectItem(j, "error"), *em = cJSON_GetObjectItem(j, "empty");
     if (!cJSON_IsString(m)) {
-        fail(err, errlen, "%s:%d: \"match\" must be a string", A.file, lineno);
+        fk_fail(err, errlen, "%s:%d: \"match\" must be a string", A.file, lineno);
         goto out;
     }
     if (a && !cJSON_IsString(a)) {
-        fail(err, errlen, "%s:%d: \"answer\" must be a string", A.file, lineno);
+        fk_fail(err, errlen, "%s:%d: \"answer\" must be a string", A.file, lineno);
         goto out;
     }
     if (em && !cJSON_IsTrue(em)) {
-        fail(err, errlen, "%s:%d: \"empty\" can only be true", A.file, lineno);
+        fk_fail(err, errlen, "%s:%d: \"empty\" can only be true", A.file, lineno);
         goto out;
     }
     if (e && (!cJSON_IsNumber(e) || e->valuedouble != floor(e->valuedouble) || e->valuedouble < 400 ||
               e->valuedouble > 599)) {
-        fail(err, errlen, "%s:%d: \"error\" must be an HTTP status from 400 to 599", A.file, lineno);
+        fk_fail(err, errlen, "%s:%d: \"error\" must be an HTTP status from 400 to 599", A.file, lineno);
         goto out;
     }
     if (!!a + !!e + !!em != 1) {
-        fail(err, errlen, "%s:%d: give exactly one of \"answer\", \"error\" or \"empty\": true", A.file, lineno);
+        fk_fail(err, errlen, "%s:%d: give exactly one of \"answer\", \"error\" or \"empty\": true", A.file, lineno);
         goto out;
     }
     A.v = xrealloc(A.v, (A.n + 1) * sizeof *A.v);
@@ -107,7 +97,7 @@ static int script_load(const char *path, char *err, size_t errlen)
     A.file = xstrdup(path);
     FILE *f = fopen(path, "r");
     if (!f)
-        return fail(err, errlen, "%s: %s", path, strerror(errno));
+        return fk_fail(err, errlen, "%s: %s", path, strerror(errno));
     char *line = NULL;
     size_t cap = 0;
     ssize_t n;
@@ -115,7 +105,7 @@ static int script_load(const char *path, char *err, size_t errlen)
     while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
         lineno++;
         if (memchr(line, '\0', (size_t)n)) {
-            rc = fail(err, errlen, "%s:%d: a NUL byte", path, lineno);
+            rc = fk_fail(err, errlen, "%s:%d: a NUL byte", path, lineno);
             break;
         }
         const char *p = line;
@@ -126,7 +116,7 @@ static int script_load(const char *path, char *err, size_t errlen)
         rc = script_parse_line(p, lineno, err, errlen);
     }
     if (rc == 0 && ferror(f))
-        rc = fail(err, errlen, "%s: %s", path, strerror(errno));
+        rc = fk_fail(err, errlen, "%s: %s", path, strerror(errno));
     free(line);
     fclose(f);
     return rc;
@@ -140,7 +130,7 @@ int answer_init(char *err, size_t errlen)
         errno = 0;
         A.error_rate = strtod(s, &end);
         if (errno || *end || !(A.error_rate >= 0 && A.error_rate <= 1))
-            return fail(err, errlen, "FAKELLM_ERROR_RATE='%s': expected a number from 0 to 1", s);
+            return fk_fail(err, errlen, "FAKELLM_ERROR_RATE='%s': expected a number from 0 to 1", s);
     }
     s = getenv("FAKELLM_SEED");
     if (s && *s) {
@@ -148,7 +138,7 @@ int answer_init(char *err, size_t errlen)
         errno = 0;
         long long v = strtoll(s, &end, 10);
         if (errno || *end)
-            return fail(err, errlen, "FAKELLM_SEED='%s': expected an integer", s);
+            return fk_fail(err, errlen, "FAKELLM_SEED='%s': expected an integer", s);
         A.seed = (uint64_t)v;
     }
     s = getenv("FAKELLM_THINK");
@@ -159,7 +149,7 @@ int answer_init(char *err, size_t errlen)
     else if (strcmp(s, "field") == 0)
         A.think = FK_THINK_FIELD;
     else
-        return fail(err, errlen, "FAKELLM_THINK='%s': expected content, field or 0", s);
+        return fk_fail(err, errlen, "FAKELLM_THINK='%s': expected content, field or 0", s);
     s = getenv("FAKELLM_SCRIPT");
     if (s && *s && script_load(s, err, errlen) < 0)
         return -1;

@@ -114,6 +114,8 @@ extern struct fk fk;
 /* main.c */
 void fk_log(char level, const char *func, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* vsnprintf into err; returns -1 (every parser's "say why and fail") */
+int fk_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double fk_mono_ms(void);
 double fk_real_ms(void);
 /* Leave the loop and exit with `code` after closing everything. */

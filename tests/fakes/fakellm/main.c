@@ -452,6 +452,15 @@ static void read_env(void)
     }
 }
 
+int fk_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 double fk_mono_ms(void)
 {
     struct timespec ts;

@@ -35,16 +35,6 @@ static struct {
     buf why;        /* "base 100; threads=8 +20" for the log line */
 } S;
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static char *trim(char *s)
 {
     while (*s == ' ' || *s == '\t')
@@ -81,12 +71,12 @@ static int key_value(const char *key, const char **val, char *err, size_t errlen
 {
     if (strncmp(key, "env.", 4) == 0) {
         if (!key[4])
-            return fail(err, errlen, "FAKELLM_SPEED: term '%s': env. needs a variable name", term);
+            return fk_fail(err, errlen, "FAKELLM_SPEED: term '%s': env. needs a variable name", term);
         *val = getenv(key + 4);
         return 0;
     }
     if (fk_flag(key, val) < 0)
-        return fail(err, errlen, "FAKELLM_SPEED: term '%s': '%s' is no flag of %s (write it as "
+        return fk_fail(err, errlen, "FAKELLM_SPEED: term '%s': '%s' is no flag of %s (write it as "
                     "llama-server / vllm spell it, without dashes: threads, cache_type_k, max_num_seqs)",
                     term, key, fk.cfg.mode == FK_VLLM ? "vllm serve" : "llama-server");
     return 0;
@@ -112,7 +102,7 @@ static int parse_alt(char *alt, char **value, double *delta, bool *pct, char *er
             colon = NULL;
     }
     if (!colon)
-        rc = fail(err, errlen, "FAKELLM_SPEED: term '%s': '%s' is not VALUE:DELTA (e.g. 8:+20 or q8_0:-15%%)",
+        rc = fk_fail(err, errlen, "FAKELLM_SPEED: term '%s': '%s' is not VALUE:DELTA (e.g. 8:+20 or q8_0:-15%%)",
                   term, shown);
     free(shown);
     return rc;
@@ -125,14 +115,14 @@ static int apply_term(char *term, double *base, double *abs, double *mul, char *
     int rc = -1;
     char *eq = strchr(term, '=');
     if (!eq) {
-        fail(err, errlen, "FAKELLM_SPEED: term '%s': expected KEY=VALUE:DELTA,... or base=N", copy);
+        fk_fail(err, errlen, "FAKELLM_SPEED: term '%s': expected KEY=VALUE:DELTA,... or base=N", copy);
         goto out;
     }
     *eq = '\0';
     char *key = trim(term), *rest = eq + 1;
     if (strcmp(key, "base") == 0) {
         if (!parse_num(trim(rest), base) || *base <= 0) {
-            fail(err, errlen, "FAKELLM_SPEED: term '%s': base must be a number above 0", copy);
+            fk_fail(err, errlen, "FAKELLM_SPEED: term '%s': base must be a number above 0", copy);
             goto out;
         }
         rc = 0;
@@ -142,7 +132,7 @@ static int apply_term(char *term, double *base, double *abs, double *mul, char *
     if (key_value(key, &given, err, errlen, copy) < 0)
         goto out;
     if (!*trim(rest)) {
-        fail(err, errlen, "FAKELLM_SPEED: term '%s': no VALUE:DELTA after '='", copy);
+        fk_fail(err, errlen, "FAKELLM_SPEED: term '%s': no VALUE:DELTA after '='", copy);
         goto out;
     }
     char *save = NULL;
@@ -185,7 +175,7 @@ static int parse_spec(const char *spec, char *err, size_t errlen)
     buf_release(&S.why);
     S.why = b;
     if (!(S.tps > 0))
-        return fail(err, errlen, "FAKELLM_SPEED='%s': resolves to %g tokens/s here (%s): it must be above 0",
+        return fk_fail(err, errlen, "FAKELLM_SPEED='%s': resolves to %g tokens/s here (%s): it must be above 0",
                     spec, S.tps, S.why.p);
     return 0;
 }
@@ -199,7 +189,7 @@ int speed_init(char *err, size_t errlen)
     if (seed && *seed) /* answer.c has checked it */
         S.seed = (uint64_t)strtoll(seed, NULL, 10);
     if (noise && *noise && (!parse_num(noise, &S.noise) || S.noise < 0 || S.noise >= 1))
-        return fail(err, errlen, "FAKELLM_SPEED_NOISE='%s': expected a number from 0 to below 1 "
+        return fk_fail(err, errlen, "FAKELLM_SPEED_NOISE='%s': expected a number from 0 to below 1 "
                     "(the relative standard deviation)", noise);
     S.tps = SPEED_DEFAULT_BASE; /* without a spec: what llama-bench mode reports */
     if (!spec || !*spec)
