@@ -109,17 +109,19 @@ static void warn_declared_below(config *cfg)
  * rules can fire. */
 static void check_rules(config *cfg, const snapshot *snap)
 {
-    rule_hit hits[32];
+    size_t max = rules_count(); /* every rule can fire at most once */
+    rule_hit *hits = xcalloc(max, sizeof *hits);
     for (size_t i = 0; i < cfg->n_presets; i++) {
         const preset *p = &cfg->presets[i];
         if (p->has_errors) continue;
         rule_host h;
         bool known = rules_host_of(p, snap, &h);
-        size_t n = rules_check(p, known ? &h : NULL, hits, sizeof hits / sizeof hits[0]);
-        for (size_t k = 0; k < n && k < sizeof hits / sizeof hits[0]; k++)
+        size_t n = rules_check(p, known ? &h : NULL, hits, max);
+        for (size_t k = 0; k < n; k++)
             diags_add(&cfg->diags, hits[k].severity == RULE_REFUSE ? DIAG_ERROR : DIAG_WARNING, p->pos,
                       "preset '%s': rule %s: %s", p->id, hits[k].id, hits[k].text);
     }
+    free(hits);
 }
 
 /* Only the engines the rules know need the GPU looked at. */

@@ -119,15 +119,12 @@ static void switch_to(void *ud, const char *mode_id, const char *origin, rh_done
 {
     rhost_glue *gl = ud;
     char msg[600];
-    buf det = BUF_INIT;
-    if (gl->g->tl && tunelease_refuses_switch(gl->g->tl, msg, sizeof msg, &det)) {
+    if (gl->g->tl && tunelease_refuses_switch(gl->g->tl, msg, sizeof msg, NULL)) {
         /* a tune run holds the host: no activation switches it away */
-        buf_release(&det);
         rh_result res = {409, "tune_in_progress", msg};
         cb(&res, cb_ud);
         return;
     }
-    buf_release(&det);
     switch_req rq = {.mode = mode_id, .origin = origin, .queue = true};
     switch_request(gl->g->sw, &rq, switched, call_new(cb, NULL, cb_ud));
 }

@@ -363,6 +363,9 @@ uint64_t sup_start(sup *s, const char *id, const char *origin, sup_cb cb, void *
     return sup_start_with(s, id, origin, NULL, cb, ud);
 }
 
+static uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const overrides *ov, sup_cb cb,
+                                   void *ud);
+
 uint64_t sup_start_with(sup *s, const char *id, const char *origin, const overrides *ov, sup_cb cb, void *ud)
 {
     svc *v = sv_find(s, id);
@@ -428,7 +431,7 @@ static bool overrides_conflict(const svc *v, const overrides *ov, sup_cb cb, voi
     return differ;
 }
 
-uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const overrides *ov, sup_cb cb, void *ud)
+static uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const overrides *ov, sup_cb cb, void *ud)
 {
     const char *id = v->id;
     static const overrides none;

@@ -154,8 +154,6 @@ uint64_t sup_start_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *
  * unhealthy with other settings than asked (the message says what runs).
  * A start without overrides joins or accepts whatever runs. */
 uint64_t sup_start_with(sup *s, const char *id, const char *origin, const overrides *ov, sup_cb cb, void *ud);
-uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const overrides *ov, sup_cb cb,
-                            void *ud);
 
 /* The record of id (configured, or known from a run), or NULL; valid
  * until sup_free.  Its id is borrowed for as long. */

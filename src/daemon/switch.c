@@ -20,6 +20,7 @@
  * fails too, stop everything and commit `none`: the host is never left
  * half in one mode and half in the other while a mode is reported. */
 #include "daemon/switch.h"
+#include "daemon/reply.h"
 #include "daemon/verdict.h"
 
 #include <inttypes.h>
@@ -549,15 +550,7 @@ static char *answer_body(int status, const char *code, const char *message, cons
     if (status == 200) {
         buf_adds(&b, json ? json : "null");
     } else {
-        buf_adds(&b, "{\"error\":{\"code\":");
-        buf_json_str(&b, code ? code : "start_failed");
-        buf_adds(&b, ",\"message\":");
-        buf_json_str(&b, message ? message : "failed");
-        if (json && *json) {
-            buf_adds(&b, ",\"detail\":");
-            buf_adds(&b, json);
-        }
-        buf_adds(&b, "}}");
+        api_error_body(&b, code ? code : "start_failed", message ? message : "failed", json);
     }
     return buf_detach(&b);
 }

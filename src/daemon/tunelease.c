@@ -639,7 +639,7 @@ bool tunelease_refuses_switch(tunelease *t, char *msg, size_t len, buf *detail)
                  "mode switches are refused while '%s' is being tuned (tune lease '%s'): end the run with `gpumod tune "
                  "--abort` (DELETE /tune/%s), or the lease expires in %lld s without a heartbeat",
                  t->cur->service, t->cur->id, t->cur->id, (long long)secs_left(t->cur));
-        lease_json(detail, t->cur, false);
+        if (detail) lease_json(detail, t->cur, false);
         return true;
     }
     if (t->ending) {
@@ -647,7 +647,7 @@ bool tunelease_refuses_switch(tunelease *t, char *msg, size_t len, buf *detail)
                  "mode switches are refused while the host is restored after tune lease '%s' ('%s'); try again when "
                  "GET /tune shows last.restore.state done",
                  t->ending->id, t->ending->service);
-        lease_json(detail, t->ending, false);
+        if (detail) lease_json(detail, t->ending, false);
         return true;
     }
     return false;

@@ -64,9 +64,10 @@ static bool local_checks(vcheck *vc, const char *ov_json, tune_row *row)
         ok = skip(row, xasprintf("the overrides: %s", err));
         overrides_applied_release(&applied);
     } else {
-        rule_hit hits[16];
-        size_t n = rules_check(&applied, vc->host_known ? &vc->host : NULL, hits, 16);
-        for (size_t i = 0; i < n && i < 16 && ok; i++) {
+        size_t max = rules_count(); /* every rule can fire at most once */
+        rule_hit *hits = xcalloc(max, sizeof *hits);
+        size_t n = rules_check(&applied, vc->host_known ? &vc->host : NULL, hits, max);
+        for (size_t i = 0; i < n && ok; i++) {
             if (hits[i].severity == RULE_REFUSE) {
                 ok = skip(row, xasprintf("rule %s: %s", hits[i].id, hits[i].text));
             } else {
@@ -77,6 +78,7 @@ static bool local_checks(vcheck *vc, const char *ov_json, tune_row *row)
                 row->flagged = true;
             }
         }
+        free(hits);
         overrides_applied_release(&applied);
     }
     overrides_release(&ov);
