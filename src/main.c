@@ -213,9 +213,10 @@ static const cmd commands[] = {
     {"tune", "SERVICE --param KEY=V1,V2 [--env NAME=V1,V2] [options] | --abort",
      "search faster flags for a service: gated variants, paired measurements, outcomes with intervals",
      "  tune SERVICE [--param KEY=V1,V2,...]... [--env NAME=V1,V2,...]... [--file FILE]\n"
-     "              [--strategy grid|coord|propose] [--objective throughput|engine_tps|tpot|ttft|goodput|score]\n"
+     "              [--strategy grid|coord|propose] [--objective throughput|engine_tps|tpot|ttft|goodput|score|prefill]\n"
      "              [--min-gain 2%|N] [--rounds N] [--quality SUITE] [--max-memory MB] [--budget D]\n"
      "              [--allow-traffic] [--resume] [--apply [--yes]] [--tsv FILE] [--json FILE] [--svg FILE]\n"
+     "              [--engine-bench [--n-prompt N] [--n-gen N]]   (llama.cpp: measured by llama-bench)\n"
      "      Each variant passes the gate's dry run, starts through the daemon (its\n"
      "      canary included) and is measured against its reference in pairs\n"
      "      (A B B A ...); IMPROVEMENT only when the interval of the difference\n"

@@ -171,7 +171,6 @@ static void bench_argv(strv *a, const tune_load *l, uint64_t seed, const char *j
 int tune_measure(const tune_load *l, uint64_t seed, const char *tmpdir, volatile int *interrupted, tune_meas *m,
                  char *err, size_t errlen)
 {
-    (void)interrupted;
     memset(m, 0, sizeof *m);
     for (int k = 0; k < OBJ_SCORE; k++) m->v[k] = NAN;
     m->obj = m->p90 = NAN;
@@ -188,7 +187,7 @@ int tune_measure(const tune_load *l, uint64_t seed, const char *tmpdir, volatile
     double per_req = l->timeout_s > 0 ? l->timeout_s : 600;
     long rounds = (l->requests + l->warmup) / (l->concurrency > 0 ? l->concurrency : 1) + 2;
     run_opts o = {.timeout_ms = (int64_t)(per_req * 1000 * (double)rounds) + 60000, .file = self,
-                  .max_output = 65536};
+                  .max_output = 65536, .cancel = interrupted}; /* Ctrl-C ends the bench too */
     buf out = BUF_INIT;
     run_result res;
     char rerr[256];

@@ -29,7 +29,8 @@ static void last_line(buf *out, char *dst, size_t len)
     snprintf(dst, len, "%s", out->len ? (l ? l + 1 : out->p) : "");
 }
 
-int tune_eval_run(const tune_load *l, const char *suite, const char *out_json, char *err, size_t errlen)
+int tune_eval_run(const tune_load *l, const char *suite, const char *out_json, const volatile int *cancel, char *err,
+                  size_t errlen)
 {
     char self[PATH_MAX];
     if (self_path(self, sizeof self, err, errlen)) return -1;
@@ -42,7 +43,7 @@ int tune_eval_run(const tune_load *l, const char *suite, const char *out_json, c
     strv_pushf(&a, "--json=%s", out_json);
     strv_push(&a, "--no-store");
     strv_push(&a, "-q");
-    run_opts o = {.timeout_ms = 3600 * 1000, .file = self, .max_output = 65536};
+    run_opts o = {.timeout_ms = 3600 * 1000, .file = self, .max_output = 65536, .cancel = cancel};
     buf out = BUF_INIT;
     run_result res;
     char rerr[256], line[512];

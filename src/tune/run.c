@@ -272,6 +272,7 @@ static int pairs(trun *r, const tune_variant *var, const tune_variant *ref, tune
             }
             say(r, "measuring %s (pair %d of %d)", is_var ? row->key : row->ref_key, i + 1, r->o->rounds);
             int mk = measure(r, c, why, sizeof why);
+            if (mk && stop_now(r)) return -1; /* Ctrl-C cut the measurement: not its failure */
             if (mk) {
                 if (is_var) {
                     variant_down(r, row, (tstart_kind)mk, why);
@@ -309,7 +310,7 @@ static void quality_check(trun *r, const tune_variant *var, const tune_variant *
             goto out;
         }
         say(r, "evaluating %s on %s", i ? row->key : row->ref_key, r->o->quality);
-        if (tune_eval_run(&r->o->load, r->o->quality, files[i], why, sizeof why)) {
+        if (tune_eval_run(&r->o->load, r->o->quality, files[i], &interrupted, why, sizeof why)) {
             row->outcome = TO_UNSAFE;
             row_reason(row, "the quality check did not run: %s", why);
             unlink(files[i]);
@@ -525,10 +526,8 @@ static int resume_load(trun *r)
 
 /* the host in one line for the proposer: each GPU's name, memory, compute
  * capability */
-static char *hardware_of(trun *r)
+static char *hardware_of(const cJSON *j)
 {
-    char err[256];
-    cJSON *j = tlink_get(&r->link, "/status", err, sizeof err);
     buf b = BUF_INIT;
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "memory"), "gpus"))
@@ -537,7 +536,6 @@ static char *hardware_of(trun *r)
                    jnum(g, "total_bytes", 0) / 1048576.0);
         if (jstr(g, "compute_capability")) buf_printf(&b, ", compute capability %s", jstr(g, "compute_capability"));
     }
-    cJSON_Delete(j);
     if (!b.len) buf_adds(&b, "no GPU reported");
     return buf_detach(&b);
 }
@@ -651,6 +649,11 @@ static void run_free(trun *r)
         free(r->pools[i].obj);
         free(r->pools[i].p90);
     }
+    for (size_t i = 0; i < r->npools; i++) { /* the references' eval results kept for reuse */
+        char *f = xasprintf("%s/eval-%zu.json", r->tmpdir, i);
+        unlink(f);
+        free(f);
+    }
     free(r->pools);
     for (size_t i = 0; i < r->nprior; i++) tune_row_release(&r->prior[i]);
     free(r->prior);
@@ -684,9 +687,9 @@ int tune_run(tune_opts *o, tune_result *res)
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    r.hardware = hardware_of(&r);
     char serr[256];
-    cJSON *status = tlink_get(&r.link, "/status", serr, sizeof serr);
+    cJSON *status = tlink_get(&r.link, "/status", serr, sizeof serr); /* the GPU, for the proposer and the rules */
+    r.hardware = hardware_of(status);
     vcheck_init(&r.vc, o->service, status);
     cJSON_Delete(status);
     running_now(&r);

@@ -24,7 +24,7 @@ int tune_main(int argc, char **argv);
 
 static const char usage_text[] =
     "usage: gpumod tune SERVICE [--param KEY=V1,V2,...]... [--env NAME=V1,V2,...]... [options]\n"
-    "       gpumod tune --abort\n"
+    "       gpumod tune --abort             (no other argument)\n"
     "\n"
     "The search space (at least one dimension):\n"
     "  --param KEY=V1,V2      a preset key (threads, batch_size, ubatch_size, cache_type_k,\n"
@@ -250,6 +250,7 @@ static int parse_args(tune_opts *o, int argc, char **argv)
             continue;
         }
         if (!flag_opt(o, a)) continue;
+        if (!strcmp(a, "--abort")) return fail_usage("--abort takes no other argument: gpumod tune --abort");
         int got = 0;
         const char *opt = NULL;
         for (int k = 0; value_opts[k]; k++) {

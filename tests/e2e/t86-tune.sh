@@ -95,6 +95,12 @@ t_run 2 gpumod tune chat --param threads=1,2 --frobnicate
 t_has err "unknown option '--frobnicate'"
 t_run 2 gpumod tune nosuch --param threads=1,2
 t_has err "no preset 'nosuch'"
+t_run 2 gpumod tune --abort -q
+t_has err "--abort takes no other argument"
+t_run 2 gpumod tune chat --param threads=1,2 --yes
+t_has err "--yes goes with --apply"
+t_run 2 gpumod tune chat flat --param threads=1,2
+t_has err "one service at a time ('chat' and 'flat')"
 t_end
 
 t_begin "the grid finds the scripted optimum; the TSV has a row per variant; the host is given back"
@@ -284,6 +290,25 @@ t_has out "stopped early: the time budget of 1 s"
 t_jq "$T/budget.json" '[.rows[] | select(.outcome != "BASELINE")] | length' 1
 t_jq "$T/budget.json" '.stopped | startswith("the time budget")' true
 t_eq "$(field chat .overrides)" null "overrides after the run"
+t_end
+
+t_begin "Ctrl-C mid-measurement: the bench is killed, the lease released, the host restored, exit 130"
+"$GPUMOD_BIN" tune chat --param threads=1,2 --objective engine_tps --requests 8 --warmup 0 --gen-tokens 4000 \
+    --prompt-tokens 16 --no-store >"$T/int.out" 2>"$T/int.err" &
+tp=$!
+measuring() { pgrep -f "gpumod-bench http://127.0.0.1:$P1" >/dev/null; }
+t_wait 60 measuring || t_fail "no measurement started"
+kill -INT "$tp"
+ended() { ! kill -0 "$tp" 2>/dev/null; }
+t_wait 20 ended || t_fail "tune still runs 20 s after SIGINT (a measurement takes 32 s)"
+wait "$tp"
+t_eq "$?" 130 "exit status"
+t_has "$T/int.err" "to go on, run the same command with --resume"
+t_eq "$(pgrep -fc "gpumod-bench http://127.0.0.1:$P1")" 0 "bench processes left"
+api_tune() { curl -s --unix-socket "$GPUMOD_SOCKET" http://gpumod/tune; }
+t_eq "$(api_tune | jq -r '.lease == null and .last.ended == "released"')" true "the lease released"
+restored() { [ "$(field chat .overrides)" = null ] && is_state chat ready; }
+t_wait 30 restored || t_fail "not restored: overrides $(field chat .overrides), state $(state_of chat)"
 t_end
 
 t_begin "--apply --yes writes the confirmed winner into the preset, its comments kept, a note beside it"
