@@ -49,7 +49,7 @@ ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/% src/tune/%,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/% src/tune/% src/mcp/% src/tui/%,$(shell find src -name '*.c' | LC_ALL=C sort))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 GPUMOD  := $(BUILD)/gpumod
 # gpumod-bench: the only program that links libcurl (src/bench/); its
@@ -59,7 +59,17 @@ BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_LIB  := $(BUILD)/libbench.a
 CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)
-HELPERS := $(BUILD)/gpumod-bench
+# gpumod-mcp: the MCP server (src/mcp/), a client of the daemon only; its
+# parts other than main.c are an archive the unit tests link too.
+MCP_SRC := $(filter-out src/mcp/main.c,$(sort $(wildcard src/mcp/*.c)))
+MCP_OBJ := $(MCP_SRC:%.c=$(BUILD)/obj/%.o)
+MCP_LIB := $(BUILD)/libmcp.a
+# gpumod-tui: the terminal dashboard, the only program that links ncursesw.
+TUI_SRC := $(sort $(wildcard src/tui/*.c))
+TUI_OBJ := $(TUI_SRC:%.c=$(BUILD)/obj/%.o)
+NCURSES_CFLAGS = $(shell pkg-config --cflags ncursesw 2>/dev/null)
+NCURSES_LIBS   = $(shell pkg-config --libs ncursesw 2>/dev/null || echo -lncursesw -ltinfo)
+HELPERS := $(BUILD)/gpumod-bench $(BUILD)/gpumod-mcp $(BUILD)/gpumod-tui
 
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -121,9 +131,20 @@ $(BENCH_LIB): $(BENCH_OBJ)
 $(BUILD)/gpumod-bench: $(BUILD)/obj/src/helper.o $(BUILD)/obj/src/bench/main.o $(BENCH_LIB) $(BUILD)/libgpumod.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(CURL_LIBS) -lpthread
 
-$(BUILD)/tests/%: tests/unit/%.c $(BENCH_LIB) $(BUILD)/libgpumod.a
+$(MCP_LIB): $(MCP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/gpumod-mcp: $(BUILD)/obj/src/mcp/main.o $(MCP_LIB) $(BUILD)/libgpumod.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lpthread
+
+$(TUI_OBJ): ALL_CFLAGS += $(NCURSES_CFLAGS)
+$(BUILD)/gpumod-tui: $(TUI_OBJ) $(BUILD)/libgpumod.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) $(NCURSES_LIBS) -lpthread
+
+$(BUILD)/tests/%: tests/unit/%.c $(BENCH_LIB) $(MCP_LIB) $(BUILD)/libgpumod.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BENCH_LIB) $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS) $(CURL_LIBS) -lcmocka -lpthread
+	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BENCH_LIB) $(MCP_LIB) $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS) $(CURL_LIBS) -lcmocka -lpthread
 
 $(LLHTTP_SRC) $(LLHTTP_DIR)/include/llhttp/llhttp.h $(PROMTOOL):
 	@scripts/install-deps --test-cache $(CACHE)

@@ -18,6 +18,8 @@ static int cmd_version(cli *c, int argc, char **argv);
 int cmd_bench(cli *c, int argc, char **argv); /* src/cli/bench.c */
 int cmd_eval(cli *c, int argc, char **argv);  /* src/cli/bench.c */
 int cmd_tune(cli *c, int argc, char **argv);  /* src/cli/bench.c */
+int cmd_mcp(cli *c, int argc, char **argv);   /* src/cli/bench.c */
+int cmd_tui(cli *c, int argc, char **argv);   /* src/cli/bench.c */
 int cmd_template(cli *c, int argc, char **argv); /* src/cli/template.c */
 int cmd_protect(cli *c, int argc, char **argv);  /* src/cli/protect.c */
 int cmd_doctor(cli *c, int argc, char **argv);   /* src/cli/doctor.c */
@@ -227,6 +229,27 @@ static const cmd commands[] = {
      "      Runs the gpumod-bench helper.  Exit 0 done, 1 refused or stopped early,\n"
      "      2 usage, 3 no daemon, 130 interrupted.\n",
      cmd_tune},
+    {"mcp", "[--read-only] [--rate N]",
+     "the host to an AI assistant: a Model Context Protocol server on stdio",
+     "  mcp [--read-only] [--rate N] [--no-events]\n"
+     "      An MCP server (JSON-RPC 2.0 over stdin/stdout, protocol versions\n"
+     "      2025-06-18, 2025-03-26, 2024-11-05) whose tools and resources are the\n"
+     "      daemon's control API: status, services, modes, simulate, switch, start,\n"
+     "      stop, preflight, events, results, logs.  --read-only offers no tool\n"
+     "      that changes anything; --rate N mutating calls a minute (default 10).\n"
+     "      Started by the assistant, not by hand; see docs/mcp.md.\n"
+     "      Runs the gpumod-mcp helper.  Exit 0 at the end of stdin, 2 usage.\n",
+     cmd_mcp},
+    {"tui", "[--no-color]",
+     "a terminal dashboard: memory, services, events, switches with their plan shown first",
+     "  tui [--no-color]\n"
+     "      Memory bars per GPU and for the host (in use, reserved by starts in\n"
+     "      flight, free), one line per service, the mode, recent events, the\n"
+     "      selected service's log and last results, refreshed from the daemon's\n"
+     "      event stream.  Switch, start, stop, restart with confirmation; '?'\n"
+     "      lists the keys.  NO_COLOR or --no-color: monochrome.  See docs/tui.md.\n"
+     "      Runs the gpumod-tui helper.  Exit 0 on 'q', 2 usage, 3 no daemon.\n",
+     cmd_tui},
     {"template", "render ID | install ID|--all | daemon [--install] [--user|--system] [--unit-dir DIR] [--yes] [--force]",
      "systemd units for the services and the daemon, gated by preflight",
      "  template render ID [--user|--system] [--no-files-check]\n"
@@ -360,6 +383,14 @@ static int cmd_version(cli *c, int argc, char **argv)
     return EXIT_OK;
 }
 
+static bool is_helper_cmd(const char *name)
+{
+    static const char *const helpers[] = {"bench", "eval", "tune", "mcp", "tui"};
+    for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++)
+        if (!strcmp(name, helpers[i])) return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     cli c = {0};
@@ -372,8 +403,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         const char *val;
         int r;
-        /* after "bench", "eval" or "tune" every argument is the helper's (its --json FILE, -q) */
-        if (dashdash || a[0] != '-' || !a[1] || (nrest && (!strcmp(rest[0], "bench") || !strcmp(rest[0], "eval") || !strcmp(rest[0], "tune")))) {
+        /* after a helper's command every argument is the helper's (its --json FILE, -q) */
+        if (dashdash || a[0] != '-' || !a[1] || (nrest && is_helper_cmd(rest[0]))) {
             rest[nrest++] = argv[i];
             continue;
         }

@@ -1,9 +1,12 @@
-/* bench.c - `gpumod bench ...`, `gpumod eval ...` and `gpumod tune ...`: exec the
- * gpumod-bench helper.
+/* bench.c - the helper executables: `gpumod bench ...`, `gpumod eval ...`
+ * and `gpumod tune ...` exec gpumod-bench, `gpumod mcp` gpumod-mcp and
+ * `gpumod tui` gpumod-tui.
  *
  * bench, eval and tune are the parts of gpumod that need libcurl, so they live
  * in their own executable (git-style) and this binary never links it; eval
- * runs it under the name gpumod-eval (argv[0], src/helper.c).  The helper
+ * runs it under the name gpumod-eval (argv[0], src/helper.c).  The MCP
+ * server and the terminal dashboard (ncurses) are helpers of their own for
+ * the same reason: `gpumod` stays lean.  A helper
  * is looked for next to /proc/self/exe (a build tree), then in
  * <that directory>/../libexec/gpumod (an install under any prefix), then
  * in GPUMOD_LIBEXECDIR (the prefix it was built for).  The global options
@@ -20,25 +23,25 @@
 
 #include "util/buf.h"
 
-#define HELPER "gpumod-bench"
-
 int cmd_bench(cli *c, int argc, char **argv); /* src/main.c's table */
 int cmd_eval(cli *c, int argc, char **argv);
 int cmd_tune(cli *c, int argc, char **argv);
+int cmd_mcp(cli *c, int argc, char **argv);
+int cmd_tui(cli *c, int argc, char **argv);
 
-/* dir/HELPER when it is executable (caller frees), else NULL; dir is
+/* dir/helper when it is executable (caller frees), else NULL; dir is
  * added to the list of places looked in */
-static char *try_dir(const char *dir, buf *looked)
+static char *try_dir(const char *dir, const char *helper, buf *looked)
 {
     buf_printf(looked, "%s%s", looked->len ? ", " : "", dir);
-    char *p = xasprintf("%s/%s", dir, HELPER);
+    char *p = xasprintf("%s/%s", dir, helper);
     if (access(p, X_OK) == 0) return p;
     free(p);
     return NULL;
 }
 
-/* exec the helper as name (its argv[0]) with argv[1..] */
-static int run_helper(cli *c, const char *what, const char *name, int argc, char **argv)
+/* exec the executable helper as name (its argv[0]) with argv[1..] */
+static int run_helper(cli *c, const char *what, const char *helper, const char *name, int argc, char **argv)
 {
     char self[PATH_MAX];
     char *path = NULL;
@@ -49,18 +52,18 @@ static int run_helper(cli *c, const char *what, const char *name, int argc, char
         *slash = '\0';
         /* a build tree (beside gpumod), then an install: PREFIX/bin and
          * PREFIX/libexec/gpumod, whatever PREFIX (relocatable, DESTDIR) */
-        path = try_dir(self, &looked);
+        path = try_dir(self, helper, &looked);
         if (!path) {
             char *lx = xasprintf("%s/../libexec/gpumod", self);
-            path = try_dir(lx, &looked);
+            path = try_dir(lx, helper, &looked);
             free(lx);
         }
     } else {
         buf_printf(&looked, "(this program's directory is unknown: /proc/self/exe)");
     }
-    if (!path) path = try_dir(GPUMOD_LIBEXECDIR, &looked);
+    if (!path) path = try_dir(GPUMOD_LIBEXECDIR, helper, &looked);
     if (!path) {
-        fprintf(stderr, "gpumod: %s: the %s helper is not installed (looked in %s)\n", what, HELPER, looked.p);
+        fprintf(stderr, "gpumod: %s: the %s helper is not installed (looked in %s)\n", what, helper, looked.p);
         buf_release(&looked);
         return EXIT_USAGE;
     }
@@ -87,15 +90,25 @@ static int run_helper(cli *c, const char *what, const char *name, int argc, char
 
 int cmd_bench(cli *c, int argc, char **argv)
 {
-    return run_helper(c, "bench", NULL, argc, argv);
+    return run_helper(c, "bench", "gpumod-bench", NULL, argc, argv);
 }
 
 int cmd_eval(cli *c, int argc, char **argv)
 {
-    return run_helper(c, "eval", "gpumod-eval", argc, argv);
+    return run_helper(c, "eval", "gpumod-bench", "gpumod-eval", argc, argv);
 }
 
 int cmd_tune(cli *c, int argc, char **argv)
 {
-    return run_helper(c, "tune", "gpumod-tune", argc, argv);
+    return run_helper(c, "tune", "gpumod-bench", "gpumod-tune", argc, argv);
+}
+
+int cmd_mcp(cli *c, int argc, char **argv)
+{
+    return run_helper(c, "mcp", "gpumod-mcp", NULL, argc, argv);
+}
+
+int cmd_tui(cli *c, int argc, char **argv)
+{
+    return run_helper(c, "tui", "gpumod-tui", NULL, argc, argv);
 }
