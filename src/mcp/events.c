@@ -14,7 +14,8 @@
 typedef struct feed {
     mcp_server *s;
     buf line;     /* a partial line */
-    long last_id; /* the newest event seen (0: none yet) */
+    long last_id; /* the newest event seen, or the newest at the start */
+    bool known;   /* last_id has been read from the daemon */
 } feed;
 
 void mcp_event_uris(const cJSON *ev, const strv *subs, strv *out)
@@ -84,16 +85,40 @@ static void nap(mcp_server *s, int64_t ms)
         nanosleep(&(struct timespec){0, 100 * 1000000L}, NULL);
 }
 
+/* The newest event's id (0 when there is none yet), false when the
+ * daemon does not answer: every stream is opened with since= the last id
+ * seen, this at first, so nothing between two streams is lost (a daemon
+ * restarted keeps its store, and its ids go on). */
+static bool newest_id(mcp_server *s, long *id)
+{
+    http_reply r;
+    char msg[512];
+    bool ok = false;
+    if (!ctl_request(&s->paths, "GET", "/events?limit=1", NULL, CTL_QUICK_MS, &r, msg,
+                     sizeof msg) &&
+        r.status == 200) {
+        cJSON *j = cJSON_ParseWithLength(r.body.p, r.body.len);
+        const cJSON *evs = cJSON_GetObjectItemCaseSensitive(j, "events");
+        *id = (long)jnum(cJSON_GetArrayItem(evs, cJSON_GetArraySize(evs) - 1), "id", 0);
+        ok = j != NULL;
+        cJSON_Delete(j);
+    }
+    http_reply_release(&r);
+    return ok;
+}
+
 static void *run(void *arg)
 {
     feed f = {.s = arg, .line = BUF_INIT};
-    int64_t backoff = 500;
+    int64_t backoff = 250;
     while (!f.s->stop) {
         char target[96], msg[512];
-        if (f.last_id)
-            snprintf(target, sizeof target, "/events?follow=1&since=%ld", f.last_id);
-        else
-            snprintf(target, sizeof target, "/events?follow=1");
+        if (!f.known && !(f.known = newest_id(f.s, &f.last_id))) {
+            backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
+            nap(f.s, backoff);
+            continue;
+        }
+        snprintf(target, sizeof target, "/events?follow=1&since=%ld", f.last_id);
         http_stream_opts o = {
             .on_body = on_body, .on_tick = on_tick, .tick_ms = 200, .ud = &f, .stop = &f.s->stop};
         http_reply r;
@@ -102,7 +127,7 @@ static void *run(void *arg)
         http_reply_release(&r);
         f.line.len = 0;
         if (f.s->stop) break;
-        backoff = opened ? 500 : backoff * 2 > 5000 ? 5000 : backoff * 2;
+        backoff = opened ? 250 : backoff * 2 > 2000 ? 2000 : backoff * 2;
         nap(f.s, backoff);
     }
     buf_release(&f.line);

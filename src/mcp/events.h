@@ -2,7 +2,8 @@
  * stream (GET /events?follow=1, resuming with since= the last id after
  * the stream ends) and sends notifications/resources/updated for each
  * subscribed resource an event changes.  A daemon that is down is tried
- * again every 0.5 s, backing off to 5 s; the session goes on meanwhile. */
+ * again after 0.25 s, backing off to 2 s; the session goes on meanwhile,
+ * and what happened in between is replayed from the daemon's store. */
 #ifndef GPUMOD_MCP_EVENTS_H
 #define GPUMOD_MCP_EVENTS_H
 

@@ -58,7 +58,7 @@ void md_status(buf *b, const cJSON *st, const cJSON *current)
     const cJSON *host = cJSON_GetObjectItemCaseSensitive(mem, "host");
     const char *mname = jstr(current, "mode");
     buf_printf(b, "# gpumod status\n\nMode: **%s**",
-               mname      ? mname
+               mname     ? mname
                : current ? "(none matches)"
                          : "unknown");
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(current, "switching");

@@ -88,14 +88,14 @@ static bool switch_done(follow *f, cJSON *j)
 {
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(j, "result");
     if (cJSON_IsObject(res)) return true;
-    const char *phase = jstr(j, "phase"), *svc = jstr(j, "service");
+    /* the phase in progress is the journal's last */
+    const cJSON *phases = cJSON_GetObjectItemCaseSensitive(j, "phases");
+    const cJSON *last = cJSON_GetArrayItem(phases, cJSON_GetArraySize(phases) - 1);
+    const char *phase = jstr(last, "phase"), *svc = jstr(last, "service");
     char note[200];
     snprintf(note, sizeof note, "switch %d to %s: %s%s%s", (int)jnum(j, "id", 0),
-             jstr(j, "to") ? jstr(j, "to") : "?",
-             phase                ? phase
-             : jstr(j, "outcome") ? jstr(j, "outcome")
-                                  : "running",
-             svc ? " " : "", svc ? svc : "");
+             jstr(j, "to") ? jstr(j, "to") : "?", phase ? phase : "planning", svc ? " " : "",
+             svc ? svc : "");
     progress(f, note, -1);
     return false;
 }

@@ -1,0 +1,365 @@
+#!/usr/bin/env python3
+"""pipe.py - scripted JSON-RPC over gpumod-mcp's stdin/stdout, for what an
+SDK never sends (tests/e2e/t95-mcp-pipe.sh).
+
+    pipe.py SCENARIO        runs one scenario; exit 0 when every check
+                            held, else 1 after "FAIL: what" on stderr
+
+The server is $GPUMOD_BIN mcp [args] with the test's environment (its
+socket, config and state dirs).  Every line the server writes must be
+one JSON-RPC message: a line that is not fails the scenario.  Waits
+have deadlines scaled by GPUMOD_TEST_TIME_SCALE."""
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+SCALE = float(os.environ.get("GPUMOD_TEST_TIME_SCALE", "1"))
+BIN = os.environ["GPUMOD_BIN"]
+
+
+def fail(what):
+    sys.stderr.write("FAIL: %s\n" % what)
+    sys.exit(1)
+
+
+def check(cond, what):
+    if not cond:
+        fail(what)
+
+
+class Server:
+    def __init__(self, *args):
+        self.p = subprocess.Popen([BIN, "mcp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=open(os.environ.get("MCP_STDERR", "/dev/null"), "ab"))
+        self.buf = b""
+        self.seen = []  # every message read, in order
+
+    def send_raw(self, data):
+        self.p.stdin.write(data)
+        self.p.stdin.flush()
+
+    def send(self, obj):
+        self.send_raw((json.dumps(obj) + "\n").encode())
+
+    def read(self, secs=10):
+        """the next message, or None at the deadline"""
+        deadline = time.time() + secs * SCALE
+        while b"\n" not in self.buf:
+            left = deadline - time.time()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.p.stdout], [], [], left)
+            if not r:
+                return None
+            chunk = os.read(self.p.stdout.fileno(), 65536)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        try:
+            m = json.loads(line)
+        except ValueError:
+            fail("the server wrote a line that is not JSON: %r" % line[:200])
+        ok = isinstance(m, list) or (isinstance(m, dict) and m.get("jsonrpc") == "2.0")
+        check(ok, "not a JSON-RPC message: %r" % line[:200])
+        self.seen.append(m)
+        return m
+
+    def answer(self, mid, secs=10, keep=None):
+        """the response to id mid (notifications before it go to keep)"""
+        while True:
+            m = self.read(secs)
+            check(m is not None, "no answer to id %r within %g s" % (mid, secs * SCALE))
+            if isinstance(m, dict) and "id" in m and m["id"] == mid and "method" not in m:
+                return m
+            if keep is not None:
+                keep.append(m)
+
+    def call(self, mid, method, params=None, secs=10):
+        msg = {"jsonrpc": "2.0", "id": mid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.answer(mid, secs)
+
+    def init(self, version="2025-06-18"):
+        r = self.call(0, "initialize", {"protocolVersion": version, "capabilities": {},
+                                        "clientInfo": {"name": "pipe.py", "version": "1"}})
+        check("result" in r, "initialize failed: %r" % r)
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return r["result"]
+
+    def tool(self, mid, name, args=None, secs=10, meta=None):
+        params = {"name": name, "arguments": args or {}}
+        if meta:
+            params["_meta"] = meta
+        return self.call(mid, "tools/call", params, secs)
+
+    def close(self, secs=5):
+        self.p.stdin.close()
+        try:
+            return self.p.wait(secs * SCALE)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            fail("the server did not exit %g s after stdin closed" % (secs * SCALE))
+
+
+def error_code(r):
+    return r.get("error", {}).get("code")
+
+
+def tool_error(r):
+    res = r.get("result", {})
+    return res.get("content", [{}])[0].get("text", "") if res.get("isError") else None
+
+
+def framing():
+    s = Server()
+    # before initialize: only ping and initialize
+    check(s.call(1, "ping").get("result") == {}, "ping before initialize")
+    r = s.call(2, "tools/list")
+    check(error_code(r) == -32600 and "initialize" in r["error"]["message"], "tools/list before initialize: %r" % r)
+    s.send_raw(b"this is not json\n")
+    r = s.read()
+    check(error_code(r) == -32700 and r["id"] is None, "a line that is not JSON: %r" % r)
+    s.send_raw(b'{"jsonrpc":"2.0","id":3,"method":"ping"} trailing\n')
+    check(error_code(s.read()) == -32700, "trailing bytes after the value")
+    s.send_raw(b'{"jsonrpc":"1.0","id":4,"method":"ping"}\n')
+    r = s.read()
+    check(error_code(r) == -32600 and r["id"] == 4, "jsonrpc 1.0: %r" % r)
+    s.send_raw(b'{"jsonrpc":"2.0","id":null,"method":"ping"}\n')
+    check(error_code(s.read()) == -32600, "a null id")
+    s.send_raw(b'{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}\n')
+    check(error_code(s.read()) == -32700, "a duplicate key")
+    s.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"ping","params":[1]}\n')
+    check(error_code(s.read()) == -32602, "positional params")
+    s.send_raw(b'[{"jsonrpc":"2.0","id":8,"method":"ping"}]\n')
+    check(error_code(s.read()) == -32600, "a batch before 2025-03-26 was negotiated")
+    # a CR before the newline and blank lines are tolerated
+    s.send_raw(b'\n   \n{"jsonrpc":"2.0","id":9,"method":"ping"}\r\n')
+    check(s.read().get("id") == 9, "CRLF")
+    # a line over 4 MiB: -32700, skipped to its newline, the session goes on
+    s.send_raw(b'{"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":"' + b"a" * (5 << 20) + b'"}}\n')
+    r = s.read(20)
+    check(error_code(r) == -32700 and "4 MiB" in r["error"]["message"], "a 5 MiB line: %r" % r)
+    check(s.call(11, "ping").get("result") == {}, "ping after the long line")
+    # notifications are never answered, not even wrong ones
+    s.send({"jsonrpc": "2.0", "method": "notifications/whatever"})
+    s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}})
+    check(s.call(12, "ping").get("id") == 12, "the answer after two notifications is the ping's")
+    # a response from the client (we sent no request) is dropped
+    s.send({"jsonrpc": "2.0", "id": 77, "result": {}})
+    check(s.call(13, "ping").get("id") == 13, "a stray response")
+    check(s.close() == 0, "exit 0 at the end of stdin")
+
+
+def versions():
+    for asked, got in [("2025-06-18", "2025-06-18"), ("2025-03-26", "2025-03-26"),
+                       ("2024-11-05", "2024-11-05"), ("1999-01-01", "2025-06-18")]:
+        s = Server()
+        r = s.init(asked)
+        check(r["protocolVersion"] == got, "asked %s, got %s" % (asked, r["protocolVersion"]))
+        check(r["serverInfo"]["name"] == "gpumod", "serverInfo")
+        check(r["capabilities"]["resources"]["subscribe"] is True, "resources.subscribe")
+        tools = s.call(1, "tools/list")["result"]["tools"]
+        if got == "2024-11-05":
+            check(all("annotations" not in t for t in tools), "no annotations in 2024-11-05")
+        else:
+            sw = [t for t in tools if t["name"] == "switch_mode"][0]
+            check(sw["annotations"]["destructiveHint"] is True and sw["annotations"]["readOnlyHint"] is False,
+                  "switch_mode's annotations: %r" % sw)
+        check(("title" in tools[0]) == (got == "2025-06-18"), "titles only in 2025-06-18")
+        r = s.call(2, "initialize", {"protocolVersion": got, "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}})
+        check(error_code(r) == -32600, "a second initialize")
+        if got == "2025-03-26":  # a batch: each answered, in one array
+            s.send([{"jsonrpc": "2.0", "id": 3, "method": "ping"},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 4, "method": "nope"}])
+            b = s.read()
+            check(isinstance(b, list) and len(b) == 2 and b[0]["id"] == 3 and error_code(b[1]) == -32601,
+                  "the batch's answer: %r" % b)
+            s.send([])
+            check(error_code(s.read()) == -32600, "an empty batch")
+        s.close()
+    s = Server()
+    r = s.call(1, "initialize", {"capabilities": {}})
+    check(error_code(r) == -32602, "initialize without protocolVersion")
+    s.close()
+
+
+def methods():
+    s = Server()
+    s.init()
+    check(error_code(s.call(1, "prompts/list")) == -32601, "prompts/list is not offered")
+    check(error_code(s.call(2, "tools/list", {"cursor": "abc"})) == -32602, "an invalid cursor")
+    r = s.call(3, "tools/call", {"name": "nope", "arguments": {}})
+    check(error_code(r) == -32602 and "unknown tool 'nope'" in r["error"]["message"], "unknown tool: %r" % r)
+    r = s.call(4, "tools/call", {"name": "service_info", "arguments": {"service_id": 5}})
+    check(error_code(r) == -32602 and "expected a string" in r["error"]["message"], "wrong type: %r" % r)
+    r = s.call(5, "tools/call", {"name": "service_info", "arguments": {}})
+    check("'service_id' is required" in r["error"]["message"], "missing argument: %r" % r)
+    r = s.call(6, "tools/call", {"name": "events", "arguments": {"limit": 0}})
+    check("below the minimum" in r["error"]["message"], "out of range: %r" % r)
+    r = s.call(7, "tools/call", {"name": "gpu_status", "arguments": {"verbose": True}})
+    check("unknown argument 'verbose'" in r["error"]["message"], "unknown argument: %r" % r)
+    r = s.call(8, "tools/call", {"name": "gpu_status", "arguments": [1]})
+    check(error_code(r) == -32602, "arguments not an object")
+    r = s.call(9, "resources/read", {"uri": "gpumod://nothing"})
+    check(error_code(r) == -32002, "an unknown resource: %r" % r)
+    r = s.call(10, "resources/subscribe", {"uri": "file:///etc/passwd"})
+    check(error_code(r) == -32002, "subscribing to something that is not ours")
+    r = s.call(11, "resources/templates/list")
+    check(len(r["result"]["resourceTemplates"]) == 2, "two templates")
+    s.close()
+
+
+def readonly():
+    s = Server("--read-only")
+    s.init()
+    names = [t["name"] for t in s.call(1, "tools/list")["result"]["tools"]]
+    for m in ("switch_mode", "start_service", "stop_service"):
+        check(m not in names, "%s listed under --read-only" % m)
+    check("gpu_status" in names and "simulate_mode" in names, "read tools listed")
+    r = s.tool(2, "stop_service", {"service_id": "a"})
+    check(error_code(r) == -32602 and "--read-only" in r["error"]["message"], "a mutating call: %r" % r)
+    s.close()
+
+
+def daemon_down():
+    """no daemon: each tool says so, the server keeps running"""
+    s = Server()
+    s.init()
+    r = s.tool(1, "gpu_status")
+    msg = tool_error(r)
+    check(msg and "no daemon is running" in msg and "gpumod serve" in msg, "gpu_status with no daemon: %r" % r)
+    r = s.call(2, "resources/read", {"uri": "gpumod://status"})
+    check(error_code(r) == -32603 and "no daemon" in r["error"]["message"], "a read with no daemon: %r" % r)
+    check(s.call(3, "ping").get("result") == {}, "still alive")
+    s.close()
+
+
+def restart_wait():
+    """with a daemon up: a tool works; the test then restarts the daemon
+    (it waits for 'restart' on our stdout... via files); see t95"""
+    s = Server()
+    s.init()
+    check(tool_error(s.tool(1, "gpu_status")) is None, "gpu_status with the daemon up")
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "gpumod://services/a"}})
+    s.answer(2)
+    open(os.environ["MCP_SIGNAL"] + ".up", "w").close()
+    # the test stops the daemon now; a call in the gap fails with a message
+    deadline = time.time() + 20 * SCALE
+    while not os.path.exists(os.environ["MCP_SIGNAL"] + ".down"):
+        check(time.time() < deadline, "the test never said the daemon is down")
+        time.sleep(0.05)
+    msg = tool_error(s.tool(3, "list_services"))
+    check(msg and ("no daemon" in msg or "did not answer" in msg), "a call while the daemon is down: %r" % msg)
+    open(os.environ["MCP_SIGNAL"] + ".asked", "w").close()
+    # the test starts a new daemon, then starts service a: a works again, and the subscription fires
+    while not os.path.exists(os.environ["MCP_SIGNAL"] + ".again"):
+        check(time.time() < deadline + 20 * SCALE, "the test never said the daemon is back")
+        time.sleep(0.05)
+    check(tool_error(s.tool(4, "list_services")) is None, "a call after the daemon came back")
+    notes = []
+    r = s.tool(5, "start_service", {"service_id": "a"}, secs=30, meta={"progressToken": 5})
+    check(tool_error(r) is None, "start a after the restart: %r" % r)
+    got = False
+    deadline = time.time() + 10 * SCALE
+    for m in s.seen:
+        if isinstance(m, dict) and m.get("method") == "notifications/resources/updated" \
+                and m["params"]["uri"] == "gpumod://services/a":
+            got = True
+    while not got and time.time() < deadline:
+        m = s.read(1)
+        if m and m.get("method") == "notifications/resources/updated" and m["params"]["uri"] == "gpumod://services/a":
+            got = True
+    check(got, "no resources/updated for gpumod://services/a after the daemon's restart")
+    r = s.tool(6, "stop_service", {"service_id": "a"}, secs=30)
+    check(tool_error(r) is None, "stop a: %r" % r)
+    s.close()
+
+
+def switch_progress():
+    """a switch to a slow mode: progress notifications, ping answered while
+    it runs; a second switch cancelled: no answer to it"""
+    s = Server()
+    s.init()
+    s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "switch_mode", "arguments": {"mode_id": "S"}, "_meta": {"progressToken": "p1"}}})
+    # ping while the switch runs: answered at once
+    t0 = time.time()
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    keep = []
+    s.answer(2, keep=keep)
+    r = s.answer(1, secs=60, keep=keep)
+    check(tool_error(r) is None, "the switch to S: %r" % r)
+    check(r["result"]["structuredContent"]["outcome"] == "committed", "committed: %r" % r["result"])
+    prog = [m for m in keep if isinstance(m, dict) and m.get("method") == "notifications/progress"]
+    check(prog and all(p["params"]["progressToken"] == "p1" for p in prog), "progress notifications: %r" % keep)
+    vals = [p["params"]["progress"] for p in prog]
+    check(vals == sorted(vals) and len(set(vals)) == len(vals), "progress increases: %r" % vals)
+    # cancelled: the call is dropped, the switch goes on in the daemon
+    s.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "switch_mode", "arguments": {"mode_id": "none"}}})
+    s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3, "reason": "test"}})
+    check(s.call(4, "ping").get("id") == 4, "ping after a cancel")
+    end = time.time() + 3 * SCALE
+    while time.time() < end:
+        m = s.read(0.5)
+        check(not (isinstance(m, dict) and m.get("id") == 3), "a cancelled call was answered: %r" % m)
+    # wait=false: the id at once, switch_status follows it
+    r = s.tool(5, "switch_mode", {"mode_id": "S", "wait": False})
+    sid = r["result"]["structuredContent"]["switch_id"]
+    deadline = time.time() + 30 * SCALE
+    while True:
+        st = s.tool(6, "switch_status", {"switch_id": sid})["result"]["structuredContent"]
+        if st.get("result"):
+            break
+        check(time.time() < deadline, "switch %d never ended" % sid)
+        time.sleep(0.2)
+    check(st["outcome"] == "committed", "switch_status: %r" % st)
+    s.close()
+
+
+def refused():
+    """a start the gate refuses: isError with the gate's reason; the rate limit"""
+    s = Server("--rate", "2")
+    s.init()
+    r = s.tool(1, "start_service", {"service_id": "huge"}, secs=30)
+    msg = tool_error(r)
+    check(msg and "gate_refused" in msg and "MemAvailable" in msg and "required" in msg, "the gate's refusal: %r" % r)
+    r = s.tool(2, "stop_service", {"service_id": "huge"}, secs=30)
+    check(tool_error(r) is None, "stop a service that is down: %r" % r)
+    r = s.tool(3, "stop_service", {"service_id": "huge"})
+    msg = tool_error(r)
+    check(msg and "rate limit" in msg and "2 changing calls a minute" in msg, "the rate limit: %r" % r)
+    check(tool_error(s.tool(4, "gpu_status")) is None, "reading is not limited")
+    r = s.tool(5, "service_info", {"service_id": "nope"})
+    msg = tool_error(r)
+    check(msg and "no service 'nope'" in msg and "HTTP 404" in msg, "an id that does not exist: %r" % r)
+    r = s.tool(6, "preflight", {"service_id": "a", "mode_id": "S"})
+    check("exactly one" in (tool_error(r) or ""), "preflight with both: %r" % r)
+    r = s.tool(7, "model_info", {"model_id": "/etc/passwd"})
+    check("not a .gguf file" in (tool_error(r) or ""), "model_info of a file that is not GGUF: %r" % r)
+    s.close()
+
+
+def sanitized():
+    """the service's log holds escapes and controls: none reach the client"""
+    s = Server()
+    s.init()
+    r = s.tool(1, "service_logs", {"service_id": "noisy", "lines": 50}, secs=10)
+    check(tool_error(r) is None, "logs: %r" % r)
+    data = r["result"]["structuredContent"]["data"]
+    check("NOISY" in data, "the log's text is there: %r" % data[:300])
+    bad = [c for c in data if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+    check(not bad, "control characters reached the client: %r" % bad[:5])
+    check("<redacted>" in data and "sekrit" not in data, "the API key is redacted: %r" % data[:300])
+    s.close()
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]]()
