@@ -147,13 +147,13 @@ static void svc_line(tui_app *a, int y, size_t i)
     if (s->queued) snprintf(load, sizeof load, "q#%d", s->queued);
     else if (s->progress >= 0 && !strcmp(s->state, "starting")) snprintf(load, sizeof load, "%d%%", s->progress);
     if (s->port > 0) snprintf(port, sizeof port, "%d", s->port);
-    if (s->foot_known) model_bytes(&mem, s->foot);
+    int64_t t;
+    bool live = strcmp(s->state, "down") && strcmp(s->state, "failed");
+    if (s->foot_known && live) model_bytes(&mem, s->foot);
     else buf_adds(&mem, "-");
     buf_adds(&mem, " / ");
     if (s->need_known) model_bytes(&mem, s->need);
     else buf_adds(&mem, "-");
-    int64_t t;
-    bool live = strcmp(s->state, "down") && strcmp(s->state, "failed");
     if (live && s->since[0] && !clock_parse_rfc3339(s->since, &t)) model_dur(&up, clock_unix_ms() - t);
     else buf_adds(&up, "-");
     bool sel = i == a->sel;
@@ -199,7 +199,7 @@ static void draw_title(tui_app *a)
         buf_printf(&b, "  switching to %s: %s%s%s", mo->sw_mode, mo->sw_phase, mo->sw_service[0] ? " " : "",
                    mo->sw_service);
     put(0, 0, t, " gpumod  %s", b.p);
-    if (COLS > 60 && a->m.have) put(0, COLS - 16, t, "%15s", a->m.shutting_down ? "shutting down " : "? help  q quit ");
+    if (COLS > 60 && a->m.have) put(0, COLS - 14, t, "%14s", a->m.shutting_down ? "shutting down" : "? help  q quit");
     buf_release(&b);
 }
 
@@ -240,8 +240,15 @@ static void draw_lower(tui_app *a, int y, int last)
 static void draw_bottom(tui_app *a)
 {
     static const int pairs[] = {[MSG_INFO] = C_HEAD, [MSG_OK] = C_OK, [MSG_ERR] = C_ERR};
-    if (a->busy[0]) put(LINES - 2, 0, col(C_WARN) | A_BOLD, "%s...", a->busy);
-    else if (a->msg[0]) put(LINES - 2, 0, col(pairs[a->msg_kind]) | A_BOLD, "%s", a->msg);
+    int len = (int)strlen(a->msg);
+    if (a->busy[0]) {
+        put(LINES - 2, 0, col(C_WARN) | A_BOLD, "%s...", a->busy);
+    } else if (len > COLS) { /* a daemon's reason is worth two lines */
+        put(LINES - 3, 0, col(pairs[a->msg_kind]) | A_BOLD, "%.*s", COLS, a->msg);
+        put(LINES - 2, 0, col(pairs[a->msg_kind]) | A_BOLD, "%s", a->msg + COLS);
+    } else if (len) {
+        put(LINES - 2, 0, col(pairs[a->msg_kind]) | A_BOLD, "%s", a->msg);
+    }
     put(LINES - 1, 0, A_DIM, "%s",
         COLS >= 80 ? "up/dn select  s start  x stop  r restart  m mode  d route  l log  ? help  q quit"
                    : "s x r m d l ? q");
@@ -266,7 +273,7 @@ static void draw_main(tui_app *a)
     y = draw_services(a, y, svc_end);
     draw_selected(a, y);
     y += 3;
-    draw_lower(a, y, LINES - 2);
+    draw_lower(a, y, LINES - 2 - (!a->busy[0] && (int)strlen(a->msg) > COLS));
     draw_bottom(a);
 }
 
@@ -322,11 +329,11 @@ static void draw_box(const char *title, const char *text, int hl, const char *fo
     wrap(&lines, text, w - 4);
     int n = 0;
     for (const char *p = lines.p; *p; p++) n += *p == '\n';
-    int h = n + 4 + (footer ? 1 : 0), maxh = LINES - 2;
+    int h = n + 2 + (footer ? 2 : 0), maxh = LINES - 2;
     if (h > maxh) h = maxh;
     int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
     for (int y = y0; y < y0 + h; y++) {
-        mvhline(y, x0, ' ', w);
+        mvhline(y, 0, ' ', COLS); /* nothing of the screen beside the box: it reads as one */
         put(y, x0, A_BOLD, "|");
         put(y, x0 + w - 1, A_BOLD, "|");
     }
@@ -335,7 +342,7 @@ static void draw_box(const char *title, const char *text, int hl, const char *fo
         put(y0 + h - 1, x, A_BOLD, "%c", x == x0 || x == x0 + w - 1 ? '+' : '-');
     }
     put(y0, x0 + 2, col(C_HEAD) | A_BOLD, " %s ", title);
-    int y = y0 + 1, i = 0, last = y0 + h - 2 - (footer ? 1 : 0);
+    int y = y0 + 1, i = 0, last = y0 + h - 2 - (footer ? 2 : 0);
     /* a long list scrolls so that the highlighted line is seen */
     int skip = hl >= 0 && hl >= last - y ? hl - (last - y) + 1 : 0;
     for (char *p = lines.p, *nl; *p && y <= last; p = nl + 1, i++) {

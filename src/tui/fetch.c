@@ -142,8 +142,10 @@ void fetch_follow(tui_app *a)
         if (s->start_seq < a->start_seq || !strcmp(s->start_outcome, "pending") || !s->start_outcome[0]) return;
         if (!strcmp(s->start_outcome, "ready"))
             app_msg(a, MSG_OK, "'%s' is ready (port %d)", s->id, s->port);
+        else if (!strncmp(s->start_msg, s->start_outcome, strlen(s->start_outcome)))
+            app_msg(a, MSG_ERR, "start of '%s': %s", s->id, s->start_msg); /* "refused: 'x': GPU 0 free ..." */
         else
-            app_msg(a, MSG_ERR, "start of '%s' %s: %s", s->id, s->start_outcome,
+            app_msg(a, MSG_ERR, "start of '%s': %s: %s", s->id, s->start_outcome,
                     s->start_msg[0] ? s->start_msg : "no reason given");
         a->start_svc[0] = '\0';
         return;

@@ -36,7 +36,7 @@ void model_dur(buf *b, int64_t ms)
 {
     int64_t s = ms < 0 ? 0 : ms / 1000;
     if (s < 60)
-        buf_printf(b, "%llds", (long long)s);
+        buf_adds(b, "<1m"); /* redrawn each minute, not each second: no finer */
     else if (s < 3600)
         buf_printf(b, "%lldm", (long long)(s / 60));
     else if (s < 86400)
