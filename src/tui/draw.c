@@ -198,7 +198,7 @@ static void draw_title(tui_app *a)
     if (mo->switch_id)
         buf_printf(&b, "  switching to %s: %s%s%s", mo->sw_mode, mo->sw_phase, mo->sw_service[0] ? " " : "",
                    mo->sw_service);
-    put(0, 0, t, " gpumod  %s", b.p);
+    put(0, 0, t, " gpumod  %.*s", COLS > 60 ? COLS - 25 : COLS - 9, b.p);
     if (COLS > 60 && a->m.have) put(0, COLS - 14, t, "%14s", a->m.shutting_down ? "shutting down" : "? help  q quit");
     buf_release(&b);
 }
