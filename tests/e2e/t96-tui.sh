@@ -176,6 +176,16 @@ t_run 0 gpumod service start beta
 expect_re "beta +ready"
 t_end
 
+t_begin "l follows the selected service's log; l again shows the events"
+keys k
+expect_re "^> beta"
+keys l
+expect "log beta"
+expect "listening on"
+keys l
+expect "recent events"
+t_end
+
 t_begin "colours by default; none with NO_COLOR"
 colours() { "${TM[@]}" capture-pane -e -p -t "$1" | grep -qE $'\e''\[([0-9;]*;)?(3[0-7]|4[0-7]|38;5;[0-9]+)(;[0-9;]*)?m'; }
 t_wait 10 colours "$W" || t_fail "no colour on the default screen"
