@@ -245,6 +245,25 @@ void api_refresh_snapshot(gpumodd *d, int64_t max_age_ms)
     hostmon_take(d->hm, refreshed, d);
 }
 
+/* The host's contiguous memory, as POST /preflight reports it (the
+ * gate's contig_bytes, the free blocks per order from 64 KiB up): the
+ * monitor reads /proc/buddyinfo anyway, so the dashboard needs no
+ * preflight per refresh.  null when buddyinfo could not be read. */
+static void status_contig(buf *b, const host_mem *h)
+{
+    if (!h->buddyinfo_ok) {
+        buf_adds(b, "\"contig_bytes\":null,\"high_order_pages\":null");
+        return;
+    }
+    buf_printf(b, "\"contig_bytes\":%llu,\"high_order_pages\":{", (unsigned long long)h->contig_bytes);
+    bool first = true;
+    for (size_t o = (size_t)h->order_contig >= 2 ? (size_t)h->order_contig - 2 : 0; o < h->norders; o++) {
+        buf_printf(b, "%s\"%zu\":%llu", first ? "" : ",", o, (unsigned long long)h->order_count[o]);
+        first = false;
+    }
+    buf_addc(b, '}');
+}
+
 static void memory_json(gpumodd *d, buf *b)
 {
     int64_t taken = 0;
@@ -267,11 +286,12 @@ static void memory_json(gpumodd *d, buf *b)
         buf_adds(b, "\"mem_total_bytes\":null,\"mem_available_bytes\":null,");
     buf_printf(b, "\"reserved_bytes\":%llu,", (unsigned long long)rhost);
     if (s->host.psi_ok)
-        buf_printf(b, "\"psi_some_avg10\":%.2f,\"psi_full_avg10\":%.2f}", s->host.psi_some_avg10,
+        buf_printf(b, "\"psi_some_avg10\":%.2f,\"psi_full_avg10\":%.2f,", s->host.psi_some_avg10,
                    s->host.psi_full_avg10);
     else
-        buf_adds(b, "\"psi_some_avg10\":null,\"psi_full_avg10\":null}");
-    buf_adds(b, ",\"gpus\":[");
+        buf_adds(b, "\"psi_some_avg10\":null,\"psi_full_avg10\":null,");
+    status_contig(b, &s->host);
+    buf_adds(b, "},\"gpus\":[");
     for (size_t i = 0; i < s->ngpus; i++) {
         const gpu_dev *g = &s->gpus[i];
         buf_printf(b, "%s{\"index\":%d,\"name\":", i ? "," : "", g->index);
