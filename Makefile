@@ -81,6 +81,10 @@ LLHTTP_SRC := $(LLHTTP_DIR)/llhttp/llhttp.c $(LLHTTP_DIR)/llhttp/api.c $(LLHTTP_
 # promtool (Debian's prometheus package, only this binary kept) checks the
 # router's /metrics; tests/e2e/lib.sh runs it as $PROMTOOL
 PROMTOOL   := $(CACHE)/prometheus/usr/bin/promtool
+# the official MCP TypeScript SDK (npm ci of tests/mcp/package-lock.json),
+# the independent client tests/e2e/t95-mcp-sdk.sh drives gpumod mcp with;
+# the marker is rewritten when the lock changes
+MCP_SDK    := $(CACHE)/mcp-sdk/.unpacked
 FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
@@ -147,6 +151,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(BENCH_LIB) $(MCP_LIB) $(BUILD)/libgpumod.a
 	$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(BENCH_LIB) $(MCP_LIB) $(BUILD)/libgpumod.a $(ALL_LDFLAGS) $(PKG_LIBS) $(CURL_LIBS) -lcmocka -lpthread
 
 $(LLHTTP_SRC) $(LLHTTP_DIR)/include/llhttp/llhttp.h $(PROMTOOL):
+	@scripts/install-deps --test-cache $(CACHE)
+
+$(MCP_SDK): tests/mcp/package.json tests/mcp/package-lock.json
 	@scripts/install-deps --test-cache $(CACHE)
 
 $(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/llhttp/%.c
@@ -242,8 +249,8 @@ bench-startup: $(GPUMOD) $(BUILD)/bench-startup
 	@$(BUILD)/bench-startup $${N:-2000} -- /bin/true -- $(GPUMOD) --version
 
 test: deps
-	@$(MAKE) --no-print-directory all unit $(PROMTOOL)
-	@PROMTOOL=$(abspath $(PROMTOOL)) BUILD=$(BUILD) tests/run
+	@$(MAKE) --no-print-directory all unit $(PROMTOOL) $(MCP_SDK)
+	@PROMTOOL=$(abspath $(PROMTOOL)) MCP_SDK_DIR=$(abspath $(CACHE))/mcp-sdk BUILD=$(BUILD) tests/run
 
 # every target that runs the daemon builds what the daemon runs: the
 # exec helper each service starts under (and the fakes the demo serves)
@@ -252,14 +259,14 @@ demo: deps
 	@BUILD=$(BUILD) scripts/demo
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined CFLAGS='-O1 -g' all unit $(PROMTOOL)
-	@PROMTOOL=$(abspath $(PROMTOOL)) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined CFLAGS='-O1 -g' all unit $(PROMTOOL) $(MCP_SDK)
+	@PROMTOOL=$(abspath $(PROMTOOL)) MCP_SDK_DIR=$(abspath $(CACHE))/mcp-sdk ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
 	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-3} BUILD=build-asan tests/run
 
 valgrind: deps
-	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit $(PROMTOOL)
-	@PROMTOOL=$(abspath $(PROMTOOL)) GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
+	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit $(PROMTOOL) $(MCP_SDK)
+	@PROMTOOL=$(abspath $(PROMTOOL)) MCP_SDK_DIR=$(abspath $(CACHE))/mcp-sdk GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
 
 # the daemon's user unit, with the installed binary's path (docs/systemd.md)
 SYSTEMD_USER_DIR ?= $(PREFIX)/lib/systemd/user
