@@ -89,7 +89,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate bench-eval \
+        bench-status bench-mcp bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate bench-eval \
         test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
@@ -103,6 +103,7 @@ help:
 	@echo "make bench-startup  gpumod --version start-up time against /bin/true"
 	@echo "make bench-preflight  gpumod preflight process time against /bin/true, with a breakdown"
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
+	@echo "make bench-mcp  N (2000) tools/call gpu_status over one gpumod mcp's pipe, beside ping and the daemon's GET /status"
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N; where a start's time goes beside the engine's own load"
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
@@ -184,6 +185,12 @@ bench-preflight: $(GPUMOD) $(BUILD)/bench-startup
 # script), beside /bin/true and --version in the same run.
 bench-status: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec $(BUILD)/bench-startup
 	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-status
+
+# tools/call gpu_status over one gpumod mcp's stdio pipe, beside ping over
+# the pipe and the same daemon's GET /status on its socket, one driver
+# (tests/bench/mcp-rtt.py), one run; figures in docs/mcp.md.
+bench-mcp: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
+	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-mcp
 
 # N start/stop cycles of one fakellm service through a daemon (started and
 # stopped by the script): fails when the daemon's fds or children after
