@@ -37,7 +37,9 @@ t_end
 
 settings "supervisor: {stop_timeout: 2s, health_interval: 1s}"
 preset chat "$(free_port)"
-preset emb "$(free_port)"
+# emb loads for 400 ms: a switch to B has phases apart in time, so that
+# some progress reaches the SDK before the result (see sdk-client.mjs)
+preset emb "$(free_port)" 'env: {FAKELLM_LOAD_MS: "400"}'
 preset spare "$(free_port)"
 mkdir -p "$C/modes"
 printf 'id: A\nservices: [chat]\n' >"$C/modes/A.yaml"

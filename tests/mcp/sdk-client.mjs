@@ -117,7 +117,7 @@ async function open(args = []) {
     const transport = new StdioClientTransport({
         command: GPUMOD, args: ['mcp', ...args], env: { ...process.env }, stderr: 'pipe',
     });
-    const s = { transport, wire: [], stderr: '', updates: [] };
+    const s = { transport, wire: [], stderr: '', updates: [], errors: [] };
     transport.stderr.on('data', (d) => { s.stderr += d; });
     let inner;
     Object.defineProperty(transport, 'onmessage', {
@@ -127,6 +127,7 @@ async function open(args = []) {
     });
     s.client = new Client({ name: 'gpumod-sdk-check', version: PKG.version }, { capabilities: {} });
     s.client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { s.updates.push(n.params.uri); });
+    s.client.onerror = (e) => { s.errors.push(e.message); };
     current = s;
     await s.client.connect(transport);
     return s;
@@ -440,15 +441,31 @@ const switchIdOf = (v) => {
 async function switchSection() {
     const s = await open();
     const progress = [];
+    const w0 = s.wire.length;
     let r = await call(s, 'switch_mode', { mode_id: MODE_B }, {
         onprogress: (p) => progress.push(p), timeout: 60000,
     });
     ok(holds(sc(r), 'committed'), `switch_mode ${MODE_B}: committed`, show(sc(r)));
-    ok(progress.length >= 1, `switch_mode with a progress token: ${progress.length} progress notification(s)`,
-        show(progress));
-    ok(progress.every((p, i) => typeof p.progress === 'number' && (i === 0 || p.progress > progress[i - 1].progress)),
-        'the progress values increase', show(progress));
-    ok(progress.some((p) => typeof p.message === 'string' && p.message.length > 0), 'progress with messages', show(progress));
+    // what the server sent (the wire) ...
+    const sent = s.wire.slice(w0);
+    const reply = sent.findIndex((m) => m.id !== undefined && m.result);
+    const notes = sent.filter((m) => m.method === 'notifications/progress').map((m) => m.params);
+    const after = sent.slice(reply + 1).filter((m) => m.method === 'notifications/progress');
+    ok(notes.length >= 2, `switch_mode with a progress token: ${notes.length} notifications/progress sent`, show(sent));
+    ok(after.length === 0, 'none after the result', show(after));
+    ok(notes.every((p) => p.progressToken === notes[0].progressToken && typeof p.progressToken === 'number'),
+        'each echoes the token as given (the SDK sends a number)', show(notes));
+    ok(notes.every((p, i) => typeof p.progress === 'number' && (i === 0 || p.progress > notes[i - 1].progress)),
+        'the progress values increase', show(notes));
+    ok(notes.every((p) => typeof p.message === 'string' && p.message.length > 0), 'each with a message', show(notes));
+    // ... and what the SDK handed to onprogress: those that arrived in the
+    // same read as the result are dropped by the SDK (it deletes the
+    // handler on the result first: typescript-sdk issue 2580), so at least
+    // the ones sent while the slow start ran
+    ok(progress.length >= 1, `the SDK's onprogress got ${progress.length} of them`, show(progress));
+    const lost = s.errors.filter((m) => /progress notification for an unknown token/.test(m)).length;
+    if (lost) console.log(`  # the SDK dropped ${lost} progress notification(s) that came with the result`);
+    ok(s.errors.length === lost, 'no other client-side protocol error', show(s.errors));
     const sid1 = switchIdOf(sc(r));
     ok(Number.isInteger(sid1), 'switch_mode: the switch id', show(sc(r)));
     r = await call(s, 'switch_status', { switch_id: sid1 });
