@@ -3,6 +3,7 @@
  * context, experts, file type) and what llama-server would take with
  * those flags, by part and device.  Reads the header region only. */
 #include "cli/cli.h"
+#include "model/mjson.h"
 #include "cli/hostview.h"
 #include "model/estimate.h"
 #include "model/ggml_type.h"
@@ -113,26 +114,6 @@ void estimate_text(buf *b, const estimate *e, const int *dev_index)
     buf_release(&t);
 }
 
-static void summary_json(buf *b, const model_summary *m, const gguf_file *g)
-{
-    buf_adds(b, "{\"architecture\":");
-    buf_json_str(b, m->arch);
-    buf_adds(b, ",\"name\":");
-    buf_json_str(b, m->name);
-    buf_printf(b, ",\"parameters\":%llu,\"layers\":%lld,\"embedding_length\":%lld,\"heads\":%lld,\"kv_heads\":%lld,"
-                  "\"context_length\":%lld,\"vocab\":%lld,\"experts\":%lld,\"experts_used\":%lld,\"file_type\":",
-               (unsigned long long)m->n_params, (long long)m->n_layer, (long long)m->n_embd, (long long)m->n_head,
-               (long long)m->n_head_kv, (long long)m->n_ctx_train, (long long)m->n_vocab, (long long)m->n_expert,
-               (long long)m->n_expert_used);
-    if (m->file_type_name) buf_json_str(b, m->file_type_name);
-    else buf_adds(b, "null");
-    buf_printf(b, ",\"weight_bytes\":%llu,\"sliding_window\":%lld,\"kv_lora_rank\":%lld,\"recurrent\":%s,"
-                  "\"embedding\":%s,\"gguf_version\":%u,\"tensors\":%zu,\"file_bytes\":%llu,\"split_count\":%u}",
-               (unsigned long long)m->weight_bytes, (long long)m->n_swa, (long long)m->kv_lora_rank,
-               m->recurrent ? "true" : "false", m->embedding ? "true" : "false", g->version, g->ntensors,
-               (unsigned long long)g->file_bytes, g->split_count);
-}
-
 static int inspect(cli *c, int argc, char **argv, const cmd *k)
 {
     const char *file = NULL;
@@ -173,35 +154,7 @@ static int inspect(cli *c, int argc, char **argv, const cmd *k)
     int erc = estimate_llamacpp(&g, &ep, &e, eerr, sizeof eerr);
     buf b = BUF_INIT;
     if (c->json) {
-        buf_adds(&b, "{\"file\":");
-        buf_json_str(&b, file);
-        buf_adds(&b, ",\"model\":");
-        summary_json(&b, &m, &g);
-        buf_printf(&b, ",\"params\":{\"ctx\":%lld,\"parallel\":%lld,\"cache_type_k\":\"%s\",\"cache_type_v\":\"%s\","
-                       "\"ngl\":%lld,\"n_cpu_moe\":%lld,\"flash_attn\":%d,\"gpus\":%zu}",
-                   (long long)ep.ctx, (long long)ep.parallel, ggml_type_get(ep.type_k)->name,
-                   ggml_type_get(ep.type_v)->name, (long long)ep.ngl, (long long)ep.n_cpu_moe, ep.flash_attn, ep.ndev);
-        if (erc) {
-            buf_adds(&b, ",\"estimate\":null,\"error\":");
-            buf_json_str(&b, eerr);
-        } else {
-            buf_adds(&b, ",\"estimate\":{\"host\":{");
-            for (int p = 0; p < EST__PARTS; p++)
-                buf_printf(&b, "%s\"%s_bytes\":%llu", p ? "," : "", est_part_names[p], (unsigned long long)e.host[p]);
-            buf_printf(&b, ",\"total_bytes\":%llu},\"devices\":[", (unsigned long long)e.host_total);
-            for (size_t d = 0; d < e.ndev; d++) {
-                buf_printf(&b, "%s{\"index\":%zu", d ? "," : "", d);
-                for (int p = 0; p < EST__PARTS; p++)
-                    buf_printf(&b, ",\"%s_bytes\":%llu", est_part_names[p], (unsigned long long)e.dev[d][p]);
-                buf_printf(&b, ",\"total_bytes\":%llu}", (unsigned long long)e.dev_total[d]);
-            }
-            buf_printf(&b, "],\"n_ctx\":%lld,\"n_ctx_seq\":%lld,\"n_layer_gpu\":%lld,\"kv_layers\":%lld,"
-                           "\"swa_layers\":%lld,\"swa_cells\":%lld,\"recurrent_layers\":%lld,\"kv_bytes_per_token\":%llu}",
-                       (long long)e.n_ctx, (long long)e.n_ctx_seq, (long long)e.n_layer_gpu, (long long)e.kv_layers,
-                       (long long)e.swa_layers, (long long)e.swa_cells, (long long)e.recurrent_layers,
-                       (unsigned long long)e.kv_bytes_per_token);
-        }
-        buf_adds(&b, "}\n");
+        model_inspect_json(&b, file, &g, &m, &ep, erc ? NULL : &e, eerr);
     } else {
         buf_printf(&b, "%s\n  architecture %s", file, m.arch);
         if (m.name[0]) buf_printf(&b, " (%s)", m.name);

@@ -35,19 +35,28 @@ char *ctl_socket_path(const config_paths *paths)
     return xstrdup(resolved_sock);
 }
 
-static int call_failed(const char *sock, const char *method, const char *target, int rc, const char *err)
+/* The one line a failed request is told with (no "gpumod: " prefix). */
+static void failure_text(char *msg, size_t len, const char *sock, const char *method, const char *target, int rc,
+                         const char *err)
 {
     if (rc == HTTPC_E_CONNECT && strstr(err, strerror(EACCES)))
-        fprintf(stderr,
-                "gpumod: permission denied on socket %s: this user may not use the daemon's socket or a "
-                "directory above it (socket_group, docs/configuration.md)\n",
-                sock);
+        snprintf(msg, len,
+                 "permission denied on socket %s: this user may not use the daemon's socket or a "
+                 "directory above it (socket_group, docs/configuration.md)",
+                 sock);
     else if (rc == HTTPC_E_CONNECT && strstr(err, "daemon unreachable"))
-        fprintf(stderr, "gpumod: no daemon is running (socket %s); start one with 'gpumod serve'\n", sock);
+        snprintf(msg, len, "no daemon is running (socket %s); start one with 'gpumod serve'", sock);
     else if (rc == HTTPC_E_GONE)
-        fprintf(stderr, "gpumod: %s %s: %s (the daemon stopped or restarted)\n", method, target, err);
+        snprintf(msg, len, "%s %s: %s (the daemon stopped or restarted)", method, target, err);
     else
-        fprintf(stderr, "gpumod: %s %s: %s\n", method, target, err);
+        snprintf(msg, len, "%s %s: %s", method, target, err);
+}
+
+static int call_failed(const char *sock, const char *method, const char *target, int rc, const char *err)
+{
+    char msg[1024];
+    failure_text(msg, sizeof msg, sock, method, target, rc, err);
+    fprintf(stderr, "gpumod: %s\n", msg);
     return http_client_exit_code(rc);
 }
 
@@ -60,6 +69,37 @@ int ctl_call(const config_paths *paths, const char *method, const char *target, 
     int rc = http_request(sock, method, target, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
                           timeout_ms, out, err, sizeof err);
     if (rc != HTTPC_OK) rc = quiet ? http_client_exit_code(rc) : call_failed(sock, method, target, rc, err);
+    free(sock);
+    return rc;
+}
+
+int ctl_request(const config_paths *paths, const char *method, const char *target, const char *body,
+                int64_t timeout_ms, http_reply *out, char *msg, size_t msglen)
+{
+    char *sock = ctl_socket_path(paths);
+    char err[512];
+    memset(out, 0, sizeof *out);
+    int rc = http_request(sock, method, target, body ? "application/json" : NULL, body, body ? strlen(body) : 0,
+                          timeout_ms, out, err, sizeof err);
+    if (rc != HTTPC_OK) {
+        failure_text(msg, msglen, sock, method, target, rc, err);
+        rc = http_client_exit_code(rc);
+    }
+    free(sock);
+    return rc;
+}
+
+int ctl_stream_msg(const config_paths *paths, const char *target, const http_stream_opts *o, http_reply *out,
+                   char *msg, size_t msglen)
+{
+    char *sock = ctl_socket_path(paths);
+    char err[512];
+    memset(out, 0, sizeof *out);
+    int rc = http_request_stream(sock, target, CTL_QUICK_MS, o, out, err, sizeof err);
+    if (rc != HTTPC_OK) {
+        failure_text(msg, msglen, sock, "GET", target, rc, err);
+        rc = http_client_exit_code(rc);
+    }
     free(sock);
     return rc;
 }

@@ -30,6 +30,18 @@ void ctl_prime_socket(const char *configured);
 int ctl_call(const config_paths *paths, const char *method, const char *target, const char *body, int64_t timeout_ms,
              bool quiet, http_reply *out);
 
+/* As ctl_call, quiet, for a program that shows errors its own way (the
+ * MCP server, the TUI): on failure the exit code with msg filled with the
+ * line ctl_call would print (without "gpumod: "): "no daemon is running
+ * (socket S); start one with 'gpumod serve'", "... (the daemon stopped or
+ * restarted)", a permission or a timeout. */
+int ctl_request(const config_paths *paths, const char *method, const char *target, const char *body,
+                int64_t timeout_ms, http_reply *out, char *msg, size_t msglen);
+
+/* ctl_stream, quiet, with the failure's line in msg as ctl_request. */
+int ctl_stream_msg(const config_paths *paths, const char *target, const http_stream_opts *o, http_reply *out,
+                   char *msg, size_t msglen);
+
 /* GET target as a stream (http_request_stream): 0 with *out's status
  * once the stream has ended, a callback has stopped it or *stop was set
  * by a signal; else the exit code after one line on stderr (unless
