@@ -74,10 +74,11 @@ const READ_ONLY_TOOLS = ['gpu_status', 'list_services', 'list_modes', 'service_i
     'simulate_mode', 'preflight', 'events', 'bench_results', 'eval_results', 'service_logs',
     'switch_status'];
 const MUTATING_TOOLS = ['switch_mode', 'start_service', 'stop_service'];
-// the arguments the contract marks required (docs/mcp.md "Tools")
+// the arguments the contract marks required (preflight takes service_id
+// or mode_id: neither is required by the schema)
 const REQUIRED = {
     service_info: ['service_id'], model_info: ['model_id'], simulate_mode: ['mode_id'],
-    preflight: ['service_id'], service_logs: ['service_id'], switch_status: ['switch_id'],
+    service_logs: ['service_id'], switch_status: ['switch_id'],
     switch_mode: ['mode_id'], start_service: ['service_id'], stop_service: ['service_id'],
 };
 const PROTOCOL = '2025-06-18';   // the newest the server speaks
@@ -189,8 +190,9 @@ async function tools() {
     ok(JSON.stringify(names) === JSON.stringify(want), `tools/list: the ${want.length} tools of the contract`,
         `got ${names.join(',')}`);
     for (const t of list) {
-        ok(t.inputSchema && t.inputSchema.type === 'object' && typeof t.description === 'string' && t.description,
-            `tools/list: ${t.name} has a description and an object inputSchema`, show(t));
+        ok(t.inputSchema && t.inputSchema.type === 'object' && typeof t.description === 'string' && t.description &&
+           typeof t.title === 'string' && t.title, `tools/list: ${t.name} has a title, a description and an object inputSchema`,
+           show(t));
         const req = (t.inputSchema.required || []).slice().sort();
         ok(JSON.stringify(req) === JSON.stringify((REQUIRED[t.name] || []).slice().sort()),
             `tools/list: ${t.name} requires ${(REQUIRED[t.name] || []).join(', ') || 'nothing'}`, show(t.inputSchema));
@@ -210,6 +212,8 @@ async function tools() {
     ok(ann.stop_service.destructiveHint === true && ann.switch_mode.destructiveHint === true,
         'tools/list: stop_service and switch_mode are destructive (they stop engines)', show(ann));
     ok(ann.start_service.destructiveHint === false, 'tools/list: start_service is not destructive', show(ann));
+    const pf = list.find((t) => t.name === 'preflight').inputSchema.properties;
+    ok(pf.service_id && pf.mode_id && pf.overrides, 'tools/list: preflight takes service_id or mode_id, overrides', show(pf));
 
     // every read-only tool with valid arguments
     let r = await call(s, 'gpu_status');
@@ -249,6 +253,10 @@ async function tools() {
     r = await call(s, 'preflight', { service_id: SPARE, overrides: { context_size: 64 } });
     ok(deep(sc(r), (v) => v && typeof v === 'object' && typeof v.ok === 'boolean'),
         `preflight ${SPARE} with overrides: a verdict`, show(sc(r)));
+
+    r = await call(s, 'preflight', { mode_id: MODE_B });
+    ok(deep(sc(r), (v) => v && typeof v === 'object' && typeof v.ok === 'boolean'), `preflight mode ${MODE_B}: a verdict`,
+        show(sc(r)));
 
     r = await call(s, 'events', { limit: 3 });
     const evs = Object.values(sc(r)).find(Array.isArray) || [];
@@ -295,6 +303,9 @@ async function errors() {
     ok((e.code === -32602 || e.isError) && /lines/.test(e.message), 'service_logs lines 0: refused, naming lines', show(e));
     e = await callErr(s, 'events', { limit: 1001 });
     ok((e.code === -32602 || e.isError) && /limit/.test(e.message), 'events limit 1001: refused, naming limit', show(e));
+    e = await callErr(s, 'preflight', {});
+    ok((e.code === -32602 || e.isError) && /service_id/.test(e.message) && /mode_id/.test(e.message),
+        'preflight with neither service_id nor mode_id: refused, naming both', show(e));
     e = await callErr(s, 'switch_status', { switch_id: 'x' });
     ok((e.code === -32602 || e.isError) && /switch_id/.test(e.message), 'switch_status switch_id "x": refused', show(e));
 
