@@ -90,7 +90,9 @@ static const cmd commands[] = {
      "      q8_0 / q4_0 KV cache, the largest context that fits, fewer GPU layers,\n"
      "      more MoE experts on the CPU, each with its figures.\n"
      "  simulate mode MODE [--json]\n"
-     "      Every service of the mode in start order against this host.\n"
+     "      Every service of the mode in start order against this host, without\n"
+     "      a daemon.  The daemon's plan of a changed set (services added or\n"
+     "      removed, a context size changed): mode switch MODE --dry-run --add ...\n"
      "      Exit 0 fits, 1 does not fit, 2 configuration error.\n",
      cmd_simulate},
     {"serve", "[--foreground] [--listen HOST:PORT] [--no-router] [--insecure] [-v]",
@@ -153,7 +155,7 @@ static const cmd commands[] = {
      "      whose configuration changed are listed; they keep running as started\n"
      "      until restarted.  SIGHUP to the daemon does the same.\n",
      cmd_reload},
-    {"mode", "list | show MODE | current | switch MODE [--dry-run] [--timeout S]",
+    {"mode", "list | show MODE | current | switch MODE [--dry-run [--add S] [--remove S] [--ctx S=N]] [--timeout S]",
      "list modes and switch between them through the daemon",
      "  mode list [--json]             every mode with its services; * marks the current\n"
      "                                 one (no daemon: from the configuration)\n"
@@ -164,11 +166,14 @@ static const cmd commands[] = {
      "      Switch as a transaction: plan, drain, stop, wait until the memory is\n"
      "      back, start one at a time, check health, commit.  --dry-run prints the\n"
      "      plan (each step's verdict and the predicted free memory) and changes\n"
-     "      nothing.  MODE none stops everything.  Exit 0 committed; 1 refused (the\n"
-     "      plan does not fit: nothing stopped), another switch in progress, or a\n"
-     "      start failed (rolled back; the service, reason and log tail on stderr);\n"
-     "      2 no such mode; 3 no daemon; 4 --timeout (or switch.timeout) passed\n"
-     "      (rolled back).\n",
+     "      nothing; with it, --add SVC and --remove SVC (repeatable; service ids)\n"
+     "      change the mode's set and --ctx SVC=N judges SVC at context size N:\n"
+     "      a what-if the daemon plans.  MODE none stops everything.  Exit 0\n"
+     "      committed (or a dry run answered); 1 refused (the plan does not fit:\n"
+     "      nothing stopped), another switch in progress, or a start failed\n"
+     "      (rolled back; the service, reason and log tail on stderr); 2 no such\n"
+     "      mode or service, or a bad what-if; 3 no daemon; 4 --timeout (or\n"
+     "      switch.timeout) passed (rolled back).\n",
      cmd_mode},
     {"route", "show | default [SERVICE | --clear] | resolve NAME", "the router's names and its default model",
      "  route show [--json]            every routable name with its service and kind, each\n"

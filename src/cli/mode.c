@@ -27,6 +27,8 @@
 #define SWITCH_TICK_MS 1000 /* the longest wait without reading the switch (evwait.h) */
 #define SWITCH_ENDED_OK (-1)
 
+#define CTX_MAX 16777216
+
 /* ---- list, show ---------------------------------------------------------- */
 
 /* {"modes": [...], "current": ...} from the daemon, or built from the
@@ -374,33 +376,152 @@ static int wait_switch(cli *c, http_reply *r)
     return w.rc;
 }
 
+/* What `mode switch` was asked: the mode, and for a dry run the what-if
+ * (--add, --remove, --ctx SVC=N: the body's add_services,
+ * remove_services and context_overrides, docs/api.md). */
+typedef struct switch_args {
+    const char *id;
+    bool dry;
+    int64_t timeout_s;
+    strv add, remove, ctx_id;
+    int64_t ctx[64];
+} switch_args;
+
+static void switch_args_release(switch_args *a)
+{
+    strv_release(&a->add);
+    strv_release(&a->remove);
+    strv_release(&a->ctx_id);
+}
+
+/* --ctx SVC=N into a.  0, or an exit code after the usage message. */
+static int ctx_arg(cli *c, const cmd *k, const char *v, switch_args *a)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v)
+        return cli_usage_error(c, k, "mode switch: --ctx takes SERVICE=TOKENS (e.g. --ctx chat=8192), not '%s'", v);
+    char *id = xstrndup(v, (size_t)(eq - v));
+    int rc = 0;
+    if (strv_find(&a->ctx_id, id) >= 0)
+        rc = cli_usage_error(c, k, "mode switch: --ctx '%s' is given twice", id);
+    else if (a->ctx_id.n >= 64)
+        rc = cli_usage_error(c, k, "mode switch: at most 64 --ctx");
+    else if (cli_int_arg(c, k, "--ctx", eq + 1, 1, CTX_MAX, &a->ctx[a->ctx_id.n]))
+        rc = EXIT_USAGE;
+    else
+        strv_push(&a->ctx_id, id);
+    free(id);
+    return rc;
+}
+
+/* The option's value: argv[i + 1] (then *i moves on), or what follows
+ * "--opt=" in argv[i]; NULL when argv[i] is not opt. */
+static const char *opt_val(int argc, char **argv, int *i, const char *opt)
+{
+    size_t n = strlen(opt);
+    if (strncmp(argv[*i], opt, n)) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n] || *i + 1 >= argc) return NULL;
+    return argv[++*i];
+}
+
+static int switch_parse(cli *c, const cmd *k, int argc, char **argv, switch_args *a)
+{
+    const char *v;
+    int rc = 0;
+    for (int i = 2; i < argc && !rc; i++) {
+        if (!strcmp(argv[i], "--dry-run"))
+            a->dry = true;
+        else if ((v = opt_val(argc, argv, &i, "--timeout")))
+            rc = cli_int_arg(c, k, "--timeout", v, 1, 86400, &a->timeout_s) ? EXIT_USAGE : 0;
+        else if ((v = opt_val(argc, argv, &i, "--add")))
+            strv_push(&a->add, v);
+        else if ((v = opt_val(argc, argv, &i, "--remove")))
+            strv_push(&a->remove, v);
+        else if ((v = opt_val(argc, argv, &i, "--ctx")))
+            rc = ctx_arg(c, k, v, a);
+        else if (argv[i][0] == '-')
+            rc = cli_usage_error(c, k, "mode switch: unknown option '%s'", argv[i]);
+        else if (!a->id)
+            a->id = argv[i];
+        else
+            rc = cli_usage_error(c, k, "mode switch: unexpected argument '%s'", argv[i]);
+    }
+    if (rc) return rc;
+    if (!a->id) return cli_usage_error(c, k, "mode switch: which mode? (a mode id, or none)");
+    if (!a->dry && (a->add.n || a->remove.n || a->ctx_id.n))
+        return cli_usage_error(c, k, "mode switch: --add, --remove and --ctx simulate: they need --dry-run");
+    return 0;
+}
+
+static void ids_member(buf *b, const char *name, const strv *ids)
+{
+    if (!ids->n) return;
+    buf_printf(b, ",\"%s\":[", name);
+    for (size_t i = 0; i < ids->n; i++) {
+        if (i) buf_addc(b, ',');
+        buf_json_str(b, ids->v[i]);
+    }
+    buf_addc(b, ']');
+}
+
+static void switch_body(buf *b, const switch_args *a)
+{
+    buf_adds(b, "{\"mode\":");
+    buf_json_str(b, a->id);
+    buf_printf(b, ",\"dry_run\":%s", a->dry ? "true" : "false");
+    if (a->timeout_s) buf_printf(b, ",\"timeout\":%lld", (long long)a->timeout_s);
+    ids_member(b, "add_services", &a->add);
+    ids_member(b, "remove_services", &a->remove);
+    if (a->ctx_id.n) {
+        buf_adds(b, ",\"context_overrides\":{");
+        for (size_t i = 0; i < a->ctx_id.n; i++) {
+            if (i) buf_addc(b, ',');
+            buf_json_str(b, a->ctx_id.v[i]);
+            buf_printf(b, ":%lld", (long long)a->ctx[i]);
+        }
+        buf_addc(b, '}');
+    }
+    buf_addc(b, '}');
+}
+
+/* "simulated: add b2; remove a2; context chat=8192" (what the daemon applied) */
+static void print_simulated(buf *b, const cJSON *sim)
+{
+    if (!cJSON_IsObject(sim)) return;
+    buf_adds(b, "simulated:");
+    const char *sep = " ";
+    const cJSON *e;
+    static const char *const lists[][2] = {{"add_services", "add"}, {"remove_services", "remove"}};
+    for (size_t l = 0; l < 2; l++) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(sim, lists[l][0]);
+        if (!cJSON_GetArraySize(arr)) continue;
+        buf_printf(b, "%s%s ", sep, lists[l][1]);
+        ids_line(b, arr);
+        sep = "; ";
+    }
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(sim, "context_overrides");
+    if (cJSON_GetArraySize(ctx)) {
+        buf_printf(b, "%scontext", sep);
+        cJSON_ArrayForEach(e, ctx) buf_printf(b, " %s=%.0f", e->string, e->valuedouble);
+        sep = "; ";
+    }
+    buf_adds(b, *sep == ' ' ? " nothing applied (see the warnings)\n" : "\n");
+}
+
 static int do_switch(cli *c, const cmd *k, int argc, char **argv)
 {
-    const char *id = NULL;
-    bool dry = false;
-    int64_t timeout_s = 0;
-    for (int i = 2; i < argc; i++) {
-        if (!strcmp(argv[i], "--dry-run"))
-            dry = true;
-        else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-            if (cli_int_arg(c, k, "--timeout", argv[i + 1], 1, 86400, &timeout_s)) return EXIT_USAGE;
-            i++;
-        } else if (!strncmp(argv[i], "--timeout=", 10)) {
-            if (cli_int_arg(c, k, "--timeout", argv[i] + 10, 1, 86400, &timeout_s)) return EXIT_USAGE;
-        } else if (argv[i][0] == '-')
-            return cli_usage_error(c, k, "mode switch: unknown option '%s'", argv[i]);
-        else if (!id)
-            id = argv[i];
-        else
-            return cli_usage_error(c, k, "mode switch: unexpected argument '%s'", argv[i]);
+    switch_args a = {0};
+    int prc = switch_parse(c, k, argc, argv, &a);
+    if (prc) {
+        switch_args_release(&a);
+        return prc;
     }
-    if (!id) return cli_usage_error(c, k, "mode switch: which mode? (a mode id, or none)");
+    const char *id = a.id;
+    bool dry = a.dry;
     buf body = BUF_INIT;
-    buf_adds(&body, "{\"mode\":");
-    buf_json_str(&body, id);
-    buf_printf(&body, ",\"dry_run\":%s", dry ? "true" : "false");
-    if (timeout_s) buf_printf(&body, ",\"timeout\":%lld", (long long)timeout_s);
-    buf_addc(&body, '}');
+    switch_body(&body, &a);
+    switch_args_release(&a);
     http_reply r;
     int rc = ctl_call(&c->paths, "POST", dry ? "/modes/switch?origin=cli" : "/modes/switch?origin=cli&wait=0", body.p,
                       CTL_QUICK_MS * 4, false, &r);
@@ -425,6 +546,7 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
     buf b = BUF_INIT;
     if (r.status == 200 && dry) {
         print_plan(&b, j);
+        print_simulated(&b, cJSON_GetObjectItemCaseSensitive(j, "simulated"));
         buf_adds(&b, "(dry run: nothing was changed)\n");
         fputs(b.p, stdout);
     } else if (r.status == 200) {

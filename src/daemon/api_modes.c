@@ -16,6 +16,7 @@
 #include <string.h>
 
 #define MAX_RUN 64
+#define SIM_ID_MAX 200 /* bytes in a what-if's service id (an alias may be as long: it is named back) */
 
 /* One request: answered from the executor's callback, or, with wait=0,
  * at once with 202 and the switch's id once switch_request has returned
@@ -48,6 +49,111 @@ static void switched(const switch_result *r, void *ud)
     }
 }
 
+/* v as JSON for an error message, cut at 64 bytes. */
+static void found_text(char *out, size_t outlen, const cJSON *v)
+{
+    char *j = cJSON_PrintUnformatted(v);
+    snprintf(out, outlen, "%.64s%s", j ? j : "?", j && strlen(j) > 64 ? "..." : "");
+    cJSON_free(j);
+}
+
+static bool sim_id_ok(const cJSON *v)
+{
+    if (!cJSON_IsString(v) || !*v->valuestring || strlen(v->valuestring) > SIM_ID_MAX) return false;
+    for (const unsigned char *p = (const unsigned char *)v->valuestring; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) return false;
+    return true;
+}
+
+/* "add_services" or "remove_services" (name) of the body into ids,
+ * duplicates dropped.  0, or -1 with msg. */
+static int sim_ids(const cJSON *j, const char *name, strv *ids, char *msg, size_t msglen)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, name);
+    char f[80];
+    if (!a || cJSON_IsNull(a)) return 0;
+    if (!cJSON_IsArray(a)) {
+        found_text(f, sizeof f, a);
+        snprintf(msg, msglen, "modes/switch: \"%s\" must be an array of service ids (strings), found %s", name, f);
+        return -1;
+    }
+    int n = cJSON_GetArraySize(a);
+    if (n > SWITCH_SIM_MAX) {
+        snprintf(msg, msglen, "modes/switch: \"%s\" has %d entries: at most %d", name, n, SWITCH_SIM_MAX);
+        return -1;
+    }
+    int i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, a)
+    {
+        if (!sim_id_ok(v)) {
+            found_text(f, sizeof f, v);
+            snprintf(msg, msglen,
+                     "modes/switch: %s[%d] must be a service id (a non-empty string of at most %d bytes without "
+                     "control characters), found %s", name, i, SIM_ID_MAX, f);
+            return -1;
+        }
+        if (strv_find(ids, v->valuestring) < 0) strv_push(ids, v->valuestring);
+        i++;
+    }
+    return 0;
+}
+
+/* "context_overrides": {"id": N} into s->ctx_id and s->ctx.  0, or -1 with msg. */
+static int sim_ctx(const cJSON *j, switch_sim *s, char *msg, size_t msglen)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(j, "context_overrides");
+    char f[80];
+    if (!o || cJSON_IsNull(o)) return 0;
+    if (!cJSON_IsObject(o)) {
+        found_text(f, sizeof f, o);
+        snprintf(msg, msglen,
+                 "modes/switch: \"context_overrides\" must be an object of service id -> context size, found %s", f);
+        return -1;
+    }
+    if (cJSON_GetArraySize(o) > SWITCH_SIM_MAX) {
+        snprintf(msg, msglen, "modes/switch: \"context_overrides\" has %d entries: at most %d",
+                 cJSON_GetArraySize(o), SWITCH_SIM_MAX);
+        return -1;
+    }
+    const cJSON *v;
+    cJSON_ArrayForEach(v, o)
+    {
+        size_t kl = strlen(v->string);
+        bool key_ok = kl && kl <= SIM_ID_MAX;
+        for (size_t i = 0; key_ok && i < kl; i++) key_ok = (unsigned char)v->string[i] >= 0x20 && v->string[i] != 0x7f;
+        if (!key_ok) {
+            snprintf(msg, msglen, "modes/switch: context_overrides: a key must be a service id (a non-empty string of "
+                                  "at most %d bytes without control characters)", SIM_ID_MAX);
+            return -1;
+        }
+        double x = cJSON_IsNumber(v) ? v->valuedouble : 0;
+        if (!cJSON_IsNumber(v) || x != floor(x) || x < 1 || x > 16777216) {
+            found_text(f, sizeof f, v);
+            snprintf(msg, msglen, "modes/switch: context_overrides.%s must be an integer from 1 to 16777216 "
+                                  "(a context size in tokens), found %s", v->string, f);
+            return -1;
+        }
+        s->ctx[s->ctx_id.n] = (int64_t)x;
+        strv_push(&s->ctx_id, v->string);
+    }
+    return 0;
+}
+
+/* The body's what-if (switch.h: switch_sim).  0, or -1 with msg. */
+static int sim_parse(const cJSON *j, bool dry, switch_sim *s, char *msg, size_t msglen)
+{
+    if (sim_ids(j, "add_services", &s->add, msg, msglen) || sim_ids(j, "remove_services", &s->remove, msg, msglen) ||
+        sim_ctx(j, s, msg, msglen))
+        return -1;
+    if (switch_sim_any(s) && !dry) {
+        snprintf(msg, msglen, "modes/switch: add_services, remove_services and context_overrides apply only with "
+                              "\"dry_run\": true (a simulation); nothing was changed");
+        return -1;
+    }
+    return 0;
+}
+
 void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *origin, const char *wait)
 {
     if (!d->sw) {
@@ -69,6 +175,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     const cJSON *to_ms = cJSON_GetObjectItemCaseSensitive(j, "timeout_ms");
     const cJSON *wt = cJSON_GetObjectItemCaseSensitive(j, "wait");
     const char *bad = NULL;
+    switch_sim sim = {0};
     if (!cJSON_IsString(m) || !*m->valuestring)
         bad = "modes/switch: \"mode\" must be a mode id (a non-empty string; \"none\" is the empty mode)";
     else if (dry && !cJSON_IsNull(dry) && !cJSON_IsBool(dry))
@@ -83,14 +190,18 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
         bad = "modes/switch: \"wait\" must be true or false";
     else if (wait && strcmp(wait, "0") && strcmp(wait, "1") && strcmp(wait, "false") && strcmp(wait, "true"))
         bad = "modes/switch: the query's wait must be 0 or 1";
+    else if (sim_parse(j, cJSON_IsTrue(dry), &sim, msg, sizeof msg))
+        bad = msg;
     if (bad) {
         api_error(c, 400, "bad_request", NULL, "%s", bad);
+        switch_sim_release(&sim);
         cJSON_Delete(j);
         return;
     }
     switch_req rq = {.mode = m->valuestring,
                      .origin = origin && !strcmp(origin, "cli") ? "cli" : "api",
-                     .dry_run = cJSON_IsTrue(dry)};
+                     .dry_run = cJSON_IsTrue(dry),
+                     .sim = &sim};
     if (cJSON_IsNumber(to_ms))
         rq.timeout_ms = (int64_t)to_ms->valuedouble;
     else if (cJSON_IsNumber(to))
@@ -101,6 +212,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
         /* a tune run holds the host: the lease's restore owns the way back */
         api_error(c, 409, "tune_in_progress", tdet.p, "%s", msg);
         buf_release(&tdet);
+        switch_sim_release(&sim);
         cJSON_Delete(j);
         return;
     }
@@ -115,6 +227,7 @@ void api_modes_switch(gpumodd *d, srv_conn *c, const view *body, const char *ori
     q->in_call = true;
     int64_t id = switch_request(d->sw, &rq, switched, q);
     q->in_call = false;
+    switch_sim_release(&sim);
     cJSON_Delete(j);
     if (q->fired) { /* answered already (an error found at once): nothing more */
         free(q);

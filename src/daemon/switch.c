@@ -23,11 +23,13 @@
 #include "daemon/reply.h"
 #include "daemon/verdict.h"
 
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/overrides.h"
 #include "core/plan.h"
 #include "core/policy.h"
 #include "util/log.h"
@@ -130,6 +132,9 @@ struct run {
     int refs; /* callbacks outstanding */
     run *next_dry;
     char *rank_for; /* switch_rank: the service whose modes are judged (a dry run) */
+    switch_sim sim;  /* a dry run's what-if (copied from the request) */
+    bool has_sim;
+    strv sim_added, sim_removed, sim_warn; /* at its plan: what applied, and what did not */
 
     int64_t id;
     int64_t t0_mono;
@@ -363,6 +368,32 @@ static sw_svc *sw_of(run *r, const char *id)
     return NULL;
 }
 
+static void ids_json(buf *b, const strv *ids)
+{
+    buf_addc(b, '[');
+    for (size_t i = 0; i < ids->n; i++) {
+        buf_adds(b, i ? "," : "");
+        buf_json_str(b, ids->v[i]);
+    }
+    buf_addc(b, ']');
+}
+
+/* ,"simulated": what of the what-if applied (the rest: warnings) */
+static void sim_json(buf *b, const run *r)
+{
+    buf_adds(b, ",\"simulated\":{\"add_services\":");
+    ids_json(b, &r->sim_added);
+    buf_adds(b, ",\"remove_services\":");
+    ids_json(b, &r->sim_removed);
+    buf_adds(b, ",\"context_overrides\":{");
+    for (size_t i = 0; i < r->sim.ctx_id.n; i++) {
+        buf_adds(b, i ? "," : "");
+        buf_json_str(b, r->sim.ctx_id.v[i]);
+        buf_printf(b, ":%lld", (long long)r->sim.ctx[i]);
+    }
+    buf_adds(b, "}}");
+}
+
 static void plan_to_json(buf *b, run *r)
 {
     const plan *p = &r->pl;
@@ -438,7 +469,13 @@ static void plan_to_json(buf *b, run *r)
         buf_adds(b, i ? "," : "");
         buf_json_str(b, p->warnings[i]);
     }
-    buf_adds(b, "]}");
+    for (size_t i = 0; i < r->sim_warn.n; i++) {
+        buf_adds(b, i || p->nwarnings ? "," : "");
+        buf_json_str(b, r->sim_warn.v[i]);
+    }
+    buf_addc(b, ']');
+    if (r->has_sim) sim_json(b, r);
+    buf_addc(b, '}');
 }
 
 static void switch_to_json(buf *b, const store_switch *w)
@@ -510,6 +547,13 @@ static run *run_new(swx *x, const switch_req *rq, switch_cb cb, void *ud)
     r->origin = xstrdup(rq->origin ? rq->origin : "api");
     r->sup_origin = sup_origin_for(r->origin);
     r->dry = rq->dry_run;
+    if (rq->sim && switch_sim_any(rq->sim)) {
+        r->has_sim = true;
+        strv_copy(&r->sim.add, &rq->sim->add);
+        strv_copy(&r->sim.remove, &rq->sim->remove);
+        strv_copy(&r->sim.ctx_id, &rq->sim->ctx_id);
+        memcpy(r->sim.ctx, rq->sim->ctx, sizeof r->sim.ctx);
+    }
     r->timeout_ms = rq->timeout_ms > 0 ? rq->timeout_ms : cfg_of(x)->set.sw.timeout_ms;
     r->cb = cb;
     r->ud = ud;
@@ -518,6 +562,10 @@ static run *run_new(swx *x, const switch_req *rq, switch_cb cb, void *ud)
 
 static void run_free(run *r)
 {
+    switch_sim_release(&r->sim);
+    strv_release(&r->sim_added);
+    strv_release(&r->sim_removed);
+    strv_release(&r->sim_warn);
     free(r->rank_for);
     free(r->mode);
     free(r->origin);
@@ -681,17 +729,89 @@ static void gather_running(run *r, const sup_holding *h, size_t nh, plan_running
     r->nrun = nh;
 }
 
-/* The mode's services: each resolved once (its preset, its record, its
- * need on snap) into r->sv and r->targets, and the plan's targets.  -1
- * with e. */
-static int gather_targets(run *r, const mode *m, const snapshot *snap, plan_target *tg, gather_err *e)
+/* The target set into ids: the mode's services, plus the what-if's adds
+ * (one already in the mode: a warning), less its removes (one not in the
+ * mode: a warning); what applied into sim_added and sim_removed. */
+static void sim_targets(run *r, const mode *m, strv *ids)
+{
+    if (m) strv_copy(ids, &m->services);
+    if (!r->has_sim) return;
+    const char *mw = m ? "" : " (the empty mode)";
+    for (size_t i = 0; i < r->sim.add.n; i++) {
+        const char *id = r->sim.add.v[i];
+        if (strv_find(ids, id) >= 0) {
+            strv_pushf(&r->sim_warn, "add_services: '%s' is already in mode '%s': nothing added", id, r->mode);
+            continue;
+        }
+        strv_push(ids, id);
+        strv_push(&r->sim_added, id);
+    }
+    strv kept = STRV_INIT;
+    for (size_t i = 0; i < ids->n; i++) {
+        const char *id = ids->v[i];
+        if (strv_find(&r->sim.remove, id) >= 0)
+            strv_push(&r->sim_removed, id);
+        else
+            strv_push(&kept, id);
+    }
+    for (size_t i = 0; i < r->sim.remove.n; i++)
+        if (strv_find(&r->sim_removed, r->sim.remove.v[i]) < 0)
+            strv_pushf(&r->sim_warn, "remove_services: '%s' is not in mode '%s'%s: nothing removed",
+                       r->sim.remove.v[i], r->mode, mw);
+    strv_copy(ids, &kept);
+    strv_release(&kept);
+}
+
+/* The start override {"context_size": ctx} for p, parsed as a start's
+ * (config/overrides.c: p's driver must take it).  0, or -1 with err. */
+static int ctx_override(const preset *p, int64_t ctx, overrides *ov, char *err, size_t errlen)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "context_size", (double)ctx);
+    char e[400];
+    int rc = overrides_parse(o, (int)p->driver, ov, e, sizeof e);
+    if (rc) snprintf(err, errlen, "context_overrides.%s: %s", p->id, e);
+    cJSON_Delete(o);
+    return rc;
+}
+
+/* p's need on snap.  With a context override of the what-if: the need of
+ * p with the start override "context_size" applied, found as preflight
+ * finds a restart's with overrides (pf_restart.c), but without a measured
+ * footprint: the estimate at that context, the declared floor as usual. */
+static int target_need(run *r, const preset *p, const snapshot *snap, need_detail *nd, char *err, size_t errlen)
+{
+    const config *cfg = cfg_of(r->x);
+    int k = r->has_sim ? strv_find(&r->sim.ctx_id, p->id) : -1;
+    if (k < 0) return service_need(p, &cfg->set, snap, r->x->env.st, nd, err, errlen);
+    overrides ov = {0};
+    preset q;
+    memset(&q, 0, sizeof q);
+    char e[400];
+    int rc = -1;
+    if (ctx_override(p, r->sim.ctx[k], &ov, err, errlen)) {
+        /* err says it */
+    } else if (overrides_apply(p, &ov, &q, e, sizeof e)) {
+        snprintf(err, errlen, "context_overrides.%s: %s", p->id, e);
+    } else {
+        rc = service_need(&q, &cfg->set, snap, NULL, nd, err, errlen);
+    }
+    overrides_applied_release(&q);
+    overrides_release(&ov);
+    return rc;
+}
+
+/* The target set's services (ids): each resolved once (its preset, its
+ * record, its need on snap) into r->sv and r->targets, and the plan's
+ * targets.  -1 with e. */
+static int gather_targets(run *r, const strv *ids, const snapshot *snap, plan_target *tg, gather_err *e)
 {
     swx *x = r->x;
     const config *cfg = cfg_of(x);
     need_detail *nd = xcalloc(1, sizeof *nd);
     int rc = 0;
-    for (size_t i = 0; m && i < m->services.n && !rc; i++) {
-        const char *id = m->services.v[i];
+    for (size_t i = 0; i < ids->n && !rc; i++) {
+        const char *id = ids->v[i];
         const preset *p = config_preset(cfg, id);
         sup_svc *h = p ? sup_lookup(x->env.sup, id) : NULL;
         char err[400];
@@ -700,7 +820,7 @@ static int gather_targets(run *r, const mode *m, const snapshot *snap, plan_targ
             *e = (gather_err){422, "config_invalid", ""};
             snprintf(e->msg, sizeof e->msg, "mode '%s' lists '%s', which is no configured preset", r->mode, id);
             rc = -1;
-        } else if (service_need(p, &cfg->set, snap, x->env.st, nd, err, sizeof err)) {
+        } else if (target_need(r, p, snap, nd, err, sizeof err)) {
             *e = (gather_err){422, "need_unknown", ""};
             snprintf(e->msg, sizeof e->msg, "mode '%s': cannot tell what '%s' needs: %s", r->mode, id, err);
             rc = -1;
@@ -745,12 +865,16 @@ static int make_plan(run *r, const snapshot *snap, gather_err *e)
     for (size_t g = 0; g < snap->ngpus; g++) r->gpu_index[g] = snap->gpus[g].index;
     sup_holding h[MAX_SVC + 1];
     size_t nh = sup_holdings(x->env.sup, h, MAX_SVC + 1);
-    size_t nt = m ? m->services.n : 0;
-    if (too_many(r, nh, nt, e)) return -1;
+    strv ids = STRV_INIT;
+    sim_targets(r, m, &ids);
+    size_t nt = ids.n;
     plan_running run_in[MAX_SVC];
     plan_target tg[MAX_SVC];
-    gather_running(r, h, nh, run_in);
-    if (gather_targets(r, m, snap, tg, e)) return -1;
+    int rc = too_many(r, nh, nt, e) ? -1 : 0;
+    if (!rc) gather_running(r, h, nh, run_in);
+    if (!rc) rc = gather_targets(r, &ids, snap, tg, e);
+    strv_release(&ids);
+    if (rc) return -1;
     reservation res[PLAN_MAX];
     size_t nres = sup_reservations(x->env.sup, res, PLAN_MAX);
     gate_policy pol;
@@ -1716,6 +1840,75 @@ static void busy_words(const run *c, buf *m)
                c->id, c->from ? "'" : "", c->from ? c->from : "no mode", c->from ? "'" : "", c->mode, c->origin);
 }
 
+bool switch_sim_any(const switch_sim *s)
+{
+    return s && (s->add.n || s->remove.n || s->ctx_id.n);
+}
+
+void switch_sim_release(switch_sim *s)
+{
+    strv_release(&s->add);
+    strv_release(&s->remove);
+    strv_release(&s->ctx_id);
+}
+
+/* 0 when id (of the what-if's field what) is a configured preset, else
+ * 404 with m ("add_services: no service 'x' in DIR"; an alias named). */
+static int sim_known(const config *cfg, const char *what, const char *id, buf *m)
+{
+    if (config_preset(cfg, id)) return 0;
+    buf_printf(m, "%s: no service '%s' in %s", what, id, cfg->config_dir);
+    for (size_t i = 0; i < cfg->n_presets; i++)
+        if (strv_find(&cfg->presets[i].aliases, id) >= 0) {
+            buf_printf(m, " ('%s' is an alias of '%s': give the service id)", id, cfg->presets[i].id);
+            return 404;
+        }
+    buf_adds(m, " (service ids, not aliases)");
+    return 404;
+}
+
+/* The what-if, checked against the configuration when it is asked: 0, or
+ * the status (400, 404) with m.  What the plan finds later (a reload in
+ * between) is the plan's error. */
+static int sim_check(const config *cfg, const switch_req *rq, buf *m)
+{
+    const switch_sim *s = rq->sim;
+    if (!rq->dry_run) {
+        buf_adds(m, "add_services, remove_services and context_overrides apply only with \"dry_run\": true "
+                    "(a simulation): nothing was changed");
+        return 400;
+    }
+    int st = 0;
+    for (size_t i = 0; i < s->add.n && !st; i++) st = sim_known(cfg, "add_services", s->add.v[i], m);
+    for (size_t i = 0; i < s->remove.n && !st; i++) {
+        st = sim_known(cfg, "remove_services", s->remove.v[i], m);
+        if (!st && strv_find(&s->add, s->remove.v[i]) >= 0) {
+            buf_printf(m, "'%s' is in both add_services and remove_services", s->remove.v[i]);
+            st = 400;
+        }
+    }
+    const mode *md = strcmp(rq->mode, "none") ? config_mode(cfg, rq->mode) : NULL;
+    for (size_t i = 0; i < s->ctx_id.n && !st; i++) {
+        const char *id = s->ctx_id.v[i];
+        if ((st = sim_known(cfg, "context_overrides", id, m))) break;
+        bool in = (md && strv_find(&md->services, id) >= 0) || strv_find(&s->add, id) >= 0;
+        if (!in || strv_find(&s->remove, id) >= 0) {
+            buf_printf(m, "context_overrides: '%s' is not in the target set (mode '%s'%s, plus add_services, less "
+                          "remove_services)", id, rq->mode, md ? "" : ": the empty mode");
+            st = 400;
+            break;
+        }
+        overrides ov = {0};
+        char e[512];
+        if (ctx_override(config_preset(cfg, id), s->ctx[i], &ov, e, sizeof e)) {
+            buf_adds(m, e);
+            st = 400;
+        }
+        overrides_release(&ov);
+    }
+    return st;
+}
+
 int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
 {
     const config *cfg = cfg_of(x);
@@ -1734,6 +1927,17 @@ int64_t switch_request(swx *x, const switch_req *rq, switch_cb cb, void *ud)
         cb(&res, ud);
         buf_release(&m);
         return 0;
+    }
+    if (switch_sim_any(rq->sim)) {
+        buf m = BUF_INIT;
+        int st = sim_check(cfg, rq, &m);
+        if (st) {
+            res = (switch_result){st, st == 404 ? "not_found" : "bad_request", m.p, NULL};
+            cb(&res, ud);
+            buf_release(&m);
+            return 0;
+        }
+        buf_release(&m);
     }
     if (rq->dry_run) {
         run *r = run_new(x, rq, cb, ud);

@@ -26,6 +26,7 @@
 #include "daemon/supervisor.h"
 #include "store/db.h"
 #include "util/buf.h"
+#include "util/strv.h"
 
 typedef struct swx swx;
 
@@ -42,19 +43,36 @@ typedef struct switch_env {
 
 swx *switch_new(const switch_env *env);
 
+/* A dry run's what-if (docs/api.md "POST /modes/switch"): the target
+ * set is the mode's services, plus add, less remove; a service of ctx_id
+ * is judged at context ctx[i] (the start override "context_size": its
+ * estimate at that context, no measured footprint).  Ids are preset ids
+ * (not aliases), each at most once.  Zeroed is none. */
+#define SWITCH_SIM_MAX 64
+typedef struct switch_sim {
+    strv add, remove, ctx_id;
+    int64_t ctx[SWITCH_SIM_MAX]; /* 1..16777216, ctx_id's order */
+} switch_sim;
+bool switch_sim_any(const switch_sim *s);
+void switch_sim_release(switch_sim *s);
+
 typedef struct switch_req {
     const char *mode;   /* a mode id, or "none" (the empty mode) */
     const char *origin; /* "cli", "api" (a person asked), "startup", "router" */
     bool dry_run;       /* the plan only: nothing is changed, no journal row */
     int64_t timeout_ms; /* 0: switch.timeout */
     bool queue;         /* wait for a switch in progress, then plan (the router); else 409 */
+    const switch_sim *sim; /* dry runs only (else 400); NULL: none; copied */
 } switch_req;
 
 /* A result, borrowed for the callback only.  status 200: json is the
- * switch (docs/api.md) or, for a dry run, the plan.  Else code and
- * message, and json the error's detail (or NULL): 404 not_found (no such
- * mode), 409 switch_in_progress | gate_refused (the plan does not fit;
- * nothing was stopped), 422 start_failed (rolled back, or settled in
+ * switch (docs/api.md) or, for a dry run, the plan (with "simulated" for
+ * a sim).  Else code and message, and json the error's detail (or NULL):
+ * 400 bad_request (a sim without dry_run, an id in both of its lists, a
+ * context override for a service outside the target set or whose driver
+ * takes no context_size), 404 not_found (no such mode; a sim's id that is
+ * no preset), 409 switch_in_progress | gate_refused (the plan does not
+ * fit; nothing was stopped), 422 start_failed (rolled back, or settled in
  * none) | need_unknown | too_many_services, 503 shutting_down |
  * journal_unavailable, 504 timeout (rolled back). */
 typedef struct switch_result {

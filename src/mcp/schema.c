@@ -113,8 +113,10 @@ static int unknown_member(const cJSON *props, const char *key, const char *where
     buf list = BUF_INIT;
     for (const cJSON *p = props ? props->child : NULL; p; p = p->next)
         buf_printf(&list, "%s%s", list.len ? ", " : "", p->string);
-    snprintf(err, errlen, "%s: unknown argument '%s' (expected: %s)", where, key,
-             list.p ? list.p : "none");
+    if (list.len)
+        snprintf(err, errlen, "%s: unknown argument '%s' (expected: %s)", where, key, list.p);
+    else
+        snprintf(err, errlen, "%s: unknown argument '%s' (this takes no arguments)", where, key);
     buf_release(&list);
     return -1;
 }
