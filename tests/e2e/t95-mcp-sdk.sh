@@ -54,7 +54,7 @@ results() {
         -H 'Content-Type: application/json' --data-binary "$1" http://gpumod/results
 }
 t_eq "$(results '{"schema":"gpumod.bench/1","kind":"load","target":{"spec":"chat","via":"router","service":"chat","config_hash":"c0ffee","model":"chat"},"points":[{"x_name":"concurrency","x":1,"iterations":[],"summary":{"out_tput":{"median":310.5,"lo":300,"hi":320,"n":3}}}]}')" 201 "POST /results (load)"
-t_eq "$(results '{"schema":"gpumod.eval/1","kind":"eval","target":{"spec":"chat","service":"chat"},"items":[],"summary":{"suite":"sdk-check-suite","items":3,"pass":2,"fail":1,"error":0}}')" 201 "POST /results (eval)"
+t_eq "$(results '{"schema":"gpumod.eval/1","kind":"eval","target":{"spec":"chat","service":"chat"},"items":[],"summary":{"items":7,"pass":5,"fail":2,"error":0,"accuracy":{"est":0.7143,"lo":0.359,"hi":0.918}}}')" 201 "POST /results (eval)"
 t_end
 
 # sdk SECTION...: the SDK client on those sections; its output in $T/out

@@ -267,16 +267,16 @@ async function tools() {
         show(sc(r)));
 
     // t95 stored one load result (out_tput median 310.5) and one eval
-    // result (suite "sdk-check-suite") for RUNNING through POST /results
+    // result (accuracy 0.7143) for RUNNING through POST /results
     r = await call(s, 'bench_results', {});
     ok(holds(sc(r), 310.5), 'bench_results: the stored load result (median 310.5)', show(sc(r)));
-    ok(!holds(sc(r), 'sdk-check-suite'), 'bench_results: not the eval result', show(sc(r)));
+    ok(!holds(sc(r), 0.7143), 'bench_results: not the eval result', show(sc(r)));
     r = await call(s, 'bench_results', { service_id: RUNNING, limit: 5 });
     ok(holds(sc(r), 310.5), `bench_results ${RUNNING} limit 5: the same`, show(sc(r)));
     r = await call(s, 'bench_results', { service_id: SPARE });
     ok(!holds(sc(r), 310.5), `bench_results ${SPARE}: not ${RUNNING}'s`, show(sc(r)));
     r = await call(s, 'eval_results', { service_id: RUNNING, limit: 5 });
-    ok(holds(sc(r), 'sdk-check-suite'), `eval_results ${RUNNING} limit 5: the stored eval result`, show(sc(r)));
+    ok(holds(sc(r), 0.7143), `eval_results ${RUNNING} limit 5: the stored eval result (accuracy 0.7143)`, show(sc(r)));
     ok(!holds(sc(r), 310.5), 'eval_results: not the load result', show(sc(r)));
 
     r = await call(s, 'service_logs', { service_id: RUNNING, lines: 5 });
@@ -462,7 +462,10 @@ async function switchSection() {
     const reply = sent.findIndex((m) => m.id !== undefined && m.result);
     const notes = sent.filter((m) => m.method === 'notifications/progress').map((m) => m.params);
     const after = sent.slice(reply + 1).filter((m) => m.method === 'notifications/progress');
-    ok(notes.length >= 2, `switch_mode with a progress token: ${notes.length} notifications/progress sent`, show(sent));
+    // A -> B runs plan, start (400 ms), verify-healthy and commit: a note
+    // per phase gives at least two
+    ok(notes.length >= 2, `switch_mode with a progress token: ${notes.length} notifications/progress sent (want one a phase)`,
+        show(sent));
     ok(after.length === 0, 'none after the result', show(after));
     ok(notes.every((p) => p.progressToken === notes[0].progressToken && typeof p.progressToken === 'number'),
         'each echoes the token as given (the SDK sends a number)', show(notes));
