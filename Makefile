@@ -81,11 +81,15 @@ LLHTTP_SRC := $(LLHTTP_DIR)/llhttp/llhttp.c $(LLHTTP_DIR)/llhttp/api.c $(LLHTTP_
 # promtool (Debian's prometheus package, only this binary kept) checks the
 # router's /metrics; tests/e2e/lib.sh runs it as $PROMTOOL
 PROMTOOL   := $(CACHE)/prometheus/usr/bin/promtool
+# the official MCP TypeScript SDK (npm ci of tests/mcp/package-lock.json),
+# the independent client tests/e2e/t95-mcp-sdk.sh drives gpumod mcp with;
+# the marker is rewritten when the lock changes
+MCP_SDK    := $(CACHE)/mcp-sdk/.unpacked
 FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate bench-eval bench-tui \
+        bench-status bench-mcp bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate bench-eval bench-tui \
         test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
@@ -99,6 +103,7 @@ help:
 	@echo "make bench-startup  gpumod --version start-up time against /bin/true"
 	@echo "make bench-preflight  gpumod preflight process time against /bin/true, with a breakdown"
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
+	@echo "make bench-mcp  N (2000) tools/call gpu_status over one gpumod mcp's pipe, beside ping and the daemon's GET /status"
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N; where a start's time goes beside the engine's own load"
 	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
@@ -150,6 +155,9 @@ $(BUILD)/tests/%: tests/unit/%.c $(BENCH_LIB) $(MCP_LIB) $(BUILD)/libgpumod.a
 $(LLHTTP_SRC) $(LLHTTP_DIR)/include/llhttp/llhttp.h $(PROMTOOL):
 	@scripts/install-deps --test-cache $(CACHE)
 
+$(MCP_SDK): tests/mcp/package.json tests/mcp/package-lock.json
+	@scripts/install-deps --test-cache $(CACHE)
+
 $(BUILD)/obj/llhttp/%.o: $(LLHTTP_DIR)/llhttp/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 -O2 -g -w $(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-sanitize-recover=all) \
@@ -178,6 +186,12 @@ bench-preflight: $(GPUMOD) $(BUILD)/bench-startup
 # script), beside /bin/true and --version in the same run.
 bench-status: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec $(BUILD)/bench-startup
 	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-status
+
+# tools/call gpu_status over one gpumod mcp's stdio pipe, beside ping over
+# the pipe and the same daemon's GET /status on its socket, one driver
+# (tests/bench/mcp-rtt.py), one run; figures in docs/mcp.md.
+bench-mcp: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
+	@BUILD=$(BUILD) N=$${N:-2000} scripts/bench-mcp
 
 # N start/stop cycles of one fakellm service through a daemon (started and
 # stopped by the script): fails when the daemon's fds or children after
@@ -246,8 +260,8 @@ bench-startup: $(GPUMOD) $(BUILD)/bench-startup
 	@$(BUILD)/bench-startup $${N:-2000} -- /bin/true -- $(GPUMOD) --version
 
 test: deps
-	@$(MAKE) --no-print-directory all unit $(PROMTOOL)
-	@PROMTOOL=$(abspath $(PROMTOOL)) BUILD=$(BUILD) tests/run
+	@$(MAKE) --no-print-directory all unit $(PROMTOOL) $(MCP_SDK)
+	@PROMTOOL=$(abspath $(PROMTOOL)) MCP_SDK_DIR=$(abspath $(CACHE))/mcp-sdk BUILD=$(BUILD) tests/run
 
 # every target that runs the daemon builds what the daemon runs: the
 # exec helper each service starts under (and the fakes the demo serves)
@@ -256,14 +270,14 @@ demo: deps
 	@BUILD=$(BUILD) scripts/demo
 
 asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined CFLAGS='-O1 -g' all unit $(PROMTOOL)
-	@PROMTOOL=$(abspath $(PROMTOOL)) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
+	@$(MAKE) --no-print-directory BUILD=build-asan SANITIZE=address,undefined CFLAGS='-O1 -g' all unit $(PROMTOOL) $(MCP_SDK)
+	@PROMTOOL=$(abspath $(PROMTOOL)) MCP_SDK_DIR=$(abspath $(CACHE))/mcp-sdk ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1 \
 	 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-3} BUILD=build-asan tests/run
 
 valgrind: deps
-	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit $(PROMTOOL)
-	@PROMTOOL=$(abspath $(PROMTOOL)) GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
+	@$(MAKE) --no-print-directory BUILD=build-vg CFLAGS='-O0 -g' all unit $(PROMTOOL) $(MCP_SDK)
+	@PROMTOOL=$(abspath $(PROMTOOL)) MCP_SDK_DIR=$(abspath $(CACHE))/mcp-sdk GPUMOD_VALGRIND=1 GPUMOD_TEST_TIME_SCALE=$${GPUMOD_TEST_TIME_SCALE:-20} BUILD=build-vg tests/run
 
 # the daemon's user unit, with the installed binary's path (docs/systemd.md)
 SYSTEMD_USER_DIR ?= $(PREFIX)/lib/systemd/user
