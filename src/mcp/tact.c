@@ -35,9 +35,12 @@ static void progress(follow *f, const char *note, double pct)
 {
     if (!f->c->progress || !strcmp(note, f->last_note)) return;
     snprintf(f->last_note, sizeof f->last_note, "%s", note);
+    /* MCP: progress increases with each notification, whatever the total */
+    double v = pct > f->progress ? pct : pct >= 0 ? f->progress + 0.01 : f->progress + 1;
+    f->progress = v;
     cJSON *p = cJSON_CreateObject();
     cJSON_AddItemToObject(p, "progressToken", cJSON_Duplicate(f->c->progress, 1));
-    cJSON_AddNumberToObject(p, "progress", pct >= 0 ? pct : ++f->progress);
+    cJSON_AddNumberToObject(p, "progress", v);
     if (pct >= 0) cJSON_AddNumberToObject(p, "total", 100);
     /* message: 2025-03-26 on; older clients ignore a member they do not know */
     cJSON_AddStringToObject(p, "message", note);
