@@ -46,7 +46,7 @@ void service_row(buf *b, const cJSON *svc)
         double total = jnum(adm, "host_bytes", 0);
         cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(adm, "gpu_bytes")) total += cJSON_GetNumberValue(g);
         buf_adds(b, "  need ");
-        fmt_bytes(b, (uint64_t)total);
+        buf_bytes(b, (uint64_t)total);
         if (jstr(adm, "source")) buf_printf(b, " (%s)", jstr(adm, "source"));
     }
     /* a start's overrides make the run differ from its preset too: say which */

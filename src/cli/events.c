@@ -11,6 +11,7 @@
  * (shutdown) with exit 3. */
 #include "cli/ctl.h"
 #include "util/clock.h"
+#include "util/lines.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -34,12 +35,18 @@ static int64_t parse_ago(const char *s)
         p += 1 + nf;
     }
     double mult;
-    if (!strcmp(p, "ms")) mult = 1;
-    else if (!strcmp(p, "s")) mult = 1000;
-    else if (!strcmp(p, "m")) mult = 60000;
-    else if (!strcmp(p, "h")) mult = 3600000;
-    else if (!strcmp(p, "d")) mult = 86400000;
-    else return -1;
+    if (!strcmp(p, "ms"))
+        mult = 1;
+    else if (!strcmp(p, "s"))
+        mult = 1000;
+    else if (!strcmp(p, "m"))
+        mult = 60000;
+    else if (!strcmp(p, "h"))
+        mult = 3600000;
+    else if (!strcmp(p, "d"))
+        mult = 86400000;
+    else
+        return -1;
     char num[64];
     size_t len = (size_t)(p - s);
     if (len >= sizeof num) return -1;
@@ -54,7 +61,8 @@ static void add_query(buf *t, const char *k, const char *v)
 {
     buf_printf(t, "%c%s=", strchr(t->p, '?') ? '&' : '?', k);
     for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || strchr("-_.~:", *p))
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            strchr("-_.~:", *p))
             buf_addc(t, (char)*p);
         else
             buf_printf(t, "%%%02X", *p);
@@ -73,15 +81,16 @@ static void on_stop_signal(int sig)
 
 typedef struct follow_out {
     const cli *c;
-    buf line;       /* a line not yet whole */
-    int64_t last;   /* the last event printed */
-    bool resume;    /* the daemon cut a slow reader: follow again */
-    bool ended;     /* the daemon's last line came */
+    buf line;     /* a line not yet whole */
+    int64_t last; /* the last event printed */
+    bool resume;  /* the daemon cut a slow reader: follow again */
+    bool ended;   /* the daemon's last line came */
 } follow_out;
 
 /* One line of the stream: an event, or the last line {"end", "since"}. */
-static void follow_line(follow_out *o, const char *p, size_t n)
+static void follow_line(void *ud, const char *p, size_t n)
 {
+    follow_out *o = ud;
     cJSON *j = cJSON_ParseWithLength(p, n);
     if (!j) return;
     const char *end = jstr(j, "end");
@@ -89,7 +98,8 @@ static void follow_line(follow_out *o, const char *p, size_t n)
         o->ended = true;
         o->last = (int64_t)jnum(j, "since", (double)o->last);
         o->resume = !strcmp(end, "slow_reader");
-        if (!o->resume) fprintf(stderr, "gpumod: %s\n", jstr(j, "message") ? jstr(j, "message") : end);
+        if (!o->resume)
+            fprintf(stderr, "gpumod: %s\n", jstr(j, "message") ? jstr(j, "message") : end);
     } else {
         buf b = BUF_INIT;
         if (o->c->json) {
@@ -109,13 +119,7 @@ static void follow_line(follow_out *o, const char *p, size_t n)
 static bool follow_body(const char *p, size_t n, void *ud)
 {
     follow_out *o = ud;
-    buf_add(&o->line, p, n);
-    size_t done = 0;
-    for (char *nl; (nl = memchr(o->line.p + done, '\n', o->line.len - done)); done = (size_t)(nl - o->line.p) + 1)
-        follow_line(o, o->line.p + done, (size_t)(nl - o->line.p) - done);
-    memmove(o->line.p, o->line.p + done, o->line.len - done);
-    o->line.len -= done;
-    o->line.p[o->line.len] = '\0';
+    lines_feed(&o->line, p, n, 0, follow_line, o);
     return !stop_follow;
 }
 
@@ -140,7 +144,8 @@ static int follow(cli *c, int64_t since, const char *svc, const char *kind)
         http_stream_opts so = {.on_body = follow_body, .ud = &o, .stop = &stop_follow};
         rc = ctl_stream(&c->paths, t.p, &so, false, &r);
         buf_release(&t);
-        if (!rc && r.status != 200) rc = ctl_fail(&r, "events");
+        if (!rc && r.status != 200)
+            rc = ctl_fail(&r, "events");
         else if (!rc && !o.ended && !stop_follow) {
             fprintf(stderr, "gpumod: events: the daemon ended the stream\n");
             rc = EXIT_DAEMON;
@@ -156,7 +161,8 @@ static int follow(cli *c, int64_t since, const char *svc, const char *kind)
 /* The page a plain call prints (--json: the body as it came, or with -f
  * one event a line, as the stream has them); *last gets the last event's
  * id, -1 with none. */
-static int print_page(cli *c, const http_reply *r, bool since, int64_t n, bool following, int64_t *last)
+static int print_page(cli *c, const http_reply *r, bool since, int64_t n, bool following,
+                      int64_t *last)
 {
     if (c->json && !following) {
         ctl_print_body(r);
@@ -186,10 +192,11 @@ static int print_page(cli *c, const http_reply *r, bool since, int64_t n, bool f
     int64_t page = n ? n : 100;
     if (cJSON_GetArraySize(evs) >= page && c->verbose >= 0 && !following) {
         if (since)
-            fprintf(stderr, "(showing %lld; there may be more: use --since %lld)\n", (long long)page,
-                    (long long)*last);
+            fprintf(stderr, "(showing %lld; there may be more: use --since %lld)\n",
+                    (long long)page, (long long)*last);
         else
-            fprintf(stderr, "(the last %lld; older ones are not shown: use -n N or --since)\n", (long long)page);
+            fprintf(stderr, "(the last %lld; older ones are not shown: use -n N or --since)\n",
+                    (long long)page);
     }
     buf_release(&b);
     cJSON_Delete(j);
@@ -234,7 +241,8 @@ int cmd_events(cli *c, int argc, char **argv)
         bool digits = *since && strspn(since, "0123456789") == strlen(since);
         if (digits && errno) {
             buf_release(&t);
-            return cli_usage_error(c, k, "events: --since '%s' is too large for an event id", since);
+            return cli_usage_error(c, k, "events: --since '%s' is too large for an event id",
+                                   since);
         }
         if (digits && id >= 0) {
             add_query(&t, "since", since);
@@ -245,10 +253,11 @@ int cmd_events(cli *c, int argc, char **argv)
             int64_t ago = parse_ago(since);
             if (ago < 0) {
                 buf_release(&t);
-                return cli_usage_error(c, k,
-                                       "events: --since '%s' is neither an event id, an RFC 3339 time nor a "
-                                       "duration like 10m (at most 100 years)",
-                                       since);
+                return cli_usage_error(
+                    c, k,
+                    "events: --since '%s' is neither an event id, an RFC 3339 time nor a "
+                    "duration like 10m (at most 100 years)",
+                    since);
             }
             char tsb[40];
             clock_rfc3339(clock_unix_ms() - ago, tsb, sizeof tsb);

@@ -86,11 +86,11 @@ static void gpu_text(buf *b, const snapshot *s)
         buf_adds(b, "host   ");
         fmt_bar(b, used, h->mem_total, 30);
         buf_adds(b, " ");
-        fmt_bytes(b, used);
+        buf_bytes(b, used);
         buf_adds(b, " of ");
-        fmt_bytes(b, h->mem_total);
+        buf_bytes(b, h->mem_total);
         buf_adds(b, " in use, MemAvailable ");
-        fmt_bytes(b, h->mem_available);
+        buf_bytes(b, h->mem_available);
         buf_addc(b, '\n');
     } else {
         buf_printf(b, "host   memory unknown: %s\n", s->host_error);
@@ -99,7 +99,7 @@ static void gpu_text(buf *b, const snapshot *s)
         /* the zones the gate counts (memory.md 6.4) */
         buf_printf(b, "       free in blocks >= 2 MiB, %s: ",
                    h->zones_all ? "all zones (no Normal/Movable zone)" : "Normal+Movable");
-        fmt_bytes(b, h->contig_2m_bytes);
+        buf_bytes(b, h->contig_2m_bytes);
         buf_printf(b, " (page %llu KiB; free blocks by order:", (unsigned long long)(h->page_size / 1024));
         for (size_t o = 0; o < h->norders; o++) buf_printf(b, " %llu", (unsigned long long)h->order_count[o]);
         buf_adds(b, ")");
@@ -109,7 +109,7 @@ static void gpu_text(buf *b, const snapshot *s)
     char why[256];
     if (contig_known(h, why, sizeof why)) {
         buf_printf(b, "       contiguity: free in blocks >= %u KiB ", HOST_CONTIG_BLOCK >> 10);
-        fmt_bytes(b, h->contig_bytes);
+        buf_bytes(b, h->contig_bytes);
         buf_adds(b, " (what the gate counts for services that pin host memory)\n");
     } else {
         buf_printf(b, "       contiguity: unknown: %s\n", why);
@@ -125,15 +125,15 @@ static void gpu_text(buf *b, const snapshot *s)
         buf_printf(b, "gpu %-2d ", g->index);
         if (g->unified) {
             buf_adds(b, "unified memory (NVML reports NOT_SUPPORTED): shares the host's MemAvailable ");
-            fmt_bytes(b, s->host.mem_available);
+            buf_bytes(b, s->host.mem_available);
         } else {
             fmt_bar(b, g->used_bytes, g->total_bytes, 30);
             buf_adds(b, " ");
-            fmt_bytes(b, g->used_bytes);
+            buf_bytes(b, g->used_bytes);
             buf_adds(b, " of ");
-            fmt_bytes(b, g->total_bytes);
+            buf_bytes(b, g->total_bytes);
             buf_adds(b, " in use, free ");
-            fmt_bytes(b, g->free_bytes);
+            buf_bytes(b, g->free_bytes);
         }
         buf_printf(b, "\n       %s  %s  %s", g->name, g->uuid, g->bus_id);
         if (g->cc_major > 0) buf_printf(b, "  cc %d.%d", g->cc_major, g->cc_minor);
@@ -144,7 +144,7 @@ static void gpu_text(buf *b, const snapshot *s)
         for (size_t k = 0; k < g->nprocs; k++) {
             buf_printf(b, "       pid %-8u ", g->procs[k].pid);
             if (g->procs[k].used_bytes == UINT64_MAX) buf_adds(b, "(usage not available)");
-            else fmt_bytes(b, g->procs[k].used_bytes);
+            else buf_bytes(b, g->procs[k].used_bytes);
             buf_addc(b, '\n');
         }
     }

@@ -15,20 +15,6 @@ void snapshot_for(const settings *s, snapshot *snap)
     snapshot_take(snap, &o);
 }
 
-void fmt_bytes(buf *b, uint64_t v)
-{
-    if (v >= 10ull * 1024 * MIB)
-        buf_printf(b, "%.1f GiB", (double)v / (1024.0 * MIB));
-    else if (v >= 1024 * MIB)
-        buf_printf(b, "%.2f GiB", (double)v / (1024.0 * MIB));
-    else if (v >= MIB)
-        buf_printf(b, "%.0f MiB", (double)v / MIB);
-    else if (v >= 1024)
-        buf_printf(b, "%.0f KiB", (double)v / 1024);
-    else
-        buf_printf(b, "%llu B", (unsigned long long)v);
-}
-
 void fmt_bar(buf *b, uint64_t used, uint64_t total, int w)
 {
     int fill = total ? (int)((double)used / (double)total * w + 0.5) : 0;
@@ -41,10 +27,10 @@ void fmt_bar(buf *b, uint64_t used, uint64_t total, int w)
 void need_text(buf *b, const need_detail *nd)
 {
     buf_printf(b, "need (%s): host ", nd->n.source);
-    fmt_bytes(b, nd->n.host_bytes);
+    buf_bytes(b, nd->n.host_bytes);
     for (size_t i = 0; i < nd->n.ngpu; i++) {
         buf_printf(b, ", gpu %d ", nd->n.gpu[i].index);
-        fmt_bytes(b, nd->n.gpu[i].bytes);
+        buf_bytes(b, nd->n.gpu[i].bytes);
     }
     buf_addc(b, '\n');
     if (nd->detail[0]) buf_printf(b, "  %s\n", nd->detail);

@@ -18,8 +18,6 @@
 
 /* policy_from_settings, snapshot_opts_from_settings: core/policy.h;
  * verdict_json: daemon/verdict.h (the daemon writes it too). */
-/* "20.1 GiB", "512 MiB", "12 KiB" */
-void fmt_bytes(buf *b, uint64_t bytes);
 /* [#####.....] of width w for used/total */
 void fmt_bar(buf *b, uint64_t used, uint64_t total, int w);
 /* one line per need: host and each GPU */

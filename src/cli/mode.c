@@ -209,13 +209,13 @@ static void mem_cells(buf *b, const cJSON *mem)
 {
     double host = jnum(mem, "host_available_bytes", 0) - jnum(mem, "reserved_host_bytes", 0);
     buf_adds(b, "  host ");
-    fmt_bytes(b, host > 0 ? (uint64_t)host : 0);
+    buf_bytes(b, host > 0 ? (uint64_t)host : 0);
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(mem, "gpus"))
     {
         double f = jnum(g, "free_bytes", 0) - jnum(g, "reserved_bytes", 0);
         buf_printf(b, "  gpu%.0f ", jnum(g, "index", 0));
-        fmt_bytes(b, f > 0 ? (uint64_t)f : 0);
+        buf_bytes(b, f > 0 ? (uint64_t)f : 0);
     }
 }
 

@@ -92,24 +92,24 @@ void estimate_text(buf *b, const estimate *e, const int *dev_index)
         buf_printf(b, "%-10s", est_part_names[p]);
         for (size_t d = 0; d < e->ndev; d++) {
             buf t = BUF_INIT;
-            fmt_bytes(&t, e->dev[d][p]);
+            buf_bytes(&t, e->dev[d][p]);
             buf_printf(b, " %14s", t.p);
             buf_release(&t);
         }
         buf t = BUF_INIT;
-        fmt_bytes(&t, e->host[p]);
+        buf_bytes(&t, e->host[p]);
         buf_printf(b, " %14s\n", t.p);
         buf_release(&t);
     }
     buf_printf(b, "%-10s", "total");
     for (size_t d = 0; d < e->ndev; d++) {
         buf t = BUF_INIT;
-        fmt_bytes(&t, e->dev_total[d]);
+        buf_bytes(&t, e->dev_total[d]);
         buf_printf(b, " %14s", t.p);
         buf_release(&t);
     }
     buf t = BUF_INIT;
-    fmt_bytes(&t, e->host_total);
+    buf_bytes(&t, e->host_total);
     buf_printf(b, " %14s\n", t.p);
     buf_release(&t);
 }
@@ -164,7 +164,7 @@ static int inspect(cli *c, int argc, char **argv, const cmd *k)
             buf_printf(&b, "\n  parameters %.2f B, weights ", (double)m.n_params / 1e9);
         else
             buf_printf(&b, "\n  parameters %.2f M, weights ", (double)m.n_params / 1e6);
-        fmt_bytes(&b, m.weight_bytes);
+        buf_bytes(&b, m.weight_bytes);
         buf_printf(&b, ", file type %s\n", m.file_type_name ? m.file_type_name : "unknown");
         buf_printf(&b, "  layers %lld, embedding %lld, heads %lld, KV heads %lld, trained context %lld, vocab %lld\n",
                    (long long)m.n_layer, (long long)m.n_embd, (long long)m.n_head, (long long)m.n_head_kv,

@@ -108,12 +108,12 @@ static void daemon_verdict_text(buf *out, const cJSON *v)
     else
         buf_printf(out, "refused: '%s': %s\n  ", svc ? svc : "?", jstr(v, "reason") ? jstr(v, "reason") : "");
     buf_printf(out, "need (%s): host ", jstr(nj, "source") ? jstr(nj, "source") : "?");
-    fmt_bytes(out, (uint64_t)jnum(nj, "host_bytes", 0));
+    buf_bytes(out, (uint64_t)jnum(nj, "host_bytes", 0));
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(nj, "gpu_bytes"))
     {
         buf_printf(out, ", gpu %s ", g->string ? g->string : "?");
-        fmt_bytes(out, (uint64_t)(cJSON_IsNumber(g) ? g->valuedouble : 0));
+        buf_bytes(out, (uint64_t)(cJSON_IsNumber(g) ? g->valuedouble : 0));
     }
     buf_addc(out, '\n');
     if (jstr(nj, "detail") && *jstr(nj, "detail")) buf_printf(out, "  %s\n", jstr(nj, "detail"));
@@ -128,7 +128,7 @@ static void daemon_verdict_text(buf *out, const cJSON *v)
     buf_adds(out, "  via: daemon");
     if (jnum(host, "reserved_bytes", 0) > 0) {
         buf_adds(out, " (counting ");
-        fmt_bytes(out, (uint64_t)jnum(host, "reserved_bytes", 0));
+        buf_bytes(out, (uint64_t)jnum(host, "reserved_bytes", 0));
         buf_adds(out, " reserved by starts in flight)");
     }
     buf_addc(out, '\n');

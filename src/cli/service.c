@@ -57,12 +57,12 @@ static void need_line(buf *b, const char *label, const cJSON *n)
 {
     if (!n || cJSON_IsNull(n)) return;
     buf_printf(b, "  %s: host ", label);
-    fmt_bytes(b, (uint64_t)jnum(n, "host_bytes", 0));
+    buf_bytes(b, (uint64_t)jnum(n, "host_bytes", 0));
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(n, "gpu_bytes"))
     {
         buf_printf(b, ", gpu %s ", g->string ? g->string : "?");
-        fmt_bytes(b, (uint64_t)(cJSON_IsNumber(g) ? g->valuedouble : 0));
+        buf_bytes(b, (uint64_t)(cJSON_IsNumber(g) ? g->valuedouble : 0));
     }
     if (jstr(n, "source")) buf_printf(b, " (%s)", jstr(n, "source"));
     if (!jnull(n, "load_ms")) buf_printf(b, ", loaded in %.0f ms", jnum(n, "load_ms", 0));

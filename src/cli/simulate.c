@@ -147,11 +147,11 @@ static void capacity_text(buf *b, const snapshot *snap, const need *total)
     buf_adds(b, "host   ");
     fmt_bar(b, host_used + total->host_bytes, h->mem_total, 30);
     buf_adds(b, " in use ");
-    fmt_bytes(b, host_used);
+    buf_bytes(b, host_used);
     buf_adds(b, " + need ");
-    fmt_bytes(b, total->host_bytes);
+    buf_bytes(b, total->host_bytes);
     buf_adds(b, " of ");
-    fmt_bytes(b, h->mem_total);
+    buf_bytes(b, h->mem_total);
     buf_addc(b, '\n');
     for (size_t i = 0; i < snap->ngpus; i++) {
         const gpu_dev *g = &snap->gpus[i];
@@ -163,11 +163,11 @@ static void capacity_text(buf *b, const snapshot *snap, const need *total)
         buf_printf(b, "gpu %-2d ", g->index);
         fmt_bar(b, used + need_b, tot, 30);
         buf_adds(b, " in use ");
-        fmt_bytes(b, used);
+        buf_bytes(b, used);
         buf_adds(b, " + need ");
-        fmt_bytes(b, need_b);
+        buf_bytes(b, need_b);
         buf_adds(b, " of ");
-        fmt_bytes(b, tot);
+        buf_bytes(b, tot);
         if (g->unified) buf_adds(b, " (unified: shared with the host)");
         buf_addc(b, '\n');
     }
@@ -253,10 +253,10 @@ static int sim_service(sim *s, const preset *p, const est_params *over, unsigned
             buf_adds(&b, "gpu");
             for (size_t k = 0; k < alts[i].nd.n.ngpu; k++) {
                 buf_printf(&b, " %d:", alts[i].nd.n.gpu[k].index);
-                fmt_bytes(&b, alts[i].nd.n.gpu[k].bytes);
+                buf_bytes(&b, alts[i].nd.n.gpu[k].bytes);
             }
             buf_adds(&b, ", host ");
-            fmt_bytes(&b, alts[i].nd.n.host_bytes);
+            buf_bytes(&b, alts[i].nd.n.host_bytes);
             if (!alts[i].ok) buf_printf(&b, " (%s)", alts[i].reason);
             buf_addc(&b, '\n');
         }

@@ -21,13 +21,13 @@ static void memory_text(buf *b, const cJSON *mem)
     if (jnull(host, "mem_available_bytes")) {
         buf_adds(b, "MemAvailable unknown");
     } else {
-        fmt_bytes(b, (uint64_t)jnum(host, "mem_available_bytes", 0));
+        buf_bytes(b, (uint64_t)jnum(host, "mem_available_bytes", 0));
         buf_adds(b, " available of ");
-        fmt_bytes(b, (uint64_t)jnum(host, "mem_total_bytes", 0));
+        buf_bytes(b, (uint64_t)jnum(host, "mem_total_bytes", 0));
     }
     if (jnum(host, "reserved_bytes", 0) > 0) {
         buf_adds(b, ", reserved by starts ");
-        fmt_bytes(b, (uint64_t)jnum(host, "reserved_bytes", 0));
+        buf_bytes(b, (uint64_t)jnum(host, "reserved_bytes", 0));
     }
     if (!jnull(host, "psi_full_avg10"))
         buf_printf(b, ", psi some %.2f full %.2f", jnum(host, "psi_some_avg10", 0), jnum(host, "psi_full_avg10", 0));
@@ -38,13 +38,13 @@ static void memory_text(buf *b, const cJSON *mem)
         const char *name = jstr(g, "name");
         uint64_t total = (uint64_t)jnum(g, "total_bytes", 0), free_b = (uint64_t)jnum(g, "free_bytes", 0);
         buf_printf(b, "  gpu %.0f %s: ", jnum(g, "index", 0), name ? name : "");
-        fmt_bytes(b, free_b);
+        buf_bytes(b, free_b);
         buf_adds(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "unified")) ? " available (unified) "
                                                                                 : " free of ");
-        if (total) fmt_bytes(b, total);
+        if (total) buf_bytes(b, total);
         if (jnum(g, "reserved_bytes", 0) > 0) {
             buf_adds(b, ", reserved by starts ");
-            fmt_bytes(b, (uint64_t)jnum(g, "reserved_bytes", 0));
+            buf_bytes(b, (uint64_t)jnum(g, "reserved_bytes", 0));
         }
         buf_addc(b, ' ');
         if (total) fmt_bar(b, total > free_b ? total - free_b : 0, total, 20);

@@ -10,6 +10,7 @@
 #include "client/ctl.h"
 #include "mcp/rpc.h"
 #include "util/buf.h"
+#include "util/lines.h"
 
 typedef struct feed {
     mcp_server *s;
@@ -55,21 +56,19 @@ static void on_event(feed *f, const cJSON *ev)
     strv_release(&subs);
 }
 
-/* each chunk of the stream: whole lines are events (or the end line) */
+/* one line of the stream: an event (or the end line) */
+static void on_line(void *ud, const char *p, size_t n)
+{
+    feed *f = ud;
+    cJSON *ev = cJSON_ParseWithLength(p, n);
+    if (ev && !cJSON_GetObjectItemCaseSensitive(ev, "end")) on_event(f, ev);
+    cJSON_Delete(ev);
+}
+
 static bool on_body(const char *p, size_t len, void *ud)
 {
     feed *f = ud;
-    buf_add(&f->line, p, len);
-    char *nl;
-    while (f->line.len && (nl = memchr(f->line.p, '\n', f->line.len))) {
-        size_t n = (size_t)(nl - f->line.p);
-        cJSON *ev = cJSON_ParseWithLength(f->line.p, n);
-        if (ev && !cJSON_GetObjectItemCaseSensitive(ev, "end")) on_event(f, ev);
-        cJSON_Delete(ev);
-        memmove(f->line.p, nl + 1, f->line.len - n - 1);
-        f->line.len -= n + 1;
-        f->line.p[f->line.len] = '\0';
-    }
+    lines_feed(&f->line, p, len, 1 << 20, on_line, f);
     return !f->s->stop;
 }
 

@@ -5,15 +5,6 @@
 
 #include "client/ctl.h"
 
-void md_bytes(buf *b, double v)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    int u = 0;
-    while (v >= 1024 && u < 4)
-        v /= 1024, u++;
-    buf_printf(b, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
-}
-
 /* a table cell: pipes and newlines would break the row */
 static void cell(buf *b, const char *s)
 {
@@ -44,7 +35,7 @@ static void gpu_rows(buf *b, const cJSON *gpus)
         const char *k[] = {"used_bytes", "reserved_bytes", "free_bytes", "total_bytes"};
         for (int i = 0; i < 4; i++) {
             buf_adds(b, " ");
-            md_bytes(b, jnum(g, k[i], 0));
+            buf_bytes(b, jnum(g, k[i], 0));
             buf_adds(b, " |");
         }
         buf_adds(b, "\n");
@@ -65,11 +56,11 @@ void md_status(buf *b, const cJSON *st, const cJSON *current)
     if (cJSON_IsObject(sw))
         buf_printf(b, " (switching to %s)", jstr(sw, "mode") ? jstr(sw, "mode") : "?");
     buf_adds(b, "\n\nHost memory: ");
-    md_bytes(b, jnum(host, "mem_available_bytes", 0));
+    buf_bytes(b, jnum(host, "mem_available_bytes", 0));
     buf_adds(b, " available of ");
-    md_bytes(b, jnum(host, "mem_total_bytes", 0));
+    buf_bytes(b, jnum(host, "mem_total_bytes", 0));
     buf_adds(b, ", ");
-    md_bytes(b, jnum(host, "reserved_bytes", 0));
+    buf_bytes(b, jnum(host, "reserved_bytes", 0));
     buf_printf(b, " reserved by starts in flight; PSI full avg10 %.2f\n\n",
                jnum(host, "psi_full_avg10", 0));
     gpu_rows(b, cJSON_GetObjectItemCaseSensitive(mem, "gpus"));

@@ -20,7 +20,5 @@ void md_service(buf *b, const cJSON *svc);
 /* GET /events */
 void md_events(buf *b, const cJSON *events);
 
-/* Bytes as "1.5 GiB". */
-void md_bytes(buf *b, double bytes);
 
 #endif

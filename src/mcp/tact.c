@@ -27,6 +27,7 @@ typedef struct follow {
     char last_note[256];                      /* progress message last sent */
     int progress;                             /* the counter of progress without a percentage */
     int64_t seq;                              /* a start's ticket */
+    int told;                                 /* a switch's phases told */
     bool timed_out, cancelled;
     tool_out gone; /* the daemon stopped answering */
 } follow;
@@ -87,20 +88,23 @@ static cJSON *follow_run(follow *f, const char *query, tool_out *o)
     return NULL;
 }
 
+/* One progress notification for each phase of the journal not yet told
+ * (a read may find several: verify-healthy and commit take milliseconds),
+ * all before the result. */
 static bool switch_done(follow *f, cJSON *j)
 {
-    const cJSON *res = cJSON_GetObjectItemCaseSensitive(j, "result");
-    if (cJSON_IsObject(res)) return true;
-    /* the phase in progress is the journal's last */
     const cJSON *phases = cJSON_GetObjectItemCaseSensitive(j, "phases");
-    const cJSON *last = cJSON_GetArrayItem(phases, cJSON_GetArraySize(phases) - 1);
-    const char *phase = jstr(last, "phase"), *svc = jstr(last, "service");
-    char note[200];
-    snprintf(note, sizeof note, "switch %d to %s: %s%s%s", (int)jnum(j, "id", 0),
-             jstr(j, "to") ? jstr(j, "to") : "?", phase ? phase : "planning", svc ? " " : "",
-             svc ? svc : "");
-    progress(f, note, -1);
-    return false;
+    int n = cJSON_GetArraySize(phases);
+    for (; f->told < n; f->told++) {
+        const cJSON *ph = cJSON_GetArrayItem(phases, f->told);
+        const char *phase = jstr(ph, "phase"), *svc = jstr(ph, "service");
+        char note[200];
+        snprintf(note, sizeof note, "switch %d to %s: %s%s%s", (int)jnum(j, "id", 0),
+                 jstr(j, "to") ? jstr(j, "to") : "?", phase ? phase : "?", svc ? " " : "",
+                 svc ? svc : "");
+        progress(f, note, -1);
+    }
+    return cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(j, "result"));
 }
 
 /* The ended switch's result: its body, or the error with what the

@@ -89,15 +89,15 @@ static void draw_bar(int y, int x, int w, const tui_bar *b)
 static void bar_text(buf *b, const tui_bar *bar)
 {
     buf_adds(b, "used ");
-    model_bytes(b, bar->used);
+    buf_bytes(b, bar->used);
     if (bar->reserved) {
         buf_adds(b, " res ");
-        model_bytes(b, bar->reserved);
+        buf_bytes(b, bar->reserved);
     }
     buf_adds(b, " free ");
-    model_bytes(b, bar->total - bar->used - bar->reserved);
+    buf_bytes(b, bar->total - bar->used - bar->reserved);
     buf_adds(b, "/");
-    model_bytes(b, bar->total);
+    buf_bytes(b, bar->total);
 }
 
 static int draw_memory(tui_app *a, int y)
@@ -119,7 +119,7 @@ static int draw_memory(tui_app *a, int y)
     else buf_adds(&b, "psi unknown");
     if (m->host.contig_known) {
         buf_adds(&b, "  contig ");
-        model_bytes(&b, m->host.contig_bytes);
+        buf_bytes(&b, m->host.contig_bytes);
         buf_adds(&b, "  pages");
         for (size_t i = 0; i < m->host.norders; i++)
             buf_printf(&b, " %d:%llu", m->host.order[i], (unsigned long long)m->host.pages[i]);
@@ -149,10 +149,10 @@ static void svc_line(tui_app *a, int y, size_t i)
     if (s->port > 0) snprintf(port, sizeof port, "%d", s->port);
     int64_t t;
     bool live = strcmp(s->state, "down") && strcmp(s->state, "failed");
-    if (s->foot_known && live) model_bytes(&mem, s->foot);
+    if (s->foot_known && live) buf_bytes(&mem, s->foot);
     else buf_adds(&mem, "-");
     buf_adds(&mem, " / ");
-    if (s->need_known) model_bytes(&mem, s->need);
+    if (s->need_known) buf_bytes(&mem, s->need);
     else buf_adds(&mem, "-");
     if (live && s->since[0] && !clock_parse_rfc3339(s->since, &t)) model_dur(&up, clock_unix_ms() - t);
     else buf_adds(&up, "-");

@@ -12,6 +12,7 @@
 #include "tui/feed.h"
 #include "client/ctl.h"
 #include "util/clock.h"
+#include "util/lines.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -29,9 +30,9 @@ struct tui_feed {
     int wake_fd;
     pthread_t th;
     volatile sig_atomic_t stop;
-    buf line;        /* a partial line of the stream (the thread's own) */
-    int64_t since;   /* the last event id seen, -1 none (the thread's own) */
-    bool slow;       /* the daemon cut this reader: follow again at once */
+    buf line;           /* a partial line of the stream (the thread's own) */
+    int64_t since;      /* the last event id seen, -1 none (the thread's own) */
+    bool slow;          /* the daemon cut this reader: follow again at once */
     pthread_mutex_t mu; /* guards what follows */
     bool connected, changed;
     feed_stamp *stamps;
@@ -71,7 +72,8 @@ void thr_poke(int fd)
 void thr_nap(int64_t ms, volatile sig_atomic_t *stop)
 {
     int64_t end = clock_mono_ms() + ms;
-    for (int64_t left = ms; left > 0 && !*stop; left = end - clock_mono_ms()) poll(NULL, 0, (int)left);
+    for (int64_t left = ms; left > 0 && !*stop; left = end - clock_mono_ms())
+        poll(NULL, 0, (int)left);
 }
 
 void thr_stop(pthread_t th, volatile sig_atomic_t *stop)
@@ -104,8 +106,9 @@ static void set_connected(tui_feed *f, bool on)
 }
 
 /* One line: an event, or the daemon's last line {"end", "since"}. */
-static void feed_line(tui_feed *f, const char *p, size_t n)
+static void feed_line(void *ud, const char *p, size_t n)
 {
+    tui_feed *f = ud;
     cJSON *j = cJSON_ParseWithLength(p, n);
     if (!j) return;
     const char *end = jstr(j, "end");
@@ -129,14 +132,7 @@ static void feed_line(tui_feed *f, const char *p, size_t n)
 static bool feed_body(const char *p, size_t n, void *ud)
 {
     tui_feed *f = ud;
-    buf_add(&f->line, p, n);
-    size_t done = 0;
-    for (char *nl; (nl = memchr(f->line.p + done, '\n', f->line.len - done)); done = (size_t)(nl - f->line.p) + 1)
-        feed_line(f, f->line.p + done, (size_t)(nl - f->line.p) - done);
-    memmove(f->line.p, f->line.p + done, f->line.len - done);
-    f->line.len -= done;
-    f->line.p[f->line.len] = '\0';
-    if (f->line.len > LINE_MAX_BYTES) buf_clear(&f->line);
+    lines_feed(&f->line, p, n, LINE_MAX_BYTES, feed_line, f);
     return !f->stop;
 }
 
@@ -159,8 +155,11 @@ static void *feed_main(void *ud)
         if (f->since >= 0) buf_printf(&t, "&since=%lld", (long long)f->since);
         buf_clear(&f->line);
         f->slow = false;
-        http_stream_opts so = {
-            .on_body = feed_body, .on_tick = feed_open, .tick_ms = 3600000, .ud = f, .stop = &f->stop};
+        http_stream_opts so = {.on_body = feed_body,
+                               .on_tick = feed_open,
+                               .tick_ms = 3600000,
+                               .ud = f,
+                               .stop = &f->stop};
         http_reply r;
         int rc = ctl_stream(&f->paths, t.p, &so, true, &r);
         bool ok = !rc && r.status == 200;

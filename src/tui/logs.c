@@ -10,6 +10,7 @@
 #include "tui/feed.h"
 #include "client/ctl.h"
 #include "tui/model.h"
+#include "util/lines.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,15 +25,16 @@ struct tui_logs {
     int wake_fd;
     pthread_t th;
     volatile sig_atomic_t stop;
-    buf part;            /* a partial line (the thread's own) */
-    pthread_mutex_t mu;  /* guards what follows */
+    buf part;           /* a partial line (the thread's own) */
+    pthread_mutex_t mu; /* guards what follows */
     char *ring[LOG_KEEP];
-    size_t head, n;      /* oldest at head */
+    size_t head, n; /* oldest at head */
     char note[256];
 };
 
-static void keep_line(tui_logs *l, const char *p, size_t n)
+static void keep_line(void *ud, const char *p, size_t n)
 {
+    tui_logs *l = ud;
     if (n > LOG_LINE_MAX) n = LOG_LINE_MAX;
     char *s = xstrndup(p, n);
     for (char *c = s; *c; c++)
@@ -54,15 +56,7 @@ static void keep_line(tui_logs *l, const char *p, size_t n)
 static bool logs_body(const char *p, size_t n, void *ud)
 {
     tui_logs *l = ud;
-    buf_add(&l->part, p, n);
-    size_t done = 0;
-    for (char *nl; (nl = memchr(l->part.p + done, '\n', l->part.len - done)); done = (size_t)(nl - l->part.p) + 1)
-        keep_line(l, l->part.p + done, (size_t)(nl - l->part.p) - done);
-    memmove(l->part.p, l->part.p + done, l->part.len - done);
-    l->part.len -= done;
-    l->part.p[l->part.len] = '\0';
-    if (l->part.len > 64 * 1024) buf_clear(&l->part);
-    if (done) thr_poke(l->wake_fd);
+    if (lines_feed(&l->part, p, n, 64 * 1024, keep_line, l)) thr_poke(l->wake_fd);
     return !l->stop;
 }
 
@@ -143,7 +137,8 @@ void logs_stop(tui_logs *l)
 {
     if (!l) return;
     thr_stop(l->th, &l->stop);
-    for (size_t i = 0; i < l->n; i++) free(l->ring[(l->head + i) % LOG_KEEP]);
+    for (size_t i = 0; i < l->n; i++)
+        free(l->ring[(l->head + i) % LOG_KEEP]);
     pthread_mutex_destroy(&l->mu);
     buf_release(&l->part);
     free(l);

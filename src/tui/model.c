@@ -18,20 +18,6 @@ static void copy_str(char *dst, size_t n, const char *src)
     snprintf(dst, n, "%s", src ? src : "");
 }
 
-void model_bytes(buf *b, uint64_t v)
-{
-    if (v >= 10ull * 1024 * MIB)
-        buf_printf(b, "%.1f GiB", (double)v / (1024.0 * MIB));
-    else if (v >= 1024 * MIB)
-        buf_printf(b, "%.2f GiB", (double)v / (1024.0 * MIB));
-    else if (v >= MIB)
-        buf_printf(b, "%.0f MiB", (double)v / MIB);
-    else if (v >= 1024)
-        buf_printf(b, "%.0f KiB", (double)v / 1024);
-    else
-        buf_printf(b, "%llu B", (unsigned long long)v);
-}
-
 void model_dur(buf *b, int64_t ms)
 {
     int64_t s = ms < 0 ? 0 : ms / 1000;
@@ -231,21 +217,21 @@ void model_result(tui_result *r, const cJSON *j)
 static void mem_text(buf *b, const cJSON *mem)
 {
     buf_adds(b, "host ");
-    model_bytes(b, (uint64_t)jnum(mem, "host_available_bytes", 0));
+    buf_bytes(b, (uint64_t)jnum(mem, "host_available_bytes", 0));
     double rh = jnum(mem, "reserved_host_bytes", 0);
     if (rh > 0) {
         buf_adds(b, " (reserved ");
-        model_bytes(b, (uint64_t)rh);
+        buf_bytes(b, (uint64_t)rh);
         buf_addc(b, ')');
     }
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(mem, "gpus"))
     {
         buf_printf(b, ", gpu %.0f ", jnum(g, "index", 0));
-        model_bytes(b, (uint64_t)jnum(g, "free_bytes", 0));
+        buf_bytes(b, (uint64_t)jnum(g, "free_bytes", 0));
         if (jnum(g, "reserved_bytes", 0) > 0) {
             buf_adds(b, " (reserved ");
-            model_bytes(b, (uint64_t)jnum(g, "reserved_bytes", 0));
+            buf_bytes(b, (uint64_t)jnum(g, "reserved_bytes", 0));
             buf_addc(b, ')');
         }
     }
@@ -279,7 +265,7 @@ void model_plan_text(buf *b, const cJSON *plan)
         uint64_t need;
         if (need_total(cJSON_GetObjectItemCaseSensitive(st, "need"), &need)) {
             buf_adds(b, " (need ");
-            model_bytes(b, need);
+            buf_bytes(b, need);
             buf_addc(b, ')');
         }
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(st, "verdict");

@@ -107,8 +107,6 @@ void model_result(tui_result *r, const cJSON *j);
 void model_plan_text(buf *b, const cJSON *plan);
 /* The daemon's error JSON as one line: its message, else "HTTP N: body". */
 void model_error_text(buf *b, int status, const char *body, size_t len);
-/* "1.5 GiB", "300 MiB" */
-void model_bytes(buf *b, uint64_t v);
 /* A duration as "45s", "12m", "3h05m", "2d04h". */
 void model_dur(buf *b, int64_t ms);
 

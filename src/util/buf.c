@@ -197,3 +197,19 @@ void buf_csv_field(buf *b, const char *s)
     }
     buf_addc(b, '"');
 }
+
+#define BYTES_MIB (1024.0 * 1024.0)
+
+void buf_bytes(buf *b, uint64_t v)
+{
+    if (v >= 10ull * 1024 * 1024 * 1024)
+        buf_printf(b, "%.1f GiB", (double)v / (1024.0 * BYTES_MIB));
+    else if (v >= 1024ull * 1024 * 1024)
+        buf_printf(b, "%.2f GiB", (double)v / (1024.0 * BYTES_MIB));
+    else if (v >= 1024ull * 1024)
+        buf_printf(b, "%.0f MiB", (double)v / BYTES_MIB);
+    else if (v >= 1024)
+        buf_printf(b, "%.0f KiB", (double)v / 1024);
+    else
+        buf_printf(b, "%llu B", (unsigned long long)v);
+}

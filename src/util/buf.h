@@ -42,6 +42,8 @@ void buf_json_str_or_null(buf *b, const char *s);
 void buf_json_time(buf *b, int64_t unix_ms);
 /* Detach the string; the buffer is reset.  Caller frees. */
 char *buf_detach(buf *b);
+/* A byte count for people: "512 B", "12 KiB", "600 MiB", "1.50 GiB", "24.0 GiB". */
+void buf_bytes(buf *b, uint64_t bytes);
 /* s as one CSV field (RFC 4180): quoted, its quotes doubled, when it holds
  * a comma, a quote or a line break; nothing for NULL. */
 void buf_csv_field(buf *b, const char *s);
