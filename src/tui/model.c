@@ -37,7 +37,8 @@ static bool need_total(const cJSON *o, uint64_t *out)
     if (!cJSON_IsObject(o)) return false;
     double t = jnum(o, "host_bytes", 0);
     const cJSON *g;
-    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(o, "gpu_bytes")) t += cJSON_GetNumberValue(g);
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(o, "gpu_bytes")) t +=
+        cJSON_GetNumberValue(g);
     *out = t > 0 ? (uint64_t)t : 0;
     return true;
 }
@@ -95,7 +96,8 @@ static void event_from(tui_event *e, const cJSON *j)
 {
     e->id = (int64_t)jnum(j, "id", 0);
     copy_str(e->ts, sizeof e->ts, jstr(j, "ts"));
-    const char *svc = jstr(j, "service"), *kind = jstr(j, "kind"), *from = jstr(j, "from"), *to = jstr(j, "to");
+    const char *svc = jstr(j, "service"), *kind = jstr(j, "kind"), *from = jstr(j, "from"),
+               *to = jstr(j, "to");
     const char *reason = jstr(j, "reason");
     /* the time of day only: the date is today's nearly always */
     const char *t = strchr(e->ts, 'T');
@@ -126,14 +128,16 @@ int model_from_status(tui_model *m, const cJSON *j)
         t->index = (int)jnum(g, "index", 0);
         copy_str(t->name, sizeof t->name, jstr(g, "name"));
         t->unified = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g, "unified"));
-        bar_set(&t->bar, jnum(g, "total_bytes", 0), jnum(g, "free_bytes", 0), jnum(g, "reserved_bytes", 0));
+        bar_set(&t->bar, jnum(g, "total_bytes", 0), jnum(g, "free_bytes", 0),
+                jnum(g, "reserved_bytes", 0));
     }
     cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(j, "services"))
     {
         m->nsvcs_all++;
         if (m->nsvcs < TUI_MAX_SVCS) svc_from(&m->svcs[m->nsvcs++], s);
     }
-    copy_str(m->slot_holder, sizeof m->slot_holder, jstr(cJSON_GetObjectItemCaseSensitive(j, "slot"), "holder"));
+    copy_str(m->slot_holder, sizeof m->slot_holder,
+             jstr(cJSON_GetObjectItemCaseSensitive(j, "slot"), "holder"));
     const cJSON *evs = cJSON_GetObjectItemCaseSensitive(j, "events");
     int n = cJSON_GetArraySize(evs), skip = n > TUI_MAX_EVENTS ? n - TUI_MAX_EVENTS : 0, i = 0;
     cJSON_ArrayForEach(e, evs) if (i++ >= skip) event_from(&m->events[m->nevents++], e);
@@ -149,8 +153,8 @@ void model_mode(tui_mode *mo, const cJSON *j)
     copy_str(mo->base_mode, sizeof mo->base_mode, jstr(j, "base_mode"));
     buf b = BUF_INIT;
     const cJSON *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, "running"))
-        if (cJSON_IsString(r)) buf_printf(&b, "%s%s", b.len ? "," : "", r->valuestring);
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(j, "running")) if (cJSON_IsString(r))
+        buf_printf(&b, "%s%s", b.len ? "," : "", r->valuestring);
     copy_str(mo->running, sizeof mo->running, b.p);
     buf_release(&b);
     const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "switching");
@@ -174,8 +178,8 @@ static void bench_text(buf *b, const cJSON *sum)
             break;
         }
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(pt, "summary");
-        buf_printf(b, "%s%s=%.15g", n > 1 ? "; " : " ", jstr(pt, "x_name") ? jstr(pt, "x_name") : "x",
-                   jnum(pt, "x", 0));
+        buf_printf(b, "%s%s=%.15g", n > 1 ? "; " : " ",
+                   jstr(pt, "x_name") ? jstr(pt, "x_name") : "x", jnum(pt, "x", 0));
         const cJSON *ot = cJSON_GetObjectItemCaseSensitive(s, "out_tput");
         const cJSON *tt = cJSON_GetObjectItemCaseSensitive(s, "ttft_ms");
         if (ot) buf_printf(b, " %.1f tok/s", jnum(ot, "median", 0));
@@ -187,11 +191,12 @@ static void eval_text(buf *b, const cJSON *s)
 {
     const cJSON *acc = cJSON_GetObjectItemCaseSensitive(s, "accuracy");
     if (jstr(s, "suite")) buf_printf(b, " %s", jstr(s, "suite"));
-    buf_printf(b, " %.0f items, %.0f pass, %.0f fail", jnum(s, "items", 0), jnum(s, "pass", 0), jnum(s, "fail", 0));
+    buf_printf(b, " %.0f items, %.0f pass, %.0f fail", jnum(s, "items", 0), jnum(s, "pass", 0),
+               jnum(s, "fail", 0));
     if (jnum(s, "error", 0) > 0) buf_printf(b, ", %.0f error", jnum(s, "error", 0));
     if (cJSON_IsObject(acc))
-        buf_printf(b, ", accuracy %.1f%% [%.1f, %.1f]", 100 * jnum(acc, "est", 0), 100 * jnum(acc, "lo", 0),
-                   100 * jnum(acc, "hi", 0));
+        buf_printf(b, ", accuracy %.1f%% [%.1f, %.1f]", 100 * jnum(acc, "est", 0),
+                   100 * jnum(acc, "lo", 0), 100 * jnum(acc, "hi", 0));
 }
 
 void model_result(tui_result *r, const cJSON *j)
@@ -243,14 +248,15 @@ static void list_text(buf *b, const char *what, const cJSON *arr)
     const cJSON *s;
     buf_printf(b, "%s: ", what);
     int n = 0;
-    cJSON_ArrayForEach(s, arr) if (cJSON_IsString(s)) buf_printf(b, "%s%s", n++ ? ", " : "", s->valuestring);
+    cJSON_ArrayForEach(s, arr) if (cJSON_IsString(s))
+        buf_printf(b, "%s%s", n++ ? ", " : "", s->valuestring);
     buf_adds(b, n ? "\n" : "-\n");
 }
 
 void model_plan_text(buf *b, const cJSON *plan)
 {
     const char *to = jstr(plan, "mode"), *from = jstr(plan, "from");
-    buf_printf(b, "switch %s -> %s\n", from ? from : "-", to ? to : "?");
+    buf_printf(b, "switch %s -> %s\n", from ? from : "(the running set is no mode)", to ? to : "?");
     list_text(b, "stops", cJSON_GetObjectItemCaseSensitive(plan, "stops"));
     list_text(b, "keeps", cJSON_GetObjectItemCaseSensitive(plan, "keeps"));
     list_text(b, "starts", cJSON_GetObjectItemCaseSensitive(plan, "starts"));
@@ -277,12 +283,13 @@ void model_plan_text(buf *b, const cJSON *plan)
         mem_text(b, cJSON_GetObjectItemCaseSensitive(st, "after"));
         buf_addc(b, '\n');
     }
-    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(plan, "warnings"))
-        if (cJSON_IsString(w)) buf_printf(b, "warning: %s\n", w->valuestring);
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(plan, "warnings")) if (cJSON_IsString(w))
+        buf_printf(b, "warning: %s\n", w->valuestring);
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "ok")))
         buf_adds(b, "verdict: fits\n");
     else
-        buf_printf(b, "verdict: refused (%s): %s\n", jstr(plan, "refused") ? jstr(plan, "refused") : "?",
+        buf_printf(b, "verdict: refused (%s): %s\n",
+                   jstr(plan, "refused") ? jstr(plan, "refused") : "?",
                    jstr(plan, "reason") ? jstr(plan, "reason") : "?");
 }
 
@@ -296,7 +303,8 @@ void model_error_text(buf *b, int status, const char *body, size_t len)
         const char *nl = strchr(msg, '\n');
         buf_add(b, msg, nl ? (size_t)(nl - msg) : strlen(msg));
     } else {
-        buf_printf(b, "the daemon answered HTTP %d: %.*s", status, (int)(len > 200 ? 200 : len), body ? body : "");
+        buf_printf(b, "the daemon answered HTTP %d: %.*s", status, (int)(len > 200 ? 200 : len),
+                   body ? body : "");
     }
     cJSON_Delete(j);
 }
