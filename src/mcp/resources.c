@@ -10,6 +10,7 @@
 #include "mcp/dcall.h"
 #include "mcp/md.h"
 #include "mcp/rpc.h"
+#include "mcp/sanitize.h"
 #include "util/buf.h"
 
 typedef struct fixed_res {
@@ -88,8 +89,9 @@ bool resource_uri_known(const char *uri, char *err, size_t errlen)
     return false;
 }
 
-static cJSON *contents(const char *uri, const cJSON *json, const buf *md)
+static cJSON *contents(const char *uri, cJSON *json, const buf *md)
 {
+    sanitize_json(json); /* before its text is printed */
     cJSON *r = cJSON_CreateObject();
     cJSON *a = cJSON_AddArrayToObject(r, "contents");
     cJSON *j = cJSON_CreateObject();
@@ -128,10 +130,11 @@ static cJSON *read_mode(mcp_server *s, const char *uri, const char *id, int *cod
 {
     cJSON *modes = get(s, "/modes", code, err, errlen);
     if (!modes) return NULL;
-    const cJSON *m, *hit = NULL;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
-                              modes, "modes")) if (jstr(m, "id") && !strcmp(jstr(m, "id"), id))
-        hit = m;
+    cJSON *m, *hit = NULL;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(modes, "modes"))
+    {
+        if (jstr(m, "id") && !strcmp(jstr(m, "id"), id)) hit = m;
+    }
     cJSON *r = NULL;
     if (!hit) {
         *code = RPC_RESOURCE_NOT_FOUND;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp/sanitize.h"
 #include "util/jstrict.h"
 
 static void bad(rpc_msg *m, int code, const char *what, const char *arg)
@@ -55,6 +56,8 @@ void rpc_classify(cJSON *v, rpc_msg *m)
     const cJSON *result = cJSON_GetObjectItemCaseSensitive(v, "result");
     const cJSON *error = cJSON_GetObjectItemCaseSensitive(v, "error");
     if (id && id_ok(id)) m->id = id;
+    /* JSON-RPC answers neither a notification nor a response, even a bad one */
+    m->no_reply = (method && !id) || (!method && (result || error));
     if (!cJSON_IsString(ver) || strcmp(ver->valuestring, "2.0")) {
         bad(m, RPC_INVALID_REQUEST, "invalid request: \"jsonrpc\" must be \"2.0\"", NULL);
         return;
@@ -142,7 +145,9 @@ char *rpc_error(const cJSON *id, int code, const char *message, cJSON *data)
     cJSON *o = head(id);
     cJSON *e = cJSON_AddObjectToObject(o, "error");
     cJSON_AddNumberToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", message);
+    char *clean = sanitize_text(message); /* it may echo the client's bytes, cut anywhere */
+    cJSON_AddStringToObject(e, "message", clean);
+    free(clean);
     if (data) cJSON_AddItemToObject(e, "data", data);
     return frame(o);
 }

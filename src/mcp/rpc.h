@@ -45,6 +45,8 @@ typedef struct rpc_msg {
     const char *method;  /* in root */
     const cJSON *params; /* in root: an object, or NULL */
     int code;            /* RPC_BAD */
+    bool no_reply;       /* RPC_BAD shaped as a notification (a method, no id) or as a
+                          * response (result or error, no method): never answered */
     char message[256];   /* RPC_BAD */
 } rpc_msg;
 

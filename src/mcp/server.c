@@ -94,16 +94,23 @@ static char *id_key(const cJSON *id)
 mcp_call *mcp_call_begin(mcp_server *s, const cJSON *id)
 {
     mcp_call *c = NULL;
+    char *key = id_key(id);
+    bool dup = false;
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < MCP_MAX_INFLIGHT && !c; i++)
-        if (!s->calls[i].used) c = &s->calls[i];
+    for (int i = 0; i < MCP_MAX_INFLIGHT; i++) {
+        if (s->calls[i].used && !strcmp(s->calls[i].key, key)) dup = true;
+        if (!s->calls[i].used && !c) c = &s->calls[i];
+    }
+    if (dup) c = NULL;
     if (c) {
         c->used = true;
         c->cancelled = 0;
-        c->key = id_key(id);
+        c->key = key;
+        key = NULL;
         s->running++;
     }
     pthread_mutex_unlock(&s->mu);
+    free(key);
     return c;
 }
 

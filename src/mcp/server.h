@@ -66,7 +66,8 @@ bool mcp_v2025_06(const mcp_server *s);
 /* One line read from stdin (len bytes, no newline): answer it. */
 void mcp_handle_line(mcp_server *s, const char *line, size_t len);
 
-/* The calls in flight: register one (NULL when MCP_MAX_INFLIGHT are),
+/* The calls in flight: register one (NULL when MCP_MAX_INFLIGHT are, or
+ * one with the same id is),
  * mark one cancelled by its id, and drop one. */
 mcp_call *mcp_call_begin(mcp_server *s, const cJSON *id);
 void mcp_call_cancel(mcp_server *s, const cJSON *id);

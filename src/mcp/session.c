@@ -61,14 +61,16 @@ static cJSON *initialize(mcp_server *s, const cJSON *params, char *err, size_t e
     const char *use = MCP_VERSION_LATEST;
     for (size_t i = 0; i < sizeof versions / sizeof *versions; i++)
         if (!strcmp(v->valuestring, versions[i])) use = versions[i];
+    pthread_mutex_lock(&s->mu);
     snprintf(s->version, sizeof s->version, "%s", use);
     s->initialized = true;
+    pthread_mutex_unlock(&s->mu);
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "protocolVersion", use);
     cJSON *caps = cJSON_AddObjectToObject(r, "capabilities");
     cJSON_AddBoolToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged", false);
     cJSON *res = cJSON_AddObjectToObject(caps, "resources");
-    cJSON_AddBoolToObject(res, "subscribe", true);
+    cJSON_AddBoolToObject(res, "subscribe", s->events); /* --no-events: nothing would fire */
     cJSON_AddBoolToObject(res, "listChanged", false);
     cJSON *info = cJSON_AddObjectToObject(r, "serverInfo");
     cJSON_AddStringToObject(info, "name", "gpumod");
@@ -186,6 +188,10 @@ static void notification(mcp_server *s, const char *m, const cJSON *params)
 static void one(mcp_server *s, rpc_msg *msg, buf *batch)
 {
     char err[512];
+    if (msg->kind == RPC_BAD && msg->no_reply) {
+        fprintf(stderr, "gpumod-mcp: dropped a message that is answered to nobody: %s\n", msg->message);
+        return;
+    }
     if (msg->kind == RPC_BAD) {
         fail(s, msg->id, msg->code, msg->message, batch);
         return;

@@ -25,24 +25,26 @@ typedef struct follow {
     bool (*done)(struct follow *f, cJSON *j); /* reads j (the GET's answer); true when ended */
     cJSON *last;                              /* the answer that ended it (owned) */
     char last_note[256];                      /* progress message last sent */
-    int progress;                             /* the counter of progress without a percentage */
+    double progress;                          /* the last progress sent: each is larger (MCP) */
     int64_t seq;                              /* a start's ticket */
     int told;                                 /* a switch's phases told */
     bool timed_out, cancelled;
     tool_out gone; /* the daemon stopped answering */
 } follow;
 
+/* A progress notification, unless note is the one sent last: progress
+ * increases with each (MCP), so it is the percentage when that is larger
+ * than the last value sent (total 100), else the last value plus one. */
 static void progress(follow *f, const char *note, double pct)
 {
     if (!f->c->progress || !strcmp(note, f->last_note)) return;
     snprintf(f->last_note, sizeof f->last_note, "%s", note);
-    /* MCP: progress increases with each notification, whatever the total */
-    double v = pct > f->progress ? pct : pct >= 0 ? f->progress + 0.01 : f->progress + 1;
-    f->progress = v;
+    bool is_pct = pct > f->progress;
+    f->progress = is_pct ? pct : f->progress + 1;
     cJSON *p = cJSON_CreateObject();
     cJSON_AddItemToObject(p, "progressToken", cJSON_Duplicate(f->c->progress, 1));
-    cJSON_AddNumberToObject(p, "progress", v);
-    if (pct >= 0) cJSON_AddNumberToObject(p, "total", 100);
+    cJSON_AddNumberToObject(p, "progress", f->progress);
+    if (is_pct) cJSON_AddNumberToObject(p, "total", 100);
     /* message: 2025-03-26 on; older clients ignore a member they do not know */
     cJSON_AddStringToObject(p, "message", note);
     mcp_send(f->c->srv, rpc_notification("notifications/progress", p));
@@ -161,9 +163,12 @@ static bool start_done(follow *f, cJSON *j)
     const char *out = jstr(ls, "outcome");
     if (jnum(ls, "seq", -1) >= (double)f->seq && out && strcmp(out, "pending")) return true;
     char note[200];
-    snprintf(note, sizeof note, "%s: %s", jstr(j, "id") ? jstr(j, "id") : "?",
-             jstr(j, "state") ? jstr(j, "state") : "?");
-    progress(f, note, jnum(j, "progress_pct", -1));
+    double pct = jnum(j, "progress_pct", -1);
+    int n = snprintf(note, sizeof note, "%s: %s", jstr(j, "id") ? jstr(j, "id") : "?",
+                     jstr(j, "state") ? jstr(j, "state") : "?");
+    if (pct >= 0 && n > 0 && (size_t)n < sizeof note)
+        snprintf(note + n, sizeof note - (size_t)n, " (loaded %.0f %%)", pct);
+    progress(f, note, pct);
     return false;
 }
 

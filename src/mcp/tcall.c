@@ -26,6 +26,9 @@ typedef struct job {
 
 static cJSON *result_of(mcp_server *s, tool_out *o)
 {
+    /* clean before the text is printed from it: an escape in a string
+     * would otherwise reach the text content as \u001b */
+    sanitize_json(o->value);
     cJSON *r = cJSON_CreateObject();
     cJSON *content = cJSON_AddArrayToObject(r, "content");
     cJSON *t = cJSON_CreateObject();
@@ -143,13 +146,17 @@ void tools_call(mcp_server *s, const cJSON *id, const cJSON *params)
         mcp_send(s, rpc_error(id, RPC_INVALID_PARAMS, err, NULL));
         return;
     }
-    if (!rate_ok(s, t, id)) return;
     mcp_call *call = mcp_call_begin(s, id);
     if (!call) {
         snprintf(err, sizeof err,
-                 "%s: %d calls are in flight already; try again when one has ended", t->name,
-                 MCP_MAX_INFLIGHT);
+                 "%s: %d calls are in flight already, or one with this id: wait for one to end, and give "
+                 "each request an id of its own",
+                 t->name, MCP_MAX_INFLIGHT);
         refuse(s, id, err);
+        return;
+    }
+    if (!rate_ok(s, t, id)) {
+        mcp_call_end(s, call);
         return;
     }
     if (t->mutating) {

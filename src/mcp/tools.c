@@ -92,7 +92,7 @@ const tool_def mcp_tools[] = {
      "The daemon's events, oldest first: state changes, spawns, exits, gate refusals, switch "
      "phases, "
      "activations, canaries.",
-     OBJ("\"since\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"only events after "
+     OBJ("\"since\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,\"description\":\"only events after "
          "this id\"},"
          "\"service_id\":" ID_S(
              "only this service's") ",\"kind\":{\"type\":\"string\",\"maxLength\":200,"
@@ -117,7 +117,7 @@ const tool_def mcp_tools[] = {
     {"switch_status", "Mode switch status",
      "One mode switch from the journal: its phases, outcome and, once it has ended, its "
      "result.",
-     OBJ("\"switch_id\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"the id "
+     OBJ("\"switch_id\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,\"description\":\"the id "
          "switch_mode returned\"}",
          "\"switch_id\""),
      false, false, false, tool_switch_status},

@@ -44,6 +44,10 @@ t_begin "--read-only lists no changing tool and refuses a call to one"
 t_run 0 pipe readonly
 t_end
 
+t_begin "--no-events advertises no subscriptions"
+t_run 0 pipe no_events
+t_end
+
 t_begin "no daemon: every tool answers an error that says so and how to start one; the server keeps running"
 t_run 0 pipe daemon_down
 t_end
@@ -66,6 +70,10 @@ t_end
 
 t_begin "switch_mode: progress notifications while ping is answered; a cancelled call is not answered; wait=false"
 t_run 0 pipe switch_progress
+t_end
+
+t_begin "start_service: progress notifications while the engine loads, each larger than the last"
+t_run 0 pipe start_progress
 t_end
 
 t_begin "a start the gate refuses is a tool error with its reason; the rate limit; ids that do not exist"

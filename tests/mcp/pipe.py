@@ -153,6 +153,11 @@ def framing():
     # a response from the client (we sent no request) is dropped
     s.send({"jsonrpc": "2.0", "id": 77, "result": {}})
     check(s.call(13, "ping").get("id") == 13, "a stray response")
+    # a bad notification and a bad response are not answered either
+    s.send({"jsonrpc": "2.0", "method": "notifications/x", "params": [1]})
+    s.send({"jsonrpc": "2.0", "method": "notifications/x", "extra": 1})
+    s.send({"jsonrpc": "2.0", "id": None, "error": {"code": 1, "message": "x"}})
+    check(s.call(14, "ping").get("id") == 14, "a bad notification or response was answered")
     check(s.close() == 0, "exit 0 at the end of stdin")
 
 
@@ -211,6 +216,9 @@ def methods():
     check(error_code(r) == -32002, "an unknown resource: %r" % r)
     r = s.call(10, "resources/subscribe", {"uri": "file:///etc/passwd"})
     check(error_code(r) == -32002, "subscribing to something that is not ours")
+    r = s.call(12, "a\x1b[31mb\x07")
+    check(error_code(r) == -32601 and "\x1b" not in r["error"]["message"] and "\x07" not in r["error"]["message"]
+          and "'ab'" in r["error"]["message"], "an unknown method's name echoed clean: %r" % r)
     r = s.call(11, "resources/templates/list")
     check(len(r["result"]["resourceTemplates"]) == 2, "two templates")
     s.close()
@@ -225,6 +233,13 @@ def readonly():
     check("gpu_status" in names and "simulate_mode" in names, "read tools listed")
     r = s.tool(2, "stop_service", {"service_id": "a"})
     check(error_code(r) == -32602 and "--read-only" in r["error"]["message"], "a mutating call: %r" % r)
+    s.close()
+
+
+def no_events():
+    s = Server("--no-events")
+    r = s.init()
+    check(r["capabilities"]["resources"]["subscribe"] is False, "--no-events advertises no subscriptions: %r" % r)
     s.close()
 
 
@@ -290,10 +305,13 @@ def switch_progress():
     s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "switch_mode", "arguments": {"mode_id": "S"}, "_meta": {"progressToken": "p1"}}})
     # ping while the switch runs: answered at once
-    t0 = time.time()
     s.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
     keep = []
     s.answer(2, keep=keep)
+    # the same id again while the switch runs: refused, the switch goes on
+    s.send({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "gpu_status", "arguments": {}}})
+    r = s.answer(1, keep=keep)
+    check("this id" in (tool_error(r) or ""), "a second call with an id in flight: %r" % r)
     r = s.answer(1, secs=60, keep=keep)
     check(tool_error(r) is None, "the switch to S: %r" % r)
     check(r["result"]["structuredContent"]["outcome"] == "committed", "committed: %r" % r["result"])
@@ -310,6 +328,11 @@ def switch_progress():
     while time.time() < end:
         m = s.read(0.5)
         check(not (isinstance(m, dict) and m.get("id") == 3), "a cancelled call was answered: %r" % m)
+    # the cancelled switch goes on in the daemon: wait for its end
+    deadline = time.time() + 30 * SCALE
+    while s.tool(7, "list_modes")["result"]["structuredContent"]["switching"] is not None:
+        check(time.time() < deadline, "the cancelled switch never ended")
+        time.sleep(0.1)
     # wait=false: the id at once, switch_status follows it
     r = s.tool(5, "switch_mode", {"mode_id": "S", "wait": False})
     sid = r["result"]["structuredContent"]["switch_id"]
@@ -321,6 +344,22 @@ def switch_progress():
         check(time.time() < deadline, "switch %d never ended" % sid)
         time.sleep(0.2)
     check(st["outcome"] == "committed", "switch_status: %r" % st)
+    s.close()
+
+
+def start_progress():
+    """a start with a progress token: notifications before the result, each larger"""
+    s = Server()
+    s.init()
+    check(tool_error(s.tool(1, "stop_service", {"service_id": "slow"}, secs=30)) is None, "stop slow first")
+    keep = []
+    s.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "start_service", "arguments": {"service_id": "slow"}, "_meta": {"progressToken": 9}}})
+    r = s.answer(2, secs=60, keep=keep)
+    check(tool_error(r) is None and r["result"]["structuredContent"]["state"] == "ready", "start slow: %r" % r)
+    vals = [m["params"]["progress"] for m in keep if isinstance(m, dict) and m.get("method") == "notifications/progress"]
+    check(len(vals) >= 2, "a 1.5 s load told in one notification or none: %r" % keep)
+    check(all(b > a for a, b in zip(vals, vals[1:])), "progress does not increase: %r" % vals)
     s.close()
 
 
@@ -358,6 +397,10 @@ def sanitized():
     bad = [c for c in data if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
     check(not bad, "control characters reached the client: %r" % bad[:5])
     check("<redacted>" in data and "sekrit" not in data, "the API key is redacted: %r" % data[:300])
+    text = r["result"]["content"][0]["text"]
+    check("\\u001b" not in text and "\\u0007" not in text and "\x1b" not in text,
+          "an escape reached the text content: %r" % text[:300])
+    check(json.loads(text)["data"] == data, "the text content is the structured content")
     s.close()
 
 

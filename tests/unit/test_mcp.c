@@ -88,6 +88,19 @@ static void rpc_bad(void **state)
     /* the id is kept when it could be read, for the error's answer */
     rpc_msg m = parse("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"\"}");
     assert_non_null(m.id);
+    assert_false(m.no_reply);
+    rpc_msg_release(&m);
+    /* a bad notification, a bad response: answered to nobody */
+    m = parse("{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":[1]}");
+    assert_int_equal(m.kind, RPC_BAD);
+    assert_true(m.no_reply);
+    rpc_msg_release(&m);
+    m = parse("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":1,\"message\":\"x\"}}");
+    assert_int_equal(m.kind, RPC_BAD);
+    assert_true(m.no_reply);
+    rpc_msg_release(&m);
+    m = parse("{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"extra\":1}");
+    assert_true(m.no_reply);
     rpc_msg_release(&m);
 }
 
