@@ -42,7 +42,8 @@ static attr_t col(int pair)
 }
 
 /* text at y,x cut at the screen's edge; control characters as spaces */
-static void put(int y, int x, attr_t at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(int y, int x, attr_t at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 static void put(int y, int x, attr_t at, const char *fmt, ...)
 {
     if (y < 0 || y >= LINES || x >= COLS) return;
@@ -62,7 +63,8 @@ static void put(int y, int x, attr_t at, const char *fmt, ...)
 static int state_pair(const char *st)
 {
     if (!strcmp(st, "ready")) return C_OK;
-    if (!strcmp(st, "starting") || !strcmp(st, "stopping") || !strcmp(st, "sleeping")) return C_WARN;
+    if (!strcmp(st, "starting") || !strcmp(st, "stopping") || !strcmp(st, "sleeping"))
+        return C_WARN;
     if (!strcmp(st, "failed") || !strcmp(st, "unhealthy")) return C_ERR;
     return 0;
 }
@@ -80,7 +82,14 @@ static void draw_bar(int y, int x, int w, const tui_bar *b)
     put(y, x, A_NORMAL, "[");
     for (int i = 0; i < w; i++) {
         bool u = i < used, r = !u && i < used + res;
-        put(y, x + 1 + i, u ? col(C_ERR) | A_BOLD : r ? col(C_RES) | A_BOLD : col(C_OK), "%c", u ? '#' : r ? '+' : '.');
+        put(y, x + 1 + i,
+            u   ? col(C_ERR) | A_BOLD
+            : r ? col(C_RES) | A_BOLD
+                : col(C_OK),
+            "%c",
+            u   ? '#'
+            : r ? '+'
+                : '.');
     }
     put(y, x + w + 1, A_NORMAL, "]");
 }
@@ -115,8 +124,10 @@ static int draw_memory(tui_app *a, int y)
     }
     y++;
     buf_clear(&b);
-    if (m->host.psi_known) buf_printf(&b, "psi some %.2f full %.2f", m->host.psi_some, m->host.psi_full);
-    else buf_adds(&b, "psi unknown");
+    if (m->host.psi_known)
+        buf_printf(&b, "psi some %.2f full %.2f", m->host.psi_some, m->host.psi_full);
+    else
+        buf_adds(&b, "psi unknown");
     if (m->host.contig_known) {
         buf_adds(&b, "  contig ");
         buf_bytes(&b, m->host.contig_bytes);
@@ -125,7 +136,10 @@ static int draw_memory(tui_app *a, int y)
             buf_printf(&b, " %d:%llu", m->host.order[i], (unsigned long long)m->host.pages[i]);
     }
     put(y++, 6, m->host.psi_known && m->host.psi_full > 0 ? col(C_WARN) : A_NORMAL, "%s", b.p);
-    for (size_t i = 0; i < m->ngpus && y < LINES - 6; i++) {
+    /* the services need their rows too: at 80x24, six lines of GPUs */
+    size_t room = LINES > 19 ? (size_t)(LINES - 18) : 1, shown = m->ngpus;
+    if (shown > room) shown = room - 1;
+    for (size_t i = 0; i < shown; i++) {
         const tui_gpu *g = &m->gpus[i];
         buf_clear(&b);
         put(y, 0, A_BOLD, "gpu%d", g->index);
@@ -134,6 +148,9 @@ static int draw_memory(tui_app *a, int y)
         buf_printf(&b, "  %s%s", g->name, g->unified ? " (unified)" : "");
         put(y++, bw + 9, A_NORMAL, "%s", b.p);
     }
+    if (shown < m->ngpus)
+        put(y++, 0, A_NORMAL, "gpus  %zu more not shown (a taller terminal shows them)",
+            m->ngpus - shown);
     if (!m->ngpus) put(y++, 0, A_NORMAL, "gpus  none (nvml %s)", m->nvml[0] ? m->nvml : "?");
     buf_release(&b);
     return y;
@@ -144,18 +161,26 @@ static void svc_line(tui_app *a, int y, size_t i)
     const tui_svc *s = &a->m.svcs[i];
     char load[16] = "", port[8] = "-";
     buf mem = BUF_INIT, up = BUF_INIT;
-    if (s->queued) snprintf(load, sizeof load, "q#%d", s->queued);
-    else if (s->progress >= 0 && !strcmp(s->state, "starting")) snprintf(load, sizeof load, "%d%%", s->progress);
+    if (s->queued)
+        snprintf(load, sizeof load, "q#%d", s->queued);
+    else if (s->progress >= 0 && !strcmp(s->state, "starting"))
+        snprintf(load, sizeof load, "%d%%", s->progress);
     if (s->port > 0) snprintf(port, sizeof port, "%d", s->port);
     int64_t t;
     bool live = strcmp(s->state, "down") && strcmp(s->state, "failed");
-    if (s->foot_known && live) buf_bytes(&mem, s->foot);
-    else buf_adds(&mem, "-");
+    if (s->foot_known && live)
+        buf_bytes(&mem, s->foot);
+    else
+        buf_adds(&mem, "-");
     buf_adds(&mem, " / ");
-    if (s->need_known) buf_bytes(&mem, s->need);
-    else buf_adds(&mem, "-");
-    if (live && s->since[0] && !clock_parse_rfc3339(s->since, &t)) model_dur(&up, clock_unix_ms() - t);
-    else buf_adds(&up, "-");
+    if (s->need_known)
+        buf_bytes(&mem, s->need);
+    else
+        buf_adds(&mem, "-");
+    if (live && s->since[0] && !clock_parse_rfc3339(s->since, &t))
+        model_dur(&up, clock_unix_ms() - t);
+    else
+        buf_adds(&up, "-");
     bool sel = i == a->sel;
     attr_t base = sel ? A_REVERSE : A_NORMAL;
     if (sel) {
@@ -165,20 +190,22 @@ static void svc_line(tui_app *a, int y, size_t i)
     }
     put(y, 0, base, "%s %-16.16s", sel ? ">" : " ", s->id);
     put(y, 19, base | (sel ? 0 : col(state_pair(s->state))) | A_BOLD, "%-10s", s->state);
-    put(y, 30, base, "%5s %-21s %5s %6s%s", load, mem.p, port, up.p, s->configured ? "" : "  (removed)");
+    put(y, 30, base, "%5s %-21s %5s %6s%s", load, mem.p, port, up.p,
+        s->configured ? "" : "  (removed)");
     buf_release(&mem);
     buf_release(&up);
 }
 
 static int draw_services(tui_app *a, int y, int last)
 {
-    put(y++, 0, col(C_HEAD) | A_BOLD, "  %-16s %-10s %5s %-21s %5s %6s", "SERVICE", "STATE", "LOAD", "MEM / NEED",
-        "PORT", "UP");
+    put(y++, 0, col(C_HEAD) | A_BOLD, "  %-16s %-10s %5s %-21s %5s %6s", "SERVICE", "STATE", "LOAD",
+        "MEM / NEED", "PORT", "UP");
     if (!a->m.nsvcs) put(y++, 2, A_NORMAL, "no services configured");
     /* scroll so that the selection is seen */
     size_t rows = last > y ? (size_t)(last - y) : 1, first = 0;
     if (a->sel >= rows) first = a->sel - rows + 1;
-    for (size_t i = first; i < a->m.nsvcs && y < last; i++) svc_line(a, y++, i);
+    for (size_t i = first; i < a->m.nsvcs && y < last; i++)
+        svc_line(a, y++, i);
     if (a->m.nsvcs_all > a->m.nsvcs && y < last)
         put(y++, 2, A_NORMAL, "(%zu more not shown)", a->m.nsvcs_all - a->m.nsvcs);
     return y;
@@ -192,22 +219,28 @@ static void draw_title(tui_app *a)
     attr_t t = col(C_TITLE) | (color_on ? 0 : A_REVERSE) | A_BOLD;
     buf b = BUF_INIT;
     const tui_mode *mo = &a->mode;
-    if (!mo->have) buf_adds(&b, "mode ?");
-    else if (mo->mode[0]) buf_printf(&b, "mode %s", mo->mode);
-    else buf_printf(&b, "mode (none of the modes: %s; last %s)", mo->running, mo->base_mode[0] ? mo->base_mode : "-");
+    if (!mo->have)
+        buf_adds(&b, "mode ?");
+    else if (mo->mode[0])
+        buf_printf(&b, "mode %s", mo->mode);
+    else
+        buf_printf(&b, "mode (none of the modes: %s; last %s)", mo->running,
+                   mo->base_mode[0] ? mo->base_mode : "-");
     if (mo->switch_id)
-        buf_printf(&b, "  switching to %s: %s%s%s", mo->sw_mode, mo->sw_phase, mo->sw_service[0] ? " " : "",
-                   mo->sw_service);
+        buf_printf(&b, "  switching to %s: %s%s%s", mo->sw_mode, mo->sw_phase,
+                   mo->sw_service[0] ? " " : "", mo->sw_service);
     put(0, 0, t, " gpumod  %.*s", COLS > 60 ? COLS - 25 : COLS - 9, b.p);
-    if (COLS > 60 && a->m.have) put(0, COLS - 14, t, "%14s", a->m.shutting_down ? "shutting down" : "? help  q quit");
+    if (COLS > 60 && a->m.have)
+        put(0, COLS - 14, t, "%14s", a->m.shutting_down ? "shutting down" : "? help  q quit");
     buf_release(&b);
 }
 
 static void draw_selected(tui_app *a, int y)
 {
     const tui_svc *s = app_selected(a);
-    put(y, 0, A_NORMAL, "route default: %s%s%s%s", a->route_known ? (a->route[0] ? a->route : "(none)") : "?",
-        a->route_src[0] ? " (" : "", a->route_src, a->route_src[0] ? ")" : "");
+    put(y, 0, A_NORMAL, "route default: %s%s%s%s",
+        a->route_known ? (a->route[0] ? a->route : "(none)") : "?", a->route_src[0] ? " (" : "",
+        a->route_src, a->route_src[0] ? ")" : "");
     if (a->m.slot_holder[0]) put(y, 40, col(C_WARN), "loading: %s", a->m.slot_holder);
     if (!s) return;
     put(y + 1, 0, A_NORMAL, "bench %s: %s", s->id, a->bench.have ? a->bench.text : "no result");
@@ -234,7 +267,8 @@ static void draw_lower(tui_app *a, int y, int last)
     put(y++, 0, col(C_HEAD) | A_BOLD, "recent events (l: log of the selected service)");
     size_t rows = (size_t)(last - y), n = a->m.nevents, first = n > rows ? n - rows : 0;
     if (first < n && n - first > 8) first = n - 8;
-    for (size_t i = first; i < n; i++) put(y++, 0, A_NORMAL, "%s", a->m.events[i].text);
+    for (size_t i = first; i < n; i++)
+        put(y++, 0, A_NORMAL, "%s", a->m.events[i].text);
 }
 
 static void draw_bottom(tui_app *a)
@@ -250,8 +284,9 @@ static void draw_bottom(tui_app *a)
         put(LINES - 2, 0, col(pairs[a->msg_kind]) | A_BOLD, "%s", a->msg);
     }
     put(LINES - 1, 0, A_DIM, "%s",
-        COLS >= 80 ? "up/dn select  s start  x stop  r restart  m mode  d route  l log  ? help  q quit"
-                   : "s x r m d l ? q");
+        COLS >= 80
+            ? "up/dn select  s start  x stop  r restart  m mode  d route  l log  ? help  q quit"
+            : "s x r m d l ? q");
 }
 
 static void draw_main(tui_app *a)
@@ -277,20 +312,19 @@ static void draw_main(tui_app *a)
     draw_bottom(a);
 }
 
-static const char help_text[] =
-    "keys\n"
-    "  up/down, j/k   select a service\n"
-    "  s              start the selected service (y/n)\n"
-    "  x              stop it (y/n)\n"
-    "  r              restart it (y/n)\n"
-    "  m              switch mode: pick one, see the plan, y/n\n"
-    "  d              set the router's default service\n"
-    "  l              the selected service's log / recent events\n"
-    "  Ctrl-L         redraw\n"
-    "  ?              this help (any key closes it)\n"
-    "  q              quit (Esc closes a dialog)\n"
-    "bars: # in use, + reserved by starts in flight, . free\n"
-    "the screen follows the daemon's events: no polling";
+static const char help_text[] = "keys\n"
+                                "  up/down, j/k   select a service\n"
+                                "  s              start the selected service (y/n)\n"
+                                "  x              stop it (y/n)\n"
+                                "  r              restart it (y/n)\n"
+                                "  m              switch mode: pick one, see the plan, y/n\n"
+                                "  d              set the router's default service\n"
+                                "  l              the selected service's log / recent events\n"
+                                "  Ctrl-L         redraw\n"
+                                "  ?              this help (any key closes it)\n"
+                                "  q              quit (Esc closes a dialog)\n"
+                                "bars: # in use, + reserved by starts in flight, . free\n"
+                                "the screen follows the daemon's events: no polling";
 
 /* b's lines wrapped at w columns into out (NUL-separated would do; a buf
  * of newline-ended lines keeps it simple) */
@@ -312,7 +346,8 @@ static void wrap(buf *out, const char *text, int w)
             buf_printf(out, "%s%.*s\n", first ? "" : ind, (int)k, p);
             p += k;
             n -= k;
-            while (n && *p == ' ') p++, n--;
+            while (n && *p == ' ')
+                p++, n--;
             first = false;
         } while (n);
         p = nl ? nl + 1 : p;
@@ -328,7 +363,8 @@ static void draw_box(const char *title, const char *text, int hl, const char *fo
     buf lines = BUF_INIT;
     wrap(&lines, text, w - 4);
     int n = 0;
-    for (const char *p = lines.p; *p; p++) n += *p == '\n';
+    for (const char *p = lines.p; *p; p++)
+        n += *p == '\n';
     int h = n + 2 + (footer ? 2 : 0), maxh = LINES - 2;
     if (h > maxh) h = maxh;
     int y0 = (LINES - h) / 2, x0 = (COLS - w) / 2;
@@ -364,18 +400,23 @@ static void draw_overlay(tui_app *a)
 {
     buf b = BUF_INIT;
     switch (a->ov) {
-    case OV_HELP: draw_box("help", help_text, -1, NULL); break;
+    case OV_HELP:
+        draw_box("help", help_text, -1, NULL);
+        break;
     case OV_CONFIRM:
-        draw_box(a->confirm_act == TA_SWITCH || a->confirm_act == TA_NONE ? "plan of the switch" : "confirm",
+        draw_box(a->confirm_act == TA_SWITCH || a->confirm_act == TA_NONE ? "plan of the switch"
+                                                                          : "confirm",
                  a->plan.len ? a->plan.p : "", -1, a->confirm);
         break;
     case OV_PICK_MODE:
     case OV_PICK_ROUTE:
-        for (size_t i = 0; i < a->npick; i++) buf_printf(&b, "%s\n", a->pick[i]);
+        for (size_t i = 0; i < a->npick; i++)
+            buf_printf(&b, "%s\n", a->pick[i]);
         draw_box(a->ov == OV_PICK_MODE ? "switch to mode" : "router default", b.p, (int)a->pick_at,
                  "enter: choose  esc: cancel");
         break;
-    default: break;
+    default:
+        break;
     }
     buf_release(&b);
 }
@@ -384,7 +425,8 @@ void draw_screen(tui_app *a)
 {
     erase();
     if (LINES < 10 || COLS < 40) {
-        put(0, 0, A_BOLD, "gpumod tui: the terminal is too small (%dx%d; 40x10 at least)", COLS, LINES);
+        put(0, 0, A_BOLD, "gpumod tui: the terminal is too small (%dx%d; 40x10 at least)", COLS,
+            LINES);
     } else {
         draw_title(a);
         draw_main(a);

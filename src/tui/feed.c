@@ -58,8 +58,12 @@ void thr_block_signals(void)
     sigaddset(&s, SIGINT);
     sigaddset(&s, SIGTERM);
     sigaddset(&s, SIGHUP);
+    sigaddset(&s, SIGQUIT);
     sigaddset(&s, SIGWINCH);
     sigaddset(&s, SIGPIPE);
+    /* ncurses' own Ctrl-Z handling runs on the main thread, never beside a draw */
+    sigaddset(&s, SIGTSTP);
+    sigaddset(&s, SIGCONT);
     pthread_sigmask(SIG_BLOCK, &s, NULL);
 }
 

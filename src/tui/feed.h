@@ -25,9 +25,9 @@ typedef struct feed_stamp {
 typedef struct tui_feed tui_feed;
 
 /* Shared by the three threads (feed.c). */
-void thr_block_signals(void);                            /* in a new thread: the main thread takes the signals */
-void thr_poke(int fd);                                   /* one byte to the main thread's wake pipe */
-void thr_nap(int64_t ms, volatile sig_atomic_t *stop);   /* a backoff that a stop cuts short */
+void thr_block_signals(void); /* in a new thread: the main thread takes the signals */
+void thr_poke(int fd);        /* one byte to the main thread's wake pipe */
+void thr_nap(int64_t ms, volatile sig_atomic_t *stop);    /* a backoff that a stop cuts short */
 void thr_stop(pthread_t th, volatile sig_atomic_t *stop); /* set stop, interrupt the wait, join */
 
 /* Call once in main() before any thread starts: the no-op SIGUSR1 that
@@ -60,10 +60,10 @@ typedef struct tui_job {
     char target[64]; /* the service or mode it is about */
     char method[8];
     char path[320];
-    char *body;      /* owned; may be NULL */
+    char *body; /* owned; may be NULL */
     int64_t timeout_ms;
     /* the outcome */
-    int rc;          /* ctl_call's: 0 answered, else the exit code (3 no daemon, 4 timed out) */
+    int rc; /* ctl_call's: 0 answered, else the exit code (3 no daemon, 4 timed out) */
     int status;
     buf reply;
 } tui_job;

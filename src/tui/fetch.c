@@ -18,10 +18,17 @@
 #define RESULTS_MAX_AGE_MS 2000
 
 /* GET target -> parsed JSON (NULL when unreachable, not 200, not JSON) */
+/* GET target within what is left of the refresh's deadline: a daemon
+ * that hangs holds the keys for one quick request's time, not five */
 static cJSON *get_json(tui_app *a, const char *target, bool *reached)
 {
+    int64_t left = a->fetch_until - clock_mono_ms();
+    if (left <= 0) {
+        if (reached) *reached = false;
+        return NULL;
+    }
     http_reply r;
-    int rc = ctl_call(&a->paths, "GET", target, NULL, CTL_QUICK_MS, true, &r);
+    int rc = ctl_call(&a->paths, "GET", target, NULL, left, true, &r);
     if (reached) *reached = !rc;
     cJSON *j = !rc && r.status == 200 ? cJSON_ParseWithLength(r.body.p, r.body.len) : NULL;
     http_reply_release(&r);
@@ -78,6 +85,7 @@ static void reselect(tui_app *a)
 
 void fetch_all(tui_app *a, bool full)
 {
+    a->fetch_until = clock_mono_ms() + CTL_QUICK_MS;
     bool reached;
     cJSON *j = get_json(a, "/status", &reached);
     a->reachable = reached && j;
@@ -91,8 +99,10 @@ void fetch_all(tui_app *a, bool full)
     const tui_svc *s = app_selected(a);
     int64_t now = clock_mono_ms();
     if (full || !s || strcmp(a->res_for, s->id) || now - a->results_at > RESULTS_MAX_AGE_MS) {
-        if (s) fetch_results(a, s->id);
-        else memset(&a->bench, 0, sizeof a->bench), memset(&a->eval, 0, sizeof a->eval);
+        if (s)
+            fetch_results(a, s->id);
+        else
+            memset(&a->bench, 0, sizeof a->bench), memset(&a->eval, 0, sizeof a->eval);
         fetch_route(a);
         a->results_at = now;
     }
@@ -108,8 +118,9 @@ static void follow_switch(tui_app *a)
         /* still running (or an entry without a result: say how it ended) */
         const char *out = jstr(j, "outcome");
         if (j && out && strcmp(out, "running") && strcmp(out, "planned")) {
-            app_msg(a, strcmp(out, "committed") ? MSG_ERR : MSG_OK, "switch to '%s': %s%s%s", a->switch_mode, out,
-                    jstr(j, "error") ? ": " : "", jstr(j, "error") ? jstr(j, "error") : "");
+            app_msg(a, strcmp(out, "committed") ? MSG_ERR : MSG_OK, "switch to '%s': %s%s%s",
+                    a->switch_mode, out, jstr(j, "error") ? ": " : "",
+                    jstr(j, "error") ? jstr(j, "error") : "");
             a->switch_id = 0;
         }
         cJSON_Delete(j);
@@ -118,7 +129,8 @@ static void follow_switch(tui_app *a)
     int status = (int)jnum(res, "status", 0);
     const cJSON *body = cJSON_GetObjectItemCaseSensitive(res, "body");
     if (status == 200) {
-        app_msg(a, MSG_OK, "switched to '%s' in %.0f ms: %s", a->switch_mode, jnum(body, "duration_ms", 0),
+        app_msg(a, MSG_OK, "switched to '%s' in %.0f ms: %s", a->switch_mode,
+                jnum(body, "duration_ms", 0),
                 jstr(body, "outcome") ? jstr(body, "outcome") : "committed");
     } else {
         char *txt = cJSON_PrintUnformatted(body);
@@ -134,16 +146,20 @@ static void follow_switch(tui_app *a)
 
 void fetch_follow(tui_app *a)
 {
+    a->fetch_until = clock_mono_ms() + CTL_QUICK_MS;
     if (a->switch_id && a->reachable) follow_switch(a);
     if (!a->start_svc[0]) return;
     for (size_t i = 0; i < a->m.nsvcs; i++) {
         const tui_svc *s = &a->m.svcs[i];
         if (strcmp(s->id, a->start_svc)) continue;
-        if (s->start_seq < a->start_seq || !strcmp(s->start_outcome, "pending") || !s->start_outcome[0]) return;
+        if (s->start_seq < a->start_seq || !strcmp(s->start_outcome, "pending") ||
+            !s->start_outcome[0])
+            return;
         if (!strcmp(s->start_outcome, "ready"))
             app_msg(a, MSG_OK, "'%s' is ready (port %d)", s->id, s->port);
         else if (!strncmp(s->start_msg, s->start_outcome, strlen(s->start_outcome)))
-            app_msg(a, MSG_ERR, "start of '%s': %s", s->id, s->start_msg); /* "refused: 'x': GPU 0 free ..." */
+            app_msg(a, MSG_ERR, "start of '%s': %s", s->id,
+                    s->start_msg); /* "refused: 'x': GPU 0 free ..." */
         else
             app_msg(a, MSG_ERR, "start of '%s': %s: %s", s->id, s->start_outcome,
                     s->start_msg[0] ? s->start_msg : "no reason given");
@@ -167,7 +183,8 @@ static void start_accepted(tui_app *a, const tui_job *j)
     cJSON *b = cJSON_ParseWithLength(j->reply.p, j->reply.len);
     const cJSON *svc = cJSON_GetObjectItemCaseSensitive(b, "service");
     if (j->status == 200 && !cJSON_GetObjectItemCaseSensitive(b, "start_seq")) {
-        app_msg(a, MSG_OK, "'%s' is %s", j->target, jstr(svc, "state") ? jstr(svc, "state") : "ready");
+        app_msg(a, MSG_OK, "'%s' is %s", j->target,
+                jstr(svc, "state") ? jstr(svc, "state") : "ready");
     } else {
         snprintf(a->start_svc, sizeof a->start_svc, "%s", j->target);
         a->start_seq = (int64_t)jnum(b, "start_seq", 0);
@@ -178,14 +195,16 @@ static void start_accepted(tui_app *a, const tui_job *j)
 
 void fetch_job_done(tui_app *a, tui_job *j)
 {
-    static const char *const what[] = {[TA_START] = "start", [TA_STOP] = "stop", [TA_RESTART] = "restart",
-                                       [TA_DRYRUN] = "plan of the switch", [TA_SWITCH] = "switch",
-                                       [TA_ROUTE] = "route default"};
+    static const char *const what[] = {[TA_START] = "start",     [TA_STOP] = "stop",
+                                       [TA_RESTART] = "restart", [TA_DRYRUN] = "plan of the switch",
+                                       [TA_SWITCH] = "switch",   [TA_ROUTE] = "route default"};
     const char *w = j->kind > 0 && j->kind <= TA_ROUTE ? what[j->kind] : "request";
     a->busy[0] = '\0';
     if (j->rc) {
         app_msg(a, MSG_ERR, "%s of '%s': %s", w, j->target,
-                j->rc == 4 ? "timed out" : j->rc == 3 ? "the daemon is not reachable" : "the request failed");
+                j->rc == 4   ? "timed out"
+                : j->rc == 3 ? "the daemon is not reachable"
+                             : "the request failed");
         return;
     }
     if (j->status / 100 != 2) {
@@ -203,22 +222,32 @@ void fetch_job_done(tui_app *a, tui_job *j)
         bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(plan, "ok"));
         cJSON_Delete(plan);
         snprintf(a->act_target, sizeof a->act_target, "%s", j->target);
-        snprintf(a->confirm, sizeof a->confirm, "%s", ok ? "switch now? (y/n)" : "the plan is refused (any key)");
+        snprintf(a->confirm, sizeof a->confirm, "%s",
+                 ok ? "switch now? (y/n)" : "the plan is refused (any key)");
         a->confirm_act = ok ? TA_SWITCH : TA_NONE;
         a->ov = OV_CONFIRM;
         return;
     }
-    case TA_SWITCH: switch_accepted(a, j); return;
-    case TA_START: start_accepted(a, j); return;
-    case TA_STOP: app_msg(a, MSG_OK, "'%s' stopped", j->target); break;
-    case TA_RESTART: app_msg(a, MSG_OK, "'%s' restarted: ready", j->target); break;
+    case TA_SWITCH:
+        switch_accepted(a, j);
+        return;
+    case TA_START:
+        start_accepted(a, j);
+        return;
+    case TA_STOP:
+        app_msg(a, MSG_OK, "'%s' stopped", j->target);
+        break;
+    case TA_RESTART:
+        app_msg(a, MSG_OK, "'%s' restarted: ready", j->target);
+        break;
     case TA_ROUTE: {
         cJSON *b = cJSON_ParseWithLength(j->reply.p, j->reply.len);
         app_msg(a, MSG_OK, "route default: %s", jstr(b, "service") ? jstr(b, "service") : "(none)");
         cJSON_Delete(b);
         break;
     }
-    default: break;
+    default:
+        break;
     }
     a->results_at = 0; /* read the route and results again */
 }

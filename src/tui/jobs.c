@@ -33,7 +33,8 @@ static void *jobs_main(void *ud)
     thr_block_signals();
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        while (!w->todo && !w->quit) pthread_cond_wait(&w->cv, &w->mu);
+        while (!w->todo && !w->quit)
+            pthread_cond_wait(&w->cv, &w->mu);
         if (w->quit) break;
         tui_job *j = w->todo;
         w->todo = NULL;

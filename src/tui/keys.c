@@ -47,13 +47,16 @@ void app_sync_logs(tui_app *a)
     if (*want) a->logs = logs_start(&a->paths, want, a->wake_fd[1]);
 }
 
-static void submit(tui_app *a, tui_act act, const char *target, const char *method, const char *path, char *body,
-                   int64_t timeout_ms)
+static void submit(tui_app *a, tui_act act, const char *target, const char *method,
+                   const char *path, char *body, int64_t timeout_ms)
 {
     if (!jobs_busy(a->jobs)) {
-        static const char *const verb[] = {[TA_START] = "starting", [TA_STOP] = "stopping",
-                                           [TA_RESTART] = "restarting", [TA_DRYRUN] = "planning the switch to",
-                                           [TA_SWITCH] = "asking to switch to", [TA_ROUTE] = "setting the default to"};
+        static const char *const verb[] = {[TA_START] = "starting",
+                                           [TA_STOP] = "stopping",
+                                           [TA_RESTART] = "restarting",
+                                           [TA_DRYRUN] = "planning the switch to",
+                                           [TA_SWITCH] = "asking to switch to",
+                                           [TA_ROUTE] = "setting the default to"};
         snprintf(a->busy, sizeof a->busy, "%s '%s'", verb[act], target);
     }
     tui_job *j = xcalloc(1, sizeof *j);
@@ -63,7 +66,8 @@ static void submit(tui_app *a, tui_act act, const char *target, const char *meth
     snprintf(j->path, sizeof j->path, "%s", path);
     j->body = body;
     j->timeout_ms = timeout_ms;
-    if (!jobs_submit(a->jobs, j)) app_msg(a, MSG_ERR, "one action at a time: %s is still running", a->busy);
+    if (!jobs_submit(a->jobs, j))
+        app_msg(a, MSG_ERR, "one action at a time: %s is still running", a->busy);
 }
 
 /* the confirmed action */
@@ -92,7 +96,8 @@ static void run_confirmed(tui_app *a)
         submit(a, TA_SWITCH, t, "POST", "/modes/switch?wait=0&origin=api", buf_detach(&b), 60000);
         break;
     }
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -118,7 +123,8 @@ static void open_mode_picker(tui_app *a)
     cJSON *j = !rc && r.status == 200 ? cJSON_ParseWithLength(r.body.p, r.body.len) : NULL;
     http_reply_release(&r);
     if (!j) {
-        app_msg(a, MSG_ERR, "the modes cannot be read: %s", rc ? "the daemon is not reachable" : "a bad answer");
+        app_msg(a, MSG_ERR, "the modes cannot be read: %s",
+                rc ? "the daemon is not reachable" : "a bad answer");
         return;
     }
     a->npick = 0;
@@ -162,17 +168,22 @@ static void picked(tui_app *a)
     }
     bool clear = a->pick_at == a->npick - 1;
     buf_adds(&b, "{\"service\":");
-    if (clear) buf_adds(&b, "null");
-    else buf_json_str(&b, p);
+    if (clear)
+        buf_adds(&b, "null");
+    else
+        buf_json_str(&b, p);
     buf_addc(&b, '}');
     a->ov = OV_NONE;
-    submit(a, TA_ROUTE, clear ? "(clear)" : p, "PUT", "/route/default", buf_detach(&b), CTL_QUICK_MS);
+    submit(a, TA_ROUTE, clear ? "(clear)" : p, "PUT", "/route/default", buf_detach(&b),
+           CTL_QUICK_MS);
 }
 
 static bool key_overlay(tui_app *a, int ch)
 {
     switch (a->ov) {
-    case OV_HELP: a->ov = OV_NONE; return true;
+    case OV_HELP:
+        a->ov = OV_NONE;
+        return true;
     case OV_CONFIRM:
         if (a->confirm_act == TA_NONE) {
             a->ov = OV_NONE;
@@ -184,12 +195,17 @@ static bool key_overlay(tui_app *a, int ch)
             app_msg(a, MSG_INFO, "cancelled: nothing was done");
         }
         return true;
-    default: break;
+    default:
+        break;
     }
-    if (ch == KEY_UP || ch == 'k') a->pick_at = a->pick_at ? a->pick_at - 1 : 0;
-    else if (ch == KEY_DOWN || ch == 'j') a->pick_at = a->pick_at + 1 < a->npick ? a->pick_at + 1 : a->pick_at;
-    else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) picked(a);
-    else if (ch == KEY_ESC || ch == 'q') a->ov = OV_NONE;
+    if (ch == KEY_UP || ch == 'k')
+        a->pick_at = a->pick_at ? a->pick_at - 1 : 0;
+    else if (ch == KEY_DOWN || ch == 'j')
+        a->pick_at = a->pick_at + 1 < a->npick ? a->pick_at + 1 : a->pick_at;
+    else if (ch == '\n' || ch == '\r' || ch == KEY_ENTER)
+        picked(a);
+    else if (ch == KEY_ESC || ch == 'q')
+        a->ov = OV_NONE;
     return true;
 }
 
@@ -210,13 +226,33 @@ bool keys_handle(tui_app *a, int ch)
     if (a->ov != OV_NONE) return key_overlay(a, ch);
     bool busy = jobs_busy(a->jobs);
     switch (ch) {
-    case 'q': case 'Q': return false;
-    case KEY_UP: case 'k': move_sel(a, -1); break;
-    case KEY_DOWN: case 'j': move_sel(a, 1); break;
-    case '?': case 'h': a->ov = OV_HELP; break;
-    case 'l': case 'L': a->log_pane = !a->log_pane; break;
-    case 'e': a->log_pane = false; break;
-    case 's': case 'x': case 'r': case 'm': case 'd':
+    case 'q':
+    case 'Q':
+        return false;
+    case KEY_UP:
+    case 'k':
+        move_sel(a, -1);
+        break;
+    case KEY_DOWN:
+    case 'j':
+        move_sel(a, 1);
+        break;
+    case '?':
+    case 'h':
+        a->ov = OV_HELP;
+        break;
+    case 'l':
+    case 'L':
+        a->log_pane = !a->log_pane;
+        break;
+    case 'e':
+        a->log_pane = false;
+        break;
+    case 's':
+    case 'x':
+    case 'r':
+    case 'm':
+    case 'd':
         if (busy) {
             app_msg(a, MSG_ERR, "one action at a time: %s is still running", a->busy);
             break;
@@ -225,13 +261,19 @@ bool keys_handle(tui_app *a, int ch)
             app_msg(a, MSG_ERR, "the daemon is not reachable at %s", a->sock);
             break;
         }
-        if (ch == 's') ask(a, TA_START, "start");
-        else if (ch == 'x') ask(a, TA_STOP, "stop");
-        else if (ch == 'r') ask(a, TA_RESTART, "restart");
-        else if (ch == 'm') open_mode_picker(a);
-        else open_route_picker(a);
+        if (ch == 's')
+            ask(a, TA_START, "start");
+        else if (ch == 'x')
+            ask(a, TA_STOP, "stop");
+        else if (ch == 'r')
+            ask(a, TA_RESTART, "restart");
+        else if (ch == 'm')
+            open_mode_picker(a);
+        else
+            open_route_picker(a);
         break;
-    default: break;
+    default:
+        break;
     }
     return true;
 }

@@ -4,7 +4,7 @@
  * The loop sleeps in one poll() on three descriptors: the keyboard, the
  * wake pipe of the threads (feed.h: an event came, the stream opened or
  * failed, a log line, an action's answer) and the signal pipe (SIGWINCH,
- * SIGINT, SIGTERM, SIGHUP: their handlers only write the signal's number
+ * SIGINT, SIGTERM, SIGHUP, SIGQUIT: their handlers only write the signal's number
  * there).  It does not poll the daemon: a refresh follows an event.  The
  * only timeouts are a 500 ms refresh while something is in motion that
  * the events do not report step by step (a load's progress_pct, a switch
@@ -76,6 +76,7 @@ static void signals_init(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL); /* Ctrl-\ in cbreak mode: leave cleanly, not with a core */
     sigaction(SIGWINCH, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     feed_signals_init();
@@ -100,7 +101,8 @@ static int parse_args(int argc, char **argv, bool *no_color)
 static void screen_init(tui_app *a)
 {
     if (!newterm(NULL, stdout, stdin)) {
-        fprintf(stderr, "gpumod tui: cannot use the terminal '%s' (terminfo)\n", getenv("TERM") ? getenv("TERM") : "");
+        fprintf(stderr, "gpumod tui: cannot use the terminal '%s' (terminfo)\n",
+                getenv("TERM") ? getenv("TERM") : "");
         exit(EXIT_USAGE);
     }
     curses_on = true;
@@ -118,7 +120,8 @@ static void screen_init(tui_app *a)
 static void on_resize(void)
 {
     struct winsize ws;
-    if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row && ws.ws_col) resizeterm(ws.ws_row, ws.ws_col);
+    if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_row && ws.ws_col)
+        resizeterm(ws.ws_row, ws.ws_col);
     clearok(curscr, TRUE);
 }
 
@@ -139,7 +142,8 @@ static void write_stamps(tui_app *a, const feed_stamp *st, size_t n)
 {
     if (!a->stamp || !n) return;
     long long now = (long long)clock_unix_ms();
-    for (size_t i = 0; i < n; i++) fprintf(a->stamp, "%lld %s %lld\n", (long long)st[i].id, st[i].ts, now);
+    for (size_t i = 0; i < n; i++)
+        fprintf(a->stamp, "%lld %s %lld\n", (long long)st[i].id, st[i].ts, now);
     fflush(a->stamp);
 }
 
@@ -228,7 +232,8 @@ int main(int argc, char **argv)
     }
     setlocale(LC_ALL, "");
     tui_app a = {0};
-    a.paths = (config_paths){getenv("GPUMOD_CONFIG_DIR"), getenv("GPUMOD_STATE_DIR"), getenv("GPUMOD_SOCKET")};
+    a.paths = (config_paths){getenv("GPUMOD_CONFIG_DIR"), getenv("GPUMOD_STATE_DIR"),
+                             getenv("GPUMOD_SOCKET")};
     a.sock = ctl_socket_path(&a.paths);
     a.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
     const char *nc = getenv("NO_COLOR");
@@ -236,7 +241,8 @@ int main(int argc, char **argv)
     buf_init(&a.plan);
     const char *sf = getenv("GPUMOD_TUI_STAMP");
     if (sf && *sf && !(a.stamp = fopen(sf, "ae"))) {
-        fprintf(stderr, "gpumod tui: GPUMOD_TUI_STAMP: cannot open '%s': %s\n", sf, strerror(errno));
+        fprintf(stderr, "gpumod tui: GPUMOD_TUI_STAMP: cannot open '%s': %s\n", sf,
+                strerror(errno));
         return EXIT_USAGE;
     }
     signals_init();

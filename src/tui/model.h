@@ -82,10 +82,10 @@ typedef struct tui_model {
 
 typedef struct tui_mode {
     bool have;
-    char mode[64];      /* "" when null (no mode's set runs) */
+    char mode[64]; /* "" when null (no mode's set runs) */
     char base_mode[64];
-    char running[256];  /* the running set, comma separated, when mode is null */
-    long switch_id;     /* 0: none in progress */
+    char running[256]; /* the running set, comma separated, when mode is null */
+    long switch_id;    /* 0: none in progress */
     char sw_mode[64], sw_phase[32], sw_service[64];
 } tui_mode;
 

@@ -39,42 +39,43 @@ enum { MSG_INFO, MSG_OK, MSG_ERR };
 
 typedef struct tui_app {
     config_paths paths;
-    char *sock;       /* for the "not reachable" line */
+    char *sock; /* for the "not reachable" line */
     bool color, utf8;
-    FILE *stamp;      /* GPUMOD_TUI_STAMP, or NULL */
+    FILE *stamp; /* GPUMOD_TUI_STAMP, or NULL */
 
     /* what the daemon said at the last refresh */
-    bool reachable;   /* the last GET /status was answered */
+    bool reachable; /* the last GET /status was answered */
     tui_model m;
     tui_mode mode;
     tui_result bench, eval;
     char res_for[64]; /* the service bench and eval are of */
     char route[64], route_src[32];
     bool route_known;
-    int64_t results_at; /* when bench/eval/route were read (ms, monotonic) */
+    int64_t results_at;  /* when bench/eval/route were read (ms, monotonic) */
+    int64_t fetch_until; /* a refresh's requests share one deadline (ms, monotonic) */
 
     /* the screen */
-    size_t sel;         /* the selected service, an index into m.svcs */
-    char sel_id[64];    /* ... by id, kept across refreshes */
+    size_t sel;      /* the selected service, an index into m.svcs */
+    char sel_id[64]; /* ... by id, kept across refreshes */
     bool log_pane;
     tui_overlay ov;
     char pick[TUI_PICK_MAX][64];
     size_t npick, pick_at;
-    buf plan;           /* the dry run's plan shown for confirmation */
-    char confirm[256];  /* the question */
+    buf plan;          /* the dry run's plan shown for confirmation */
+    char confirm[256]; /* the question */
     tui_act confirm_act;
     char act_target[64];
     char msg[600];
     int msg_kind;
 
     /* what is being followed */
-    long switch_id;     /* a switch this dashboard asked for, until its result */
+    long switch_id; /* a switch this dashboard asked for, until its result */
     char switch_mode[64];
     char start_svc[64]; /* a start asked with wait=0, until its outcome */
     int64_t start_seq;
-    char busy[128];     /* the action in flight, "" when none */
+    char busy[128]; /* the action in flight, "" when none */
 
-    int wake_fd[2];     /* the threads' bytes */
+    int wake_fd[2]; /* the threads' bytes */
     tui_feed *feed;
     tui_logs *logs;
     char logs_for[64];

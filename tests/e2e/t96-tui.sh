@@ -54,6 +54,8 @@ cat >"$T/run-tui.sh" <<EOF
 #!/bin/sh
 "$GPUMOD_BIN" tui "\$@" 2>>"$T/tui.err"
 echo \$? >"$T/tui.rc"
+# the terminal's modes after it: curses must have put echo and canonical input back
+stty -a | tr ' ;' '\n\n' | grep -xE -- '-?(echo|icanon)' | sort | tr '\n' ' ' >"$T/tui.stty"
 echo "TUI EXITED rc=\$(cat "$T/tui.rc")"
 exec sleep 600
 EOF
@@ -210,6 +212,7 @@ keys q
 expect "TUI EXITED rc=0"
 lacks "SERVICE" || t_fail "the dashboard's screen was left on the terminal"
 [ "$(cat "$T/tui.rc" 2>/dev/null)" = 0 ] || t_fail "exit status $(cat "$T/tui.rc" 2>/dev/null)"
+t_eq "$(cat "$T/tui.stty" 2>/dev/null)" "echo icanon " "the terminal's modes after q"
 if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/tui.err" 2>/dev/null; then
     t_fail "a sanitizer report from gpumod-tui:"
     head -40 "$T/tui.err" | sed 's/^/#   /'
@@ -226,6 +229,19 @@ TPID=$(ps -o pid=,comm= --ppid "$PP" | awk '$2 == "gpumod-tui" { print $1 }')
 [ -n "$TPID" ] && kill -TERM "$TPID" || t_fail "no gpumod-tui under the pane's shell ($PP)"
 expect "TUI EXITED rc=0"
 lacks "SERVICE" || t_fail "the dashboard's screen was left on the terminal"
+t_end
+
+t_begin "SIGQUIT (Ctrl-\\) ends it like SIGTERM: exit 0, echo and canonical input back"
+tm_start quit --
+W=t96:quit
+expect "SERVICE"
+# sent to the dashboard alone: the pane's sh would take a Ctrl-\\ too
+PP=$("${TM[@]}" display-message -p -t "$W" '#{pane_pid}')
+TPID=$(ps -o pid=,comm= --ppid "$PP" | awk '$2 == "gpumod-tui" { print $1 }')
+[ -n "$TPID" ] && kill -QUIT "$TPID" || t_fail "no gpumod-tui under the pane's shell ($PP)"
+expect "TUI EXITED rc=0"
+lacks "SERVICE" || t_fail "the dashboard's screen was left on the terminal"
+t_eq "$(cat "$T/tui.stty" 2>/dev/null)" "echo icanon " "the terminal's modes after SIGQUIT"
 t_end
 
 t_begin "the daemon stops cleanly"
