@@ -219,29 +219,29 @@ if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/tui.err" 2>/dev/
 fi
 t_end
 
+# signal_ends SIG WINDOW: the dashboard in a window of its own gets SIG
+# (sent to it alone: the pane's sh would take a Ctrl-\\ or Ctrl-C too) and
+# must exit 0, its screen gone, echo and canonical input back
+signal_ends() {
+    tm_start "$2" --
+    W=t96:$2
+    expect "SERVICE"
+    # the pane's shell runs the dashboard as its child (gpumod execs gpumod-tui)
+    local pp tpid
+    pp=$("${TM[@]}" display-message -p -t "$W" '#{pane_pid}')
+    tpid=$(ps -o pid=,comm= --ppid "$pp" | awk '$2 == "gpumod-tui" { print $1 }')
+    [ -n "$tpid" ] && kill "-$1" "$tpid" || t_fail "no gpumod-tui under the pane's shell ($pp)"
+    expect "TUI EXITED rc=0"
+    lacks "SERVICE" || t_fail "the dashboard's screen was left on the terminal"
+    t_eq "$(cat "$T/tui.stty" 2>/dev/null)" "echo icanon " "the terminal's modes after SIG$1"
+}
+
 t_begin "SIGTERM ends the dashboard with exit 0 and gives the terminal back"
-tm_start sig --
-W=t96:sig
-expect "SERVICE"
-# the pane's shell runs the dashboard as its child (gpumod execs gpumod-tui)
-PP=$("${TM[@]}" display-message -p -t "$W" '#{pane_pid}')
-TPID=$(ps -o pid=,comm= --ppid "$PP" | awk '$2 == "gpumod-tui" { print $1 }')
-[ -n "$TPID" ] && kill -TERM "$TPID" || t_fail "no gpumod-tui under the pane's shell ($PP)"
-expect "TUI EXITED rc=0"
-lacks "SERVICE" || t_fail "the dashboard's screen was left on the terminal"
+signal_ends TERM sig
 t_end
 
-t_begin "SIGQUIT (Ctrl-\\) ends it like SIGTERM: exit 0, echo and canonical input back"
-tm_start quit --
-W=t96:quit
-expect "SERVICE"
-# sent to the dashboard alone: the pane's sh would take a Ctrl-\\ too
-PP=$("${TM[@]}" display-message -p -t "$W" '#{pane_pid}')
-TPID=$(ps -o pid=,comm= --ppid "$PP" | awk '$2 == "gpumod-tui" { print $1 }')
-[ -n "$TPID" ] && kill -QUIT "$TPID" || t_fail "no gpumod-tui under the pane's shell ($PP)"
-expect "TUI EXITED rc=0"
-lacks "SERVICE" || t_fail "the dashboard's screen was left on the terminal"
-t_eq "$(cat "$T/tui.stty" 2>/dev/null)" "echo icanon " "the terminal's modes after SIGQUIT"
+t_begin "SIGQUIT (Ctrl-\\) ends it like SIGTERM"
+signal_ends QUIT quit
 t_end
 
 t_begin "the daemon stops cleanly"
