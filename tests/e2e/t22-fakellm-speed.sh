@@ -90,22 +90,23 @@ t_jq out 'has("timings")' false
 t_lacks "$T/vllm0.log" "FAKELLM_SPEED"
 t_end
 
-# noise: two fakes with one seed, one with another
-noisy() { # NAME SEED
-    local port; port=$(free_port)
+# noise: two fakes with one seed, one with another.  noisy runs in this
+# shell, not in a $(...): a fake spawned in a subshell is not in this
+# shell's list of pids, and its cleanup would leave it running
+noisy() { # NAME SEED: the fake's port in $NOISY_PORT
+    NOISY_PORT=$(free_port)
     fakellm_spawn "$1" FAKELLM_SPEED='base=1000' FAKELLM_SPEED_NOISE=0.05 FAKELLM_SEED="$2" -- \
-        -m "$MODEL" --host 127.0.0.1 --port "$port"
-    wait_healthy "$port" || t_fail "$1 never healthy"
-    echo "$port"
+        -m "$MODEL" --host 127.0.0.1 --port "$NOISY_PORT"
+    wait_healthy "$NOISY_PORT" || t_fail "$1 never healthy"
 }
 speeds() { # PORT: the speed of prompts p1..p20, one a line
     local i
     for i in $(seq 1 20); do chat "http://127.0.0.1:$1" "prompt number $i" 2; pps; done
 }
 t_begin "noise: reproducible for the same prompt and seed (across restarts), different per prompt and seed"
-N1=$(noisy n1 7); speeds "$N1" >"$T/s1"
-N2=$(noisy n2 7); speeds "$N2" >"$T/s2"
-N3=$(noisy n3 8); speeds "$N3" >"$T/s3"
+noisy n1 7; N1=$NOISY_PORT; speeds "$N1" >"$T/s1"
+noisy n2 7; N2=$NOISY_PORT; speeds "$N2" >"$T/s2"
+noisy n3 8; N3=$NOISY_PORT; speeds "$N3" >"$T/s3"
 chat "http://127.0.0.1:$N1" "prompt number 3" 2
 t_eq "$(pps)" "$(sed -n 3p "$T/s1")" "the same prompt again"
 cmp -s "$T/s1" "$T/s2" || { t_fail "same seed, another process: speeds differ"; paste "$T/s1" "$T/s2" | head -5 | sed 's/^/#   /'; }
