@@ -207,6 +207,17 @@ promtool_check() {
 
 # --- helpers for scripts that run processes such as fakellm ---------------
 
+# fake_gpu_24g: the fake NVML (tests/fakes) with one 24 GiB GPU, 300 MiB
+# in use, state in $T/nvml.json; call before sourcing sup-lib.sh
+fake_gpu_24g() {
+    export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
+    export GPUMOD_NVML_LIB=$BUILD/fakes/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$BUILD/fakes/nvidia-smi
+    cat >"$T/nvml.json" <<'JSON'
+{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok"}],
+ "processes": []}
+JSON
+}
+
 # fakellm_spawn NAME [VAR=VALUE...] -- ARGS...: t_spawn fakellm with that
 # environment added; log in $T/NAME.log, pid in $_t_last_pid
 fakellm_spawn() {

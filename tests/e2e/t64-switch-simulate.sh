@@ -9,14 +9,8 @@
 # nothing is started and nothing journaled.
 . "$(dirname "$0")/lib.sh"
 
-FAKES=$BUILD/fakes
-export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
-export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
+fake_gpu_24g
 . "$(dirname "$0")/sup-lib.sh"
-cat >"$T/nvml.json" <<'JSON'
-{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok"}],
- "processes": []}
-JSON
 settings "supervisor: {stop_timeout: 2s, health_interval: 1s}"
 PC=$(free_port) PE=$(free_port) PX=$(free_port) PD=$(free_port)
 preset chat "$PC" 'aliases: [chat-model]'

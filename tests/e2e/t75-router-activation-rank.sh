@@ -10,14 +10,8 @@
 # and two 500 MiB services) fits.  y (15000) fits in no mode.
 . "$(dirname "$0")/lib.sh"
 
-FAKES=$BUILD/fakes
-export GPUMOD_FAKE_NVML_STATE=$T/nvml.json
-export GPUMOD_NVML_LIB=$FAKES/libnvidia-ml.so.1 GPUMOD_NVIDIA_SMI=$FAKES/nvidia-smi
+fake_gpu_24g
 . "$(dirname "$0")/sup-lib.sh"
-cat >"$T/nvml.json" <<'JSON'
-{"devices": [{"index": 0, "uuid": "GPU-aaaa", "name": "Fake 24GB", "total_mb": 24576, "base_used_mb": 300, "memory": "ok"}],
- "processes": []}
-JSON
 
 RP=$(free_port)
 R=http://127.0.0.1:$RP
