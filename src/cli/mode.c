@@ -22,8 +22,9 @@
 #include <time.h>
 
 #include "util/clock.h"
+#include "util/opt.h"
 
-#define MARGIN_MS 10000 /* the client waits this much past the daemon's own bound */
+#define MARGIN_MS 10000     /* the client waits this much past the daemon's own bound */
 #define SWITCH_TICK_MS 1000 /* the longest wait without reading the switch (evwait.h) */
 #define SWITCH_ENDED_OK (-1)
 
@@ -61,11 +62,17 @@ static cJSON *modes_doc(cli *c, bool *standalone, int *rc)
         const mode *m = &cfg.modes[i];
         cJSON *o1 = cJSON_CreateObject();
         cJSON_AddStringToObject(o1, "id", m->id);
-        if (m->name) cJSON_AddStringToObject(o1, "name", m->name); else cJSON_AddNullToObject(o1, "name");
-        if (m->description) cJSON_AddStringToObject(o1, "description", m->description);
-        else cJSON_AddNullToObject(o1, "description");
+        if (m->name)
+            cJSON_AddStringToObject(o1, "name", m->name);
+        else
+            cJSON_AddNullToObject(o1, "name");
+        if (m->description)
+            cJSON_AddStringToObject(o1, "description", m->description);
+        else
+            cJSON_AddNullToObject(o1, "description");
         cJSON *s = cJSON_AddArrayToObject(o1, "services");
-        for (size_t k = 0; k < m->services.n; k++) cJSON_AddItemToArray(s, cJSON_CreateString(m->services.v[k]));
+        for (size_t k = 0; k < m->services.n; k++)
+            cJSON_AddItemToArray(s, cJSON_CreateString(m->services.v[k]));
         cJSON_AddNullToObject(o1, "current");
         cJSON_AddItemToArray(arr, o1);
     }
@@ -111,7 +118,9 @@ static int do_list(cli *c)
         if (jstr(m, "name")) buf_printf(&b, "  (%s)", jstr(m, "name"));
         buf_addc(&b, '\n');
     }
-    if (standalone) buf_adds(&b, "(no daemon is running: from the configuration; the current mode is unknown)\n");
+    if (standalone)
+        buf_adds(&b,
+                 "(no daemon is running: from the configuration; the current mode is unknown)\n");
     fputs(b.p, stdout);
     buf_release(&b);
     cJSON_Delete(j);
@@ -125,8 +134,8 @@ static int do_show(cli *c, const char *id)
     cJSON *j = modes_doc(c, &standalone, &rc);
     if (!j) return rc;
     const cJSON *m, *hit = NULL;
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(j, "modes"))
-        if (jstr(m, "id") && !strcmp(jstr(m, "id"), id)) hit = m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(
+                              j, "modes")) if (jstr(m, "id") && !strcmp(jstr(m, "id"), id)) hit = m;
     if (!hit) {
         fprintf(stderr, "gpumod: mode show: no mode '%s' is configured\n", id);
         cJSON_Delete(j);
@@ -161,7 +170,8 @@ static void ids_line(buf *b, const cJSON *arr)
 {
     const cJSON *s;
     int k = 0;
-    cJSON_ArrayForEach(s, arr) buf_printf(b, "%s%s", k++ ? ", " : "", cJSON_IsString(s) ? s->valuestring : "?");
+    cJSON_ArrayForEach(s, arr)
+        buf_printf(b, "%s%s", k++ ? ", " : "", cJSON_IsString(s) ? s->valuestring : "?");
     if (!k) buf_adds(b, "nothing");
 }
 
@@ -190,8 +200,9 @@ static int do_current(cli *c)
             }
             const cJSON *sw = cJSON_GetObjectItemCaseSensitive(j, "switching");
             if (sw && cJSON_IsObject(sw))
-                buf_printf(&b, "switching to '%s' (switch %.0f, phase %s)\n", jstr(sw, "mode") ? jstr(sw, "mode") : "?",
-                           jnum(sw, "switch_id", 0), jstr(sw, "phase") ? jstr(sw, "phase") : "?");
+                buf_printf(&b, "switching to '%s' (switch %.0f, phase %s)\n",
+                           jstr(sw, "mode") ? jstr(sw, "mode") : "?", jnum(sw, "switch_id", 0),
+                           jstr(sw, "phase") ? jstr(sw, "phase") : "?");
             fputs(b.p, stdout);
             buf_release(&b);
             cJSON_Delete(j);
@@ -223,12 +234,15 @@ static void print_plan(buf *b, const cJSON *p)
 {
     const char *from = jstr(p, "from"), *to = jstr(p, "mode");
     bool ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "ok"));
-    buf_printf(b, "plan: %s%s%s -> '%s': %s\n", from ? "'" : "", from ? from : "no mode", from ? "'" : "",
-               to ? to : "?", ok ? "fits" : "refused");
+    buf_printf(b, "plan: %s%s%s -> '%s': %s\n", from ? "'" : "", from ? from : "no mode",
+               from ? "'" : "", to ? to : "?", ok ? "fits" : "refused");
     if (!ok)
-        buf_printf(b, "  '%s' would be refused (%s): %s\n", jstr(p, "refused") ? jstr(p, "refused") : "?",
-                   jstr(p, "binding") ? jstr(p, "binding") : "?", jstr(p, "reason") ? jstr(p, "reason") : "?");
-    buf_printf(b, "  %-6s %-20s %-10s %s\n", "STEP", "SERVICE", "VERDICT", "PREDICTED FREE AFTER (less reservations)");
+        buf_printf(b, "  '%s' would be refused (%s): %s\n",
+                   jstr(p, "refused") ? jstr(p, "refused") : "?",
+                   jstr(p, "binding") ? jstr(p, "binding") : "?",
+                   jstr(p, "reason") ? jstr(p, "reason") : "?");
+    buf_printf(b, "  %-6s %-20s %-10s %s\n", "STEP", "SERVICE", "VERDICT",
+               "PREDICTED FREE AFTER (less reservations)");
     buf_printf(b, "  %-6s %-20s %-10s", "now", "", "");
     mem_cells(b, cJSON_GetObjectItemCaseSensitive(p, "before"));
     buf_addc(b, '\n');
@@ -238,8 +252,11 @@ static void print_plan(buf *b, const cJSON *p)
         const char *kind = jstr(s, "kind");
         bool start = kind && !strcmp(kind, "start");
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "verdict");
-        const char *verd = !start ? "-" : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")) ? "ok" : "REFUSED";
-        buf_printf(b, "  %-6s %-20s %-10s", kind ? kind : "?", jstr(s, "service") ? jstr(s, "service") : "?", verd);
+        const char *verd = !start                                                    ? "-"
+                           : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")) ? "ok"
+                                                                                     : "REFUSED";
+        buf_printf(b, "  %-6s %-20s %-10s", kind ? kind : "?",
+                   jstr(s, "service") ? jstr(s, "service") : "?", verd);
         mem_cells(b, cJSON_GetObjectItemCaseSensitive(s, "after"));
         buf_addc(b, '\n');
         if (start && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
@@ -252,8 +269,8 @@ static void print_plan(buf *b, const cJSON *p)
         ids_line(b, keeps);
         buf_addc(b, '\n');
     }
-    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "warnings"))
-        if (cJSON_IsString(s)) buf_printf(b, "  warning: %s\n", s->valuestring);
+    cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "warnings")) if (cJSON_IsString(s))
+        buf_printf(b, "  warning: %s\n", s->valuestring);
 }
 
 static void print_phases(buf *b, const cJSON *sw)
@@ -262,8 +279,8 @@ static void print_phases(buf *b, const cJSON *sw)
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(sw, "phases"))
     {
         char name[160];
-        snprintf(name, sizeof name, "%s%s%s", jstr(p, "phase") ? jstr(p, "phase") : "?", jstr(p, "service") ? " " : "",
-                 jstr(p, "service") ? jstr(p, "service") : "");
+        snprintf(name, sizeof name, "%s%s%s", jstr(p, "phase") ? jstr(p, "phase") : "?",
+                 jstr(p, "service") ? " " : "", jstr(p, "service") ? jstr(p, "service") : "");
         const cJSON *ok = cJSON_GetObjectItemCaseSensitive(p, "ok");
         buf_printf(b, "  %-32s ", name);
         if (jnull(p, "duration_ms"))
@@ -272,8 +289,10 @@ static void print_phases(buf *b, const cJSON *sw)
             buf_printf(b, "%6.0f ms", jnum(p, "duration_ms", 0));
         buf_adds(b, cJSON_IsFalse(ok) ? "  FAILED" : "");
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "detail");
-        if (!jnull(d, "load_ms") && jnum(d, "load_ms", -1) >= 0) buf_printf(b, "  (load %.0f ms)", jnum(d, "load_ms", 0));
-        if (jnum(d, "polls", 0) > 1) buf_printf(b, "  (waited %.0f ms for the memory)", jnum(d, "waited_ms", 0));
+        if (!jnull(d, "load_ms") && jnum(d, "load_ms", -1) >= 0)
+            buf_printf(b, "  (load %.0f ms)", jnum(d, "load_ms", 0));
+        if (jnum(d, "polls", 0) > 1)
+            buf_printf(b, "  (waited %.0f ms for the memory)", jnum(d, "waited_ms", 0));
         buf_addc(b, '\n');
     }
 }
@@ -300,8 +319,9 @@ static bool switch_check(void *ud, const char *ended)
         fprintf(stderr,
                 "gpumod: mode switch: the daemon %s during switch %lld; once a daemon runs again, "
                 "`gpumod mode current` and GET /switches/%lld say how it ended\n",
-                ended && !strcmp(ended, "shutting_down") ? "went away (it was shutting down)" : "went away", w->id,
-                w->id);
+                ended && !strcmp(ended, "shutting_down") ? "went away (it was shutting down)"
+                                                         : "went away",
+                w->id, w->id);
         w->rc = rc == EXIT_TIMEOUT ? EXIT_TIMEOUT : EXIT_DAEMON;
         return true;
     }
@@ -333,12 +353,13 @@ static bool switch_check(void *ud, const char *ended)
     if (!jnull(j, "ended")) {
         /* ended, and this daemon has no answer for it (a daemon restarted since) */
         const char *out = jstr(j, "outcome"), *e = jstr(j, "error");
-        fprintf(stderr, "gpumod: mode switch: switch %lld ended %s%s%s\n", w->id, out ? out : "?", e ? ": " : "",
-                e ? e : "");
+        fprintf(stderr, "gpumod: mode switch: switch %lld ended %s%s%s\n", w->id, out ? out : "?",
+                e ? ": " : "", e ? e : "");
         w->rc = out && !strcmp(out, "committed") ? SWITCH_ENDED_OK : EXIT_REFUSED;
     } else if (clock_mono_ms() > w->deadline) {
         fprintf(stderr,
-                "gpumod: mode switch: switch %lld is still running after %lld ms (the daemon's bound); it goes "
+                "gpumod: mode switch: switch %lld is still running after %lld ms (the daemon's "
+                "bound); it goes "
                 "on in the daemon: `gpumod mode current` shows it\n",
                 w->id, (long long)(w->wait_ms + MARGIN_MS));
         w->rc = EXIT_TIMEOUT;
@@ -362,12 +383,16 @@ static int wait_switch(cli *c, http_reply *r)
         http_reply_release(r);
         return EXIT_REFUSED;
     }
-    switch_wait w = {.c = c, .id = (long long)jnum(t, "switch_id", 0), .wait_ms = (int64_t)jnum(t, "wait_ms", 0),
-                     .r = r, .rc = EXIT_REFUSED};
+    switch_wait w = {.c = c,
+                     .id = (long long)jnum(t, "switch_id", 0),
+                     .wait_ms = (int64_t)jnum(t, "wait_ms", 0),
+                     .r = r,
+                     .rc = EXIT_REFUSED};
     cJSON_Delete(t);
     http_reply_release(r);
     if (w.id <= 0) {
-        fprintf(stderr, "gpumod: mode switch: the daemon accepted the switch without a switch id\n");
+        fprintf(stderr,
+                "gpumod: mode switch: the daemon accepted the switch without a switch id\n");
         return EXIT_REFUSED;
     }
     if (w.wait_ms <= 0) w.wait_ms = 3600000;
@@ -399,7 +424,8 @@ static int ctx_arg(cli *c, const cmd *k, const char *v, switch_args *a)
 {
     const char *eq = strchr(v, '=');
     if (!eq || eq == v)
-        return cli_usage_error(c, k, "mode switch: --ctx takes SERVICE=TOKENS (e.g. --ctx chat=8192), not '%s'", v);
+        return cli_usage_error(
+            c, k, "mode switch: --ctx takes SERVICE=TOKENS (e.g. --ctx chat=8192), not '%s'", v);
     char *id = xstrndup(v, (size_t)(eq - v));
     int rc = 0;
     if (strv_find(&a->ctx_id, id) >= 0)
@@ -414,43 +440,50 @@ static int ctx_arg(cli *c, const cmd *k, const char *v, switch_args *a)
     return rc;
 }
 
-/* The option's value: argv[i + 1] (then *i moves on), or what follows
- * "--opt=" in argv[i]; NULL when argv[i] is not opt. */
-static const char *opt_val(int argc, char **argv, int *i, const char *opt)
+/* argv[*i] as one of mode switch's options that take a value: its index
+ * in opts with *v, -1 when it is none of them, -2 when the value is
+ * missing */
+static int valued_opt(int argc, char **argv, int *i, const char *const *opts, int n, const char **v)
 {
-    size_t n = strlen(opt);
-    if (strncmp(argv[*i], opt, n)) return NULL;
-    if (argv[*i][n] == '=') return argv[*i] + n + 1;
-    if (argv[*i][n] || *i + 1 >= argc) return NULL;
-    return argv[++*i];
+    for (int o = 0; o < n; o++) {
+        int r = opt_value(argc, argv, i, opts[o], v);
+        if (r) return r < 0 ? -2 : o;
+    }
+    return -1;
 }
 
 static int switch_parse(cli *c, const cmd *k, int argc, char **argv, switch_args *a)
 {
+    static const char *const opts[] = {"--timeout", "--add", "--remove", "--ctx"};
     const char *v;
     int rc = 0;
     for (int i = 2; i < argc && !rc; i++) {
-        if (!strcmp(argv[i], "--dry-run"))
-            a->dry = true;
-        else if ((v = opt_val(argc, argv, &i, "--timeout")))
+        const char *arg = argv[i];
+        int o = valued_opt(argc, argv, &i, opts, 4, &v);
+        if (o == -2)
+            rc = cli_usage_error(c, k, "mode switch: option '%s' needs a value", arg);
+        else if (o == 0)
             rc = cli_int_arg(c, k, "--timeout", v, 1, 86400, &a->timeout_s) ? EXIT_USAGE : 0;
-        else if ((v = opt_val(argc, argv, &i, "--add")))
+        else if (o == 1)
             strv_push(&a->add, v);
-        else if ((v = opt_val(argc, argv, &i, "--remove")))
+        else if (o == 2)
             strv_push(&a->remove, v);
-        else if ((v = opt_val(argc, argv, &i, "--ctx")))
+        else if (o == 3)
             rc = ctx_arg(c, k, v, a);
-        else if (argv[i][0] == '-')
-            rc = cli_usage_error(c, k, "mode switch: unknown option '%s'", argv[i]);
+        else if (!strcmp(arg, "--dry-run"))
+            a->dry = true;
+        else if (arg[0] == '-')
+            rc = cli_usage_error(c, k, "mode switch: unknown option '%s'", arg);
         else if (!a->id)
-            a->id = argv[i];
+            a->id = arg;
         else
-            rc = cli_usage_error(c, k, "mode switch: unexpected argument '%s'", argv[i]);
+            rc = cli_usage_error(c, k, "mode switch: unexpected argument '%s'", arg);
     }
     if (rc) return rc;
     if (!a->id) return cli_usage_error(c, k, "mode switch: which mode? (a mode id, or none)");
     if (!a->dry && (a->add.n || a->remove.n || a->ctx_id.n))
-        return cli_usage_error(c, k, "mode switch: --add, --remove and --ctx simulate: they need --dry-run");
+        return cli_usage_error(
+            c, k, "mode switch: --add, --remove and --ctx simulate: they need --dry-run");
     return 0;
 }
 
@@ -523,7 +556,8 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
     switch_body(&body, &a);
     switch_args_release(&a);
     http_reply r;
-    int rc = ctl_call(&c->paths, "POST", dry ? "/modes/switch?origin=cli" : "/modes/switch?origin=cli&wait=0", body.p,
+    int rc = ctl_call(&c->paths, "POST",
+                      dry ? "/modes/switch?origin=cli" : "/modes/switch?origin=cli&wait=0", body.p,
                       CTL_QUICK_MS * 4, false, &r);
     buf_release(&body);
     if (rc) return rc;
@@ -551,8 +585,9 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
         fputs(b.p, stdout);
     } else if (r.status == 200) {
         const char *from = jstr(j, "from");
-        buf_printf(&b, "switched %s%s%s -> '%s' in %.0f ms (switch %.0f)\n", from ? "'" : "", from ? from : "no mode",
-                   from ? "'" : "", jstr(j, "to") ? jstr(j, "to") : id, jnum(j, "duration_ms", 0), jnum(j, "id", 0));
+        buf_printf(&b, "switched %s%s%s -> '%s' in %.0f ms (switch %.0f)\n", from ? "'" : "",
+                   from ? from : "no mode", from ? "'" : "", jstr(j, "to") ? jstr(j, "to") : id,
+                   jnum(j, "duration_ms", 0), jnum(j, "id", 0));
         print_phases(&b, j);
         fputs(b.p, stdout);
     } else {
@@ -562,7 +597,8 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
         const cJSON *sw = cJSON_GetObjectItemCaseSensitive(d, "switch");
         const cJSON *plan = cJSON_GetObjectItemCaseSensitive(d, "plan");
         if (sw && cJSON_IsObject(sw)) {
-            buf_printf(&b, "switch %.0f: %s\n", jnum(sw, "id", 0), jstr(sw, "outcome") ? jstr(sw, "outcome") : "?");
+            buf_printf(&b, "switch %.0f: %s\n", jnum(sw, "id", 0),
+                       jstr(sw, "outcome") ? jstr(sw, "outcome") : "?");
             print_phases(&b, sw);
             buf_adds(&b, "now: ");
             if (jstr(d, "now"))
@@ -587,7 +623,8 @@ static int do_switch(cli *c, const cmd *k, int argc, char **argv)
 int cmd_mode(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("mode");
-    if (argc < 2) return cli_usage_error(c, k, "mode: which subcommand? (list, show, current, switch)");
+    if (argc < 2)
+        return cli_usage_error(c, k, "mode: which subcommand? (list, show, current, switch)");
     const char *sub = argv[1];
     if (!strcmp(sub, "list")) {
         if (argc > 2) return cli_usage_error(c, k, "mode list: unexpected argument '%s'", argv[2]);
@@ -598,9 +635,11 @@ int cmd_mode(cli *c, int argc, char **argv)
         return do_show(c, argv[2]);
     }
     if (!strcmp(sub, "current")) {
-        if (argc > 2) return cli_usage_error(c, k, "mode current: unexpected argument '%s'", argv[2]);
+        if (argc > 2)
+            return cli_usage_error(c, k, "mode current: unexpected argument '%s'", argv[2]);
         return do_current(c);
     }
     if (!strcmp(sub, "switch")) return do_switch(c, k, argc, argv);
-    return cli_usage_error(c, k, "mode: unknown subcommand '%s' (list, show, current, switch)", sub);
+    return cli_usage_error(c, k, "mode: unknown subcommand '%s' (list, show, current, switch)",
+                           sub);
 }

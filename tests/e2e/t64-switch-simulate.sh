@@ -188,6 +188,8 @@ t_run 0 gpumod mode switch A --dry-run --ctx chat=16777216
 t_has out "plan: 'A' -> 'A': refused"
 t_run 2 gpumod mode switch A --add extra
 t_has err "mode switch: --add, --remove and --ctx simulate: they need --dry-run"
+t_run 2 gpumod mode switch A --dry-run --remove
+t_has err "mode switch: option '--remove' needs a value"
 t_run 2 gpumod mode switch A --dry-run --ctx chat
 t_has err "--ctx takes SERVICE=TOKENS"
 t_run 2 gpumod mode switch A --dry-run --ctx chat=0
