@@ -49,13 +49,13 @@ ALL_CFLAGS  += -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-
 ALL_LDFLAGS += -fsanitize=$(SANITIZE)
 endif
 
-LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/% src/tune/% src/mcp/% src/tui/%,$(shell find src -name '*.c' | LC_ALL=C sort))
+LIB_SRC := $(filter-out src/main.c src/helper.c src/exec/% src/bench/% src/eval/% src/oai/% src/tune/% src/mcp/% src/tui/% src/models/%,$(shell find src -name '*.c' | LC_ALL=C sort))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 GPUMOD  := $(BUILD)/gpumod
 # gpumod-bench: the only program that links libcurl (src/bench/); its
 # parts other than main.c are an archive the unit tests link too.  eval
 # (src/eval/) runs in the same helper, so its parts join that archive.
-BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c src/tune/*.c src/oai/*.c)))
+BENCH_SRC  := $(filter-out src/bench/main.c,$(sort $(wildcard src/bench/*.c src/eval/*.c src/tune/*.c src/oai/*.c src/models/*.c)))
 BENCH_OBJ  := $(BENCH_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_LIB  := $(BUILD)/libbench.a
 CURL_LIBS   = $(shell pkg-config --libs libcurl 2>/dev/null || echo -lcurl)

@@ -51,17 +51,42 @@ static const cmd commands[] = {
      "      larger, memory pressure (PSI), per-process GPU usage, NVML state.\n"
      "      Unified-memory GPUs (GB10) show the host's MemAvailable.\n",
      cmd_gpu},
-    {"model", "inspect FILE [--ctx N] [--parallel N] [--cache-type-k T] [--cache-type-v T] [--ngl N|all] "
-              "[--n-cpu-moe N] [--flash-attn on|off|auto] [--gpus N] [--json]",
-     "describe a GGUF model and estimate what llama-server takes",
+    {"model",
+     "inspect FILE [estimator flags] [--gpus N] | fit SOURCE [estimator flags] [--mode MODE] | "
+     "pull SOURCE [--dir DIR] [--dry-run] | search QUERY [--author A] [--limit N] [--fit] [--json]",
+     "describe a GGUF model, find the file that fits, fetch it, search the Hub",
      "  model inspect FILE [flags] [--json]\n"
      "      Reads the GGUF header only (milliseconds for any file size): architecture,\n"
      "      parameters, layers, heads, KV heads, trained context, experts, file type;\n"
      "      then the estimate for llama-server with those flags (defaults: --ctx 4096\n"
      "      --parallel 1, f16 KV cache, --ngl all, --gpus 1; --gpus 0 is CPU only),\n"
      "      by part (weights, kv, rs, compute, output, overhead) and device.\n"
-     "      Exit 1 when the file cannot be read or estimated.\n",
+     "      Exit 1 when the file cannot be read or estimated.\n"
+     "  model fit SOURCE [--ctx N --parallel N --cache-type-k T ...] [--mode MODE] [--json]\n"
+     "      SOURCE: a .gguf file or a directory, an https:// URL of a .gguf, or\n"
+     "      hf:ORG/REPO[@REV][/FILE] (every .gguf of the repository, split files\n"
+     "      grouped).  Remote headers are read with Range requests only; the bytes\n"
+     "      fetched are printed.  For each file: the need by part and device, whether\n"
+     "      it fits now, alone and beside MODE's services, and the largest context\n"
+     "      that fits; sorted by fit, then bits per weight.\n"
+     "  model pull SOURCE [--dir DIR] [--dry-run] [--yes]\n"
+     "      Download with resume (a .part file under a lock, If-Range), the free\n"
+     "      disk checked first, SHA-256 checked against the Hub's LFS digest, split\n"
+     "      files together, renamed into place when whole.  DIR defaults to the\n"
+     "      models_dir setting.  HF_TOKEN (or $HF_HOME/token) for gated repositories.\n"
+     "  model search QUERY [--author A] [--task T] [--limit N] [--fit [estimator flags]]\n"
+     "      GGUF repositories on the Hub (hf_endpoint setting, HF_ENDPOINT).\n",
      cmd_model},
+    {"preset", "new --from FILE|SOURCE [--id ID] [--mode MODE] [--ctx N] [--port N] [--out FILE] [--yes]",
+     "write a preset for a GGUF model that config check accepts",
+     "  preset new --from FILE|SOURCE [--id ID] [--mode MODE] [--ctx N] [--port N]\n"
+     "             [--out FILE] [--yes] [--json]\n"
+     "      A preset for the model (a local .gguf, or a source as model fit takes):\n"
+     "      a free port, the context and -ngl / --n-cpu-moe that fit this host (or\n"
+     "      beside MODE's services), with comments saying how each figure was\n"
+     "      chosen.  Shows the file and asks before writing it into the presets\n"
+     "      directory (--out FILE elsewhere, - for stdout; --yes does not ask).\n",
+     cmd_preset},
     {"preflight", "--for SERVICE | --mode MODE [--json] [--standalone] [--timing]",
      "ask the memory gate whether a start would fit",
      "  preflight --for SERVICE [--json]\n"
@@ -390,7 +415,7 @@ static int cmd_version(cli *c, int argc, char **argv)
 
 static bool is_helper_cmd(const char *name)
 {
-    static const char *const helpers[] = {"bench", "eval", "tune", "mcp", "tui"};
+    static const char *const helpers[] = {"bench", "eval", "tune", "mcp", "tui", "preset"};
     for (size_t i = 0; i < sizeof helpers / sizeof *helpers; i++)
         if (!strcmp(name, helpers[i])) return true;
     return false;

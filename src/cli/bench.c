@@ -41,7 +41,8 @@ static char *try_dir(const char *dir, const char *helper, buf *looked)
 }
 
 /* exec the executable helper as name (its argv[0]) with argv[1..] */
-static int run_helper(cli *c, const char *what, const char *helper, const char *name, int argc, char **argv)
+static int run_helper(cli *c, const char *what, const char *helper, const char *name, int argc,
+                      char **argv)
 {
     char self[PATH_MAX];
     char *path = NULL;
@@ -63,7 +64,8 @@ static int run_helper(cli *c, const char *what, const char *helper, const char *
     }
     if (!path) path = try_dir(GPUMOD_LIBEXECDIR, helper, &looked);
     if (!path) {
-        fprintf(stderr, "gpumod: %s: the %s helper is not installed (looked in %s)\n", what, helper, looked.p);
+        fprintf(stderr, "gpumod: %s: the %s helper is not installed (looked in %s)\n", what, helper,
+                looked.p);
         buf_release(&looked);
         return EXIT_USAGE;
     }
@@ -78,7 +80,8 @@ static int run_helper(cli *c, const char *what, const char *helper, const char *
     }
     char **av = xcalloc((size_t)argc + 1, sizeof *av);
     av[0] = (char *)(name ? name : path);
-    for (int i = 1; i < argc; i++) av[i] = argv[i];
+    for (int i = 1; i < argc; i++)
+        av[i] = argv[i];
     av[argc] = NULL;
     fflush(NULL);
     execv(path, av);
@@ -101,6 +104,19 @@ int cmd_eval(cli *c, int argc, char **argv)
 int cmd_tune(cli *c, int argc, char **argv)
 {
     return run_helper(c, "tune", "gpumod-bench", "gpumod-tune", argc, argv);
+}
+
+/* `model fit|pull|search` and `preset new` need libcurl: the helper runs
+ * them.  A global --json (main.c took it) is handed on. */
+int cmd_model_helper(cli *c, const char *name, int argc, char **argv)
+{
+    char **av = xcalloc((size_t)argc + 2, sizeof *av);
+    for (int i = 0; i < argc; i++)
+        av[i] = argv[i];
+    if (c->json) av[argc++] = "--json";
+    int rc = run_helper(c, name + 7, "gpumod-bench", name, argc, av);
+    free(av);
+    return rc;
 }
 
 int cmd_mcp(cli *c, int argc, char **argv)

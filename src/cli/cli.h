@@ -32,6 +32,9 @@ void cli_print_command_help(const cmd *command, bool to_stderr);
 int cmd_config(cli *c, int argc, char **argv);
 int cmd_gpu(cli *c, int argc, char **argv);
 int cmd_model(cli *c, int argc, char **argv);
+int cmd_preset(cli *c, int argc, char **argv);
+/* exec the libcurl helper as name ("gpumod-model", "gpumod-preset") */
+int cmd_model_helper(cli *c, const char *name, int argc, char **argv);
 int cmd_preflight(cli *c, int argc, char **argv);
 int cmd_simulate(cli *c, int argc, char **argv);
 int cmd_serve(cli *c, int argc, char **argv);

@@ -30,7 +30,9 @@ static int cache_type(const cli *c, const cmd *k, char which, const char *v, uin
 {
     int t = v ? ggml_type_by_name(v) : -1;
     if (t < 0) {
-        cli_usage_error(c, k, "--cache-type-%c: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1)",
+        cli_usage_error(c, k,
+                        "--cache-type-%c: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, "
+                        "iq4_nl, q5_0, q5_1)",
                         which, v ? v : "");
         return -1;
     }
@@ -38,7 +40,8 @@ static int cache_type(const cli *c, const cmd *k, char which, const char *v, uin
     return 0;
 }
 
-int est_flag(const cli *c, const cmd *k, int argc, char **argv, int *i, est_params *ep, unsigned *given)
+int est_flag(const cli *c, const cmd *k, int argc, char **argv, int *i, est_params *ep,
+             unsigned *given)
 {
     const char *v;
     int64_t x;
@@ -69,9 +72,12 @@ int est_flag(const cli *c, const cmd *k, int argc, char **argv, int *i, est_para
         ep->n_cpu_moe = x;
         *given |= EST_GIVEN_NCMOE;
     } else if (opt_val(argc, argv, i, "--flash-attn", &v) || opt_val(argc, argv, i, "-fa", &v)) {
-        if (v && !strcmp(v, "on")) ep->flash_attn = 1;
-        else if (v && !strcmp(v, "off")) ep->flash_attn = 0;
-        else if (v && !strcmp(v, "auto")) ep->flash_attn = -1;
+        if (v && !strcmp(v, "on"))
+            ep->flash_attn = 1;
+        else if (v && !strcmp(v, "off"))
+            ep->flash_attn = 0;
+        else if (v && !strcmp(v, "auto"))
+            ep->flash_attn = -1;
         else {
             cli_usage_error(c, k, "--flash-attn: expected on, off or auto, found '%s'", v ? v : "");
             return -1;
@@ -86,7 +92,8 @@ int est_flag(const cli *c, const cmd *k, int argc, char **argv, int *i, est_para
 void estimate_text(buf *b, const estimate *e, const int *dev_index)
 {
     buf_printf(b, "%-10s", "");
-    for (size_t d = 0; d < e->ndev; d++) buf_printf(b, " %12s%-2d", "gpu ", dev_index ? dev_index[d] : (int)d);
+    for (size_t d = 0; d < e->ndev; d++)
+        buf_printf(b, " %12s%-2d", "gpu ", dev_index ? dev_index[d] : (int)d);
     buf_printf(b, " %14s\n", "host");
     for (int p = 0; p < EST__PARTS; p++) {
         buf_printf(b, "%-10s", est_part_names[p]);
@@ -166,18 +173,25 @@ static int inspect(cli *c, int argc, char **argv, const cmd *k)
             buf_printf(&b, "\n  parameters %.2f M, weights ", (double)m.n_params / 1e6);
         buf_bytes(&b, m.weight_bytes);
         buf_printf(&b, ", file type %s\n", m.file_type_name ? m.file_type_name : "unknown");
-        buf_printf(&b, "  layers %lld, embedding %lld, heads %lld, KV heads %lld, trained context %lld, vocab %lld\n",
-                   (long long)m.n_layer, (long long)m.n_embd, (long long)m.n_head, (long long)m.n_head_kv,
-                   (long long)m.n_ctx_train, (long long)m.n_vocab);
-        if (m.n_expert) buf_printf(&b, "  experts %lld (%lld used)\n", (long long)m.n_expert, (long long)m.n_expert_used);
+        buf_printf(&b,
+                   "  layers %lld, embedding %lld, heads %lld, KV heads %lld, trained context "
+                   "%lld, vocab %lld\n",
+                   (long long)m.n_layer, (long long)m.n_embd, (long long)m.n_head,
+                   (long long)m.n_head_kv, (long long)m.n_ctx_train, (long long)m.n_vocab);
+        if (m.n_expert)
+            buf_printf(&b, "  experts %lld (%lld used)\n", (long long)m.n_expert,
+                       (long long)m.n_expert_used);
         if (m.n_swa) buf_printf(&b, "  sliding window %lld\n", (long long)m.n_swa);
         if (m.kv_lora_rank) buf_printf(&b, "  MLA latent rank %lld\n", (long long)m.kv_lora_rank);
         if (m.recurrent) buf_adds(&b, "  recurrent / SSM layers\n");
         if (m.embedding) buf_adds(&b, "  embedding model\n");
-        buf_printf(&b, "estimate for llama-server -c %lld --parallel %lld -ctk %s -ctv %s -ngl ", (long long)ep.ctx,
-                   (long long)ep.parallel, ggml_type_get(ep.type_k)->name, ggml_type_get(ep.type_v)->name);
-        if (ep.ngl < 0) buf_adds(&b, "all");
-        else buf_printf(&b, "%lld", (long long)ep.ngl);
+        buf_printf(&b, "estimate for llama-server -c %lld --parallel %lld -ctk %s -ctv %s -ngl ",
+                   (long long)ep.ctx, (long long)ep.parallel, ggml_type_get(ep.type_k)->name,
+                   ggml_type_get(ep.type_v)->name);
+        if (ep.ngl < 0)
+            buf_adds(&b, "all");
+        else
+            buf_printf(&b, "%lld", (long long)ep.ngl);
         if (ep.n_cpu_moe) buf_printf(&b, " --n-cpu-moe %lld", (long long)ep.n_cpu_moe);
         buf_printf(&b, " on %zu GPU%s:\n", ep.ndev, ep.ndev == 1 ? "" : "s");
         if (erc)
@@ -196,5 +210,12 @@ int cmd_model(cli *c, int argc, char **argv)
     const cmd *k = cli_find("model");
     if (argc < 2) return cli_usage_error(c, k, "model: missing subcommand");
     if (!strcmp(argv[1], "inspect")) return inspect(c, argc - 1, argv + 1, k);
+    if (!strcmp(argv[1], "fit") || !strcmp(argv[1], "pull") || !strcmp(argv[1], "search"))
+        return cmd_model_helper(c, "gpumod-model", argc, argv);
     return cli_usage_error(c, k, "model: unknown subcommand '%s'", argv[1]);
+}
+
+int cmd_preset(cli *c, int argc, char **argv)
+{
+    return cmd_model_helper(c, "gpumod-preset", argc, argv);
 }

@@ -205,6 +205,8 @@ typedef struct mode {
 typedef struct settings {
     char *state_dir, *log_dir, *socket, *socket_group;
     int64_t events_keep, events_max_age_ms; /* event retention; 0: no such limit */
+    char *models_dir;  /* model pull's directory (resolved: never NULL after config_load) */
+    char *hf_endpoint; /* the Hub's base URL, as written (HF_ENDPOINT is applied by models/) */
     char *driver_binary[DRV__COUNT]; /* NULL for drivers without one */
     struct {
         double host_factor;

@@ -194,6 +194,11 @@ static void resolve_paths(config *cfg, const config_paths *paths)
         sd = default_state_dir();
     free(s->state_dir);
     s->state_dir = sd;
+    if (!s->models_dir) {
+        const char *x = env_nonempty("XDG_DATA_HOME");
+        s->models_dir =
+            x ? xasprintf("%s/gpumod/models", x) : xasprintf("%s/.local/share/gpumod/models", home());
+    }
     if (!s->log_dir) s->log_dir = xasprintf("%s/logs", s->state_dir);
 
     char *sock = NULL;

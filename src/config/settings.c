@@ -136,6 +136,11 @@ const field settings_fields[] = {
      .doc = "events kept in the state database; the oldest beyond are pruned (0: no row limit)"},
     {"events_max_age", F_DURATION, S(events_max_age_ms), DUR(0, 315360000000), .deflt = "30d",
      .doc = "events older than this are pruned (0: no age limit)"},
+    {"models_dir", F_STR, S(models_dir), .flags = FL_PATH | FL_ENVEXP,
+     .doc = "where `model pull` writes; default $XDG_DATA_HOME/gpumod/models (~/.local/share/gpumod/models)"},
+    {"hf_endpoint", F_STR, S(hf_endpoint), .deflt = "https://huggingface.co",
+     .doc = "the Hugging Face Hub (or a mirror) that model fit/pull/search ask; HF_ENDPOINT wins; "
+            "http:// only on loopback"},
     {"drivers", F_SECTION, 0, .sub = drivers_fields, .doc = "engine binaries"},
     {"memory", F_SECTION, 0, .sub = memory_fields, .doc = "the memory gate and watchdog"},
     {"supervisor", F_SECTION, 0, .sub = supervisor_fields, .doc = "service lifecycle"},

@@ -59,9 +59,11 @@
 /* ---- the reader: a window over a file, or a whole in-memory image ---- */
 
 typedef struct rd {
-    const char *name; /* quoted at the start of errors; NULL for a buffer */
-    int fd;
-    const uint8_t *mem; /* the image, or NULL when reading fd */
+    const char *name;  /* quoted at the start of errors; NULL for a buffer */
+    const gguf_io *io; /* the source, when not an image */
+    void *h;           /* its handle */
+    size_t win_max;
+    const uint8_t *mem; /* the image, or NULL when reading io */
     uint64_t size;
     uint64_t pos; /* next byte to read; always <= size */
     uint8_t *win;
@@ -126,10 +128,11 @@ static int rd_fill(rd *r)
     if (want > r->size - r->pos) want = (size_t)(r->size - r->pos);
     size_t got = 0;
     while (got < want) {
-        ssize_t k = pread(r->fd, r->win + got, want - got, (off_t)(r->pos + got));
-        if (k < 0 && errno == EINTR) continue;
+        char ioerr[256] = "";
+        long k = r->io->pread(r->h, r->win + got, want - got, r->pos + got, ioerr, sizeof ioerr);
         if (k < 0) {
-            rd_fail(r, "read error at byte %" PRIu64 ": %s", r->pos + got, strerror(errno));
+            rd_fail(r, "read error at byte %" PRIu64 ": %s", r->pos + got,
+                    ioerr[0] ? ioerr : "unknown error");
             return -1;
         }
         if (k == 0) break;
@@ -143,7 +146,7 @@ static int rd_fill(rd *r)
     }
     r->win_off = r->pos;
     r->win_len = got;
-    r->chunk = r->chunk * 2 < WINDOW_MAX ? r->chunk * 2 : WINDOW_MAX;
+    r->chunk = r->chunk * 2 < r->win_max ? r->chunk * 2 : r->win_max;
     return 0;
 }
 
@@ -668,7 +671,8 @@ static int tensor_shape(rd *r, gguf_tensor *t, uint64_t i, int64_t *nelem)
 /* The type, and from it the byte size (rows a whole number of blocks);
  * an unknown type leaves the size unknown (g->unknown_types).  0 with
  * *ti (NULL: unknown), or -1 after rd_fail. */
-static int tensor_type(rd *r, gguf_file *g, gguf_tensor *t, uint64_t i, int64_t nelem, const ggml_type_info **ti)
+static int tensor_type(rd *r, gguf_file *g, gguf_tensor *t, uint64_t i, int64_t nelem,
+                       const ggml_type_info **ti)
 {
     r->part = "type";
     uint64_t at = r->pos;
@@ -875,8 +879,7 @@ int gguf_parse_buffer(gguf_file *g, const void *data, size_t len, char *err, siz
     memset(g, 0, sizeof *g);
     if (err && errlen) err[0] = 0;
     static const uint8_t empty[1];
-    rd r = {
-        .fd = -1, .mem = data ? data : empty, .size = data ? len : 0, .err = err, .errlen = errlen};
+    rd r = {.mem = data ? data : empty, .size = data ? len : 0, .err = err, .errlen = errlen};
     if (parse(&r, g, 0) < 0) {
         file_release(g);
         return -1;
@@ -884,46 +887,80 @@ int gguf_parse_buffer(gguf_file *g, const void *data, size_t len, char *err, siz
     return 0;
 }
 
-/* Parses one file; shard > 0 names it in errors as one of split_count. */
-static int parse_path(gguf_file *g, const char *path, unsigned shard, unsigned count, char *err,
+/* ---- the local source: open() and pread() ---- */
+
+static int local_open(void *ctx, const char *name, void **h, uint64_t *size, char *err,
                       size_t errlen)
 {
-    memset(g, 0, sizeof *g);
-    rd r = {.name = path, .fd = -1, .chunk = WINDOW_MIN, .err = err, .errlen = errlen};
-    char which[48] = "";
-    if (shard) snprintf(which, sizeof which, " shard %u of %u", shard + 1, count);
+    (void)ctx;
     /* O_NONBLOCK: a FIFO named as a model would otherwise block open()
      * (and the daemon's loop) until something writes to it */
-    r.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (r.fd < 0) {
-        rd_fail(&r, "cannot open%s: %s", which, strerror(errno));
-        return -1;
-    }
+    int fd = open(name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return errf_ret(-1, err, errlen, "cannot open: %s", strerror(errno));
     struct stat st;
-    if (fstat(r.fd, &st) < 0) {
-        rd_fail(&r, "cannot stat%s: %s", which, strerror(errno));
-        close(r.fd);
+    if (fstat(fd, &st) < 0) {
+        errf_ret(-1, err, errlen, "cannot stat: %s", strerror(errno));
+        close(fd);
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        rd_fail(&r, "%s, not a regular file", slurp_kind(st.st_mode));
-        close(r.fd);
+        errf_ret(-1, err, errlen, "%s, not a regular file", slurp_kind(st.st_mode));
+        close(fd);
         return -1;
     }
-    r.size = (uint64_t)st.st_size;
-    r.win = xmalloc(WINDOW_MAX);
+    *size = (uint64_t)st.st_size;
+    *h = (void *)(intptr_t)fd;
+    return 0;
+}
+
+static long local_pread(void *h, void *dst, size_t n, uint64_t off, char *err, size_t errlen)
+{
+    for (;;) {
+        ssize_t k = pread((int)(intptr_t)h, dst, n, (off_t)off);
+        if (k >= 0) return (long)k;
+        if (errno != EINTR) return errf_ret(-1, err, errlen, "%s", strerror(errno));
+    }
+}
+
+static void local_close(void *h)
+{
+    close((int)(intptr_t)h);
+}
+
+static const gguf_io local_io = {local_open, local_pread, local_close, NULL, 0, 0};
+
+/* Parses one file; shard > 0 names it in errors as one of split_count. */
+static int parse_path(gguf_file *g, const gguf_io *io, const char *path, unsigned shard,
+                      unsigned count, char *err, size_t errlen)
+{
+    memset(g, 0, sizeof *g);
+    size_t wmin = io->window_min ? io->window_min : WINDOW_MIN;
+    size_t wmax = io->window_max >= wmin ? io->window_max : WINDOW_MAX;
+    if (wmax < wmin) wmax = wmin;
+    rd r = {.name = path, .io = io, .chunk = wmin, .win_max = wmax, .err = err, .errlen = errlen};
+    char which[48] = "", ioerr[256] = "";
+    if (shard) snprintf(which, sizeof which, " shard %u of %u", shard + 1, count);
+    if (io->open(io->ctx, path, &r.h, &r.size, ioerr, sizeof ioerr) < 0) {
+        static const char co[] = "cannot open: ";
+        if (!ioerr[0]) snprintf(ioerr, sizeof ioerr, "cannot open: unknown error");
+        if (!strncmp(ioerr, co, sizeof co - 1))
+            rd_fail(&r, "cannot open%s: %s", which, ioerr + sizeof co - 1);
+        else
+            rd_fail(&r, "%s%s%s", shard ? which + 1 : "", shard ? ": " : "", ioerr);
+        return -1;
+    }
+    r.win = xmalloc(wmax);
     int rc = parse(&r, g, 1);
     free(r.win);
-    close(r.fd);
+    io->close(r.h);
     if (rc < 0) file_release(g);
     return rc;
 }
 
 /* ---- split models ---- */
 
-
 /* llama.cpp's llama_split_path(): "<prefix>-%05d-of-%05d.gguf", 1-based. */
-static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
+static int open_shards(gguf_file *g, const gguf_io *io, const char *path, char *err, size_t errlen)
 {
     unsigned n = g->split_count;
     int64_t no = 0;
@@ -935,26 +972,27 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
         size_t sl = strlen(suffix);
         if (plen > sl && !strcmp(path + plen - sl, suffix))
             return errf_ret(-1, err, errlen,
-                        "'%s': this is shard %" PRId64
-                        " of %u; open the first shard '%.*s-00001-of-%05u.gguf'",
-                        path, no + 1, n, (int)(plen - sl), path, n);
+                            "'%s': this is shard %" PRId64
+                            " of %u; open the first shard '%.*s-00001-of-%05u.gguf'",
+                            path, no + 1, n, (int)(plen - sl), path, n);
         return errf_ret(-1, err, errlen,
-                    "'%s': this is shard %" PRId64 " of %u (split.no %" PRId64
-                    "); open the first shard",
-                    path, no + 1, n, no);
+                        "'%s': this is shard %" PRId64 " of %u (split.no %" PRId64
+                        "); open the first shard",
+                        path, no + 1, n, no);
     }
     snprintf(suffix, sizeof suffix, "-00001-of-%05u.gguf", n);
     size_t sl = strlen(suffix);
     if (plen <= sl || strcmp(path + plen - sl, suffix))
-        return errf_ret(-1, err, errlen,
-                    "'%s': a split model (split.count %u) whose name does not end in '%s': cannot "
-                    "find its other shards",
-                    path, n, suffix);
+        return errf_ret(
+            -1, err, errlen,
+            "'%s': a split model (split.count %u) whose name does not end in '%s': cannot "
+            "find its other shards",
+            path, n, suffix);
     size_t total = g->ntensors;
     for (unsigned s = 1; s < n; s++) {
         char *sp = xasprintf("%.*s-%05u-of-%05u.gguf", (int)(plen - sl), path, s + 1, n);
         gguf_file sh;
-        if (parse_path(&sh, sp, s, n, err, errlen) < 0) {
+        if (parse_path(&sh, io, sp, s, n, err, errlen) < 0) {
             free(sp);
             return -1;
         }
@@ -963,9 +1001,9 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
         gguf_get_int(&sh, "split.count", &scount);
         if (sno != (int64_t)s || scount != (int64_t)n) {
             errf_ret(-1, err, errlen,
-                 "'%s': shard %u of %u has split.no %" PRId64 " and split.count %" PRId64
-                 ", expected %u and %u",
-                 sp, s + 1, n, sno, scount, s, n);
+                     "'%s': shard %u of %u has split.no %" PRId64 " and split.count %" PRId64
+                     ", expected %u and %u",
+                     sp, s + 1, n, sno, scount, s, n);
             free(sp);
             file_release(&sh);
             return -1;
@@ -990,7 +1028,7 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
         size_t dup;
         if (nameset_add(&ns, g->tensors[i].name, i, &dup)) {
             errf_ret(-1, err, errlen, "'%s': tensor '%s' is in shard %u and shard %u", path,
-                 g->tensors[i].name, g->tensors[dup].shard + 1u, g->tensors[i].shard + 1u);
+                     g->tensors[i].name, g->tensors[dup].shard + 1u, g->tensors[i].shard + 1u);
             nameset_release(&ns);
             return -1;
         }
@@ -1000,21 +1038,27 @@ static int open_shards(gguf_file *g, const char *path, char *err, size_t errlen)
     if (gguf_get_int(g, "split.tensors.count", &want) == 0 &&
         (want < 0 || (uint64_t)want != g->ntensors))
         return errf_ret(-1, err, errlen,
-                    "'%s': split.tensors.count is %" PRId64 " but the %u shards hold %zu tensors",
-                    path, want, n, g->ntensors);
+                        "'%s': split.tensors.count is %" PRId64
+                        " but the %u shards hold %zu tensors",
+                        path, want, n, g->ntensors);
+    return 0;
+}
+
+int gguf_open_io(gguf_file *g, const char *path, const gguf_io *io, char *err, size_t errlen)
+{
+    if (err && errlen) err[0] = 0;
+    if (parse_path(g, io, path, 0, 1, err, errlen) < 0) return -1;
+    g->path = xstrdup(path);
+    if (g->split_count > 1 && open_shards(g, io, path, err, errlen) < 0) {
+        file_release(g);
+        return -1;
+    }
     return 0;
 }
 
 int gguf_open(gguf_file *g, const char *path, char *err, size_t errlen)
 {
-    if (err && errlen) err[0] = 0;
-    if (parse_path(g, path, 0, 1, err, errlen) < 0) return -1;
-    g->path = xstrdup(path);
-    if (g->split_count > 1 && open_shards(g, path, err, errlen) < 0) {
-        file_release(g);
-        return -1;
-    }
-    return 0;
+    return gguf_open_io(g, path, &local_io, err, errlen);
 }
 
 /* ---- getters ---- */

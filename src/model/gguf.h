@@ -20,9 +20,18 @@
 #define GGUF_MAX_KEPT_ARRAY 65536
 
 typedef enum {
-    GGUF_T_UINT8 = 0, GGUF_T_INT8 = 1, GGUF_T_UINT16 = 2, GGUF_T_INT16 = 3,
-    GGUF_T_UINT32 = 4, GGUF_T_INT32 = 5, GGUF_T_FLOAT32 = 6, GGUF_T_BOOL = 7,
-    GGUF_T_STRING = 8, GGUF_T_ARRAY = 9, GGUF_T_UINT64 = 10, GGUF_T_INT64 = 11,
+    GGUF_T_UINT8 = 0,
+    GGUF_T_INT8 = 1,
+    GGUF_T_UINT16 = 2,
+    GGUF_T_INT16 = 3,
+    GGUF_T_UINT32 = 4,
+    GGUF_T_INT32 = 5,
+    GGUF_T_FLOAT32 = 6,
+    GGUF_T_BOOL = 7,
+    GGUF_T_STRING = 8,
+    GGUF_T_ARRAY = 9,
+    GGUF_T_UINT64 = 10,
+    GGUF_T_INT64 = 11,
     GGUF_T_FLOAT64 = 12,
 } gguf_vtype;
 
@@ -53,7 +62,7 @@ typedef struct gguf_tensor {
 } gguf_tensor;
 
 typedef struct gguf_file {
-    char *path;          /* the first shard */
+    char *path; /* the first shard */
     uint32_t version;
     uint32_t alignment;
     uint64_t data_offset; /* of the first shard */
@@ -67,9 +76,27 @@ typedef struct gguf_file {
     bool unknown_types; /* some tensor has a type id gpumod does not know */
 } gguf_file;
 
+/* Where the bytes come from: a local file (gguf_open), or anything that
+ * can read a range (the models helper's HTTP range requests).  The reader
+ * asks for windows of window_min bytes, doubling to window_max (0, 0: 4 KiB
+ * to 64 KiB); pread may return fewer bytes than asked, never more. */
+typedef struct gguf_io {
+    /* open name: its size in bytes and a handle for pread and close; 0, or
+     * -1 with err ("cannot open: ..." for a missing file) */
+    int (*open)(void *ctx, const char *name, void **h, uint64_t *size, char *err, size_t errlen);
+    /* up to n bytes at off: how many were read (> 0), 0 at the end, -1 with err */
+    long (*pread)(void *h, void *dst, size_t n, uint64_t off, char *err, size_t errlen);
+    void (*close)(void *h);
+    void *ctx;
+    size_t window_min, window_max;
+} gguf_io;
+
 /* Parse path (and its other shards).  0, or -1 with err naming the file,
  * the byte offset and what was wrong. */
 int gguf_open(gguf_file *g, const char *path, char *err, size_t errlen);
+/* The same through io: the other shards' names follow llama.cpp's rule
+ * ("<prefix>-%05d-of-%05d.gguf"), which holds for URLs too. */
+int gguf_open_io(gguf_file *g, const char *path, const gguf_io *io, char *err, size_t errlen);
 /* Parse an in-memory image (tests, the fuzzer); shards are not followed. */
 int gguf_parse_buffer(gguf_file *g, const void *data, size_t len, char *err, size_t errlen);
 void gguf_release(gguf_file *g);

@@ -1,0 +1,13 @@
+/* fit.c (models) - placeholder until its issue-20 part lands (refuses). */
+#include "models/models.h"
+
+#include <stdio.h>
+
+#include "util/exitcode.h"
+
+int model_fit_cmd(mctx *c, int argc, char **argv)
+{
+    (void)c, (void)argc, (void)argv;
+    fprintf(stderr, "gpumod: not built yet\n");
+    return EXIT_USAGE;
+}

@@ -1,0 +1,149 @@
+/* hub.c (models) - the Hugging Face Hub's repository listing.
+ *
+ * GET {endpoint}/api/models/{repo}/tree/{revision}?recursive=true answers
+ * a JSON array of entries {"type": "file"|"directory", "path", "size",
+ * "oid", "lfs": {"oid": sha256, "size", "pointerSize"}} (huggingface_hub
+ * hf_api.py, list_repo_tree / RepoFile); long listings come in pages, the
+ * next one named by a Link: <...>; rel="next" header (hf_api's
+ * paginate()).  A file is fetched from {endpoint}/{repo}/resolve/{rev}/
+ * {path} (file_download.py, hf_hub_url).  docs/models.md cites both. */
+#include "models/source.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "models/http.h"
+#include "util/buf.h"
+#include "util/errf.h"
+#include "util/url.h"
+
+#define LIST_MAX_BYTES (32u << 20)
+#define LIST_MAX_PAGES 200
+
+/* each path segment escaped, the '/' between them kept */
+static void path_escape(buf *b, const char *path)
+{
+    char *dup = xstrdup(path);
+    char *save = NULL;
+    bool first = true;
+    for (char *seg = strtok_r(dup, "/", &save); seg; seg = strtok_r(NULL, "/", &save)) {
+        if (!first) buf_addc(b, '/');
+        url_query_escape(b, seg);
+        first = false;
+    }
+    free(dup);
+}
+
+char *mhub_resolve_url(const mhub *h, const char *repo, const char *rev, const char *path)
+{
+    buf b = BUF_INIT;
+    buf_printf(&b, "%s/", h->endpoint);
+    path_escape(&b, repo);
+    buf_adds(&b, "/resolve/");
+    url_query_escape(&b, rev);
+    buf_addc(&b, '/');
+    path_escape(&b, path);
+    return buf_detach(&b);
+}
+
+static int page_files(const cJSON *arr, mfile **files, size_t *n, const char *where, char *err,
+                      size_t errlen)
+{
+    if (!cJSON_IsArray(arr))
+        return errf_ret(-1, err, errlen, "%s: expected a JSON array of entries", where);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(e, "type");
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(e, "path");
+        const cJSON *size = cJSON_GetObjectItemCaseSensitive(e, "size");
+        if (!cJSON_IsString(type) || !cJSON_IsString(path))
+            return errf_ret(-1, err, errlen, "%s: an entry without \"type\" and \"path\" strings",
+                            where);
+        if (strcmp(type->valuestring, "file")) continue;
+        if (!cJSON_IsNumber(size) || size->valuedouble < 0)
+            return errf_ret(-1, err, errlen, "%s: '%s' has no \"size\"", where, path->valuestring);
+        mfile f = {.path = xstrdup(path->valuestring), .size = (uint64_t)size->valuedouble};
+        const cJSON *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
+        const cJSON *oid = lfs ? cJSON_GetObjectItemCaseSensitive(lfs, "oid") : NULL;
+        const cJSON *lsize = lfs ? cJSON_GetObjectItemCaseSensitive(lfs, "size") : NULL;
+        if (cJSON_IsString(oid) && strlen(oid->valuestring) == 64 &&
+            strspn(oid->valuestring, "0123456789abcdefABCDEF") == 64) {
+            for (int i = 0; i < 64; i++) {
+                char c = oid->valuestring[i];
+                f.sha256[i] = (char)(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
+            }
+            f.sha256[64] = 0;
+        }
+        if (cJSON_IsNumber(lsize) && lsize->valuedouble >= 0) f.size = (uint64_t)lsize->valuedouble;
+        *files = xrealloc(*files, (*n + 1) * sizeof **files);
+        (*files)[(*n)++] = f;
+    }
+    return 0;
+}
+
+static void files_free(mfile *files, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(files[i].path);
+        free(files[i].url);
+    }
+    free(files);
+}
+
+int mhub_list_files(const mhub *h, const char *repo, const char *rev, mfile **files, size_t *n,
+                    char *err, size_t errlen)
+{
+    *files = NULL;
+    *n = 0;
+    buf url = BUF_INIT;
+    buf_printf(&url, "%s/api/models/", h->endpoint);
+    path_escape(&url, repo);
+    buf_adds(&url, "/tree/");
+    url_query_escape(&url, rev);
+    buf_adds(&url, "?recursive=true");
+    char *next = buf_detach(&url);
+    mhttp_opts o = {.token = h->token,
+                    .timeout_ms = h->timeout_ms,
+                    .max_bytes = LIST_MAX_BYTES,
+                    .interrupted = h->interrupted};
+    int rc = 0, pages = 0;
+    while (next && rc == 0) {
+        if (++pages > LIST_MAX_PAGES) {
+            rc = errf_ret(-1, err, errlen, "hf:%s: the listing has more than %d pages", repo,
+                          LIST_MAX_PAGES);
+            break;
+        }
+        mhttp_reply r;
+        if (mhttp_get(next, &o, &r) < 0) {
+            rc = errf_ret(-1, err, errlen, "listing hf:%s@%s: %s", repo, rev, r.err);
+        } else if (r.status != 200) {
+            const char *why = r.status == 404 && !strcmp(r.error_code, "RevisionNotFound")
+                                  ? "no such revision"
+                              : r.status == 404 ? "no such repository (or it is private)"
+                                                : mhttp_status_text(r.status, r.error_code);
+            rc = errf_ret(-1, err, errlen, "listing hf:%s@%s: HTTP %d: %s", repo, rev, r.status,
+                          why);
+        } else {
+            cJSON *j = cJSON_ParseWithLength(r.body.p ? r.body.p : "", r.body.len);
+            char where[300];
+            snprintf(where, sizeof where, "listing hf:%s@%s", repo, rev);
+            rc = j ? page_files(j, files, n, where, err, errlen)
+                   : errf_ret(-1, err, errlen, "%s: the reply is not JSON", where);
+            cJSON_Delete(j);
+        }
+        free(next);
+        next = rc == 0 && r.link_next[0] ? xstrdup(r.link_next) : NULL;
+        mhttp_release(&r);
+    }
+    free(next);
+    if (rc < 0) {
+        files_free(*files, *n);
+        *files = NULL;
+        *n = 0;
+    }
+    return rc;
+}
