@@ -89,7 +89,7 @@ FAKE_SRC   := $(sort $(wildcard tests/fakes/fakellm/*.c))
 FAKELLM    := $(BUILD)/fakellm
 
 .PHONY: all deps test unit e2e demo asan valgrind install uninstall clean help bench-startup bench-preflight \
-        bench-status bench-mcp bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate bench-eval bench-tui \
+        bench-status bench-mcp bench-cycles bench-switch bench-proxy bench-compare bench-streams bench-agree bench-estimate bench-eval bench-tui bench-fit \
         test-real
 all: $(GPUMOD) $(FAKELLM) $(HELPERS)
 
@@ -110,6 +110,7 @@ help:
 	@echo "make bench-compare  bench-switch and bench-proxy medians of BASE (default: the commit before issue 16) beside this tree's, ROUNDS (3) interleaved"
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
 	@echo "make bench-eval  one gpumod eval process, 64 items in flight against fakellm: items/s, CPU per item, the self-check"
+	@echo "make bench-fit  model fit of 20 quantisations behind the fake Hub: bytes fetched, seconds (targets 2 %, 2 s)"
 	@echo "make bench-tui  N (200) events while gpumod tui runs in tmux: event-to-screen latency median/p90/max"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
@@ -201,6 +202,11 @@ bench-cycles: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 
 bench-switch: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 	@BUILD=$(BUILD) N=$${N:-50} scripts/bench-switch
+
+# `model fit` of 20 quantisations behind the fake Hub: bytes fetched and
+# wall time, beside local `model inspect` of the same files; docs/models.md.
+bench-fit: $(GPUMOD) $(HELPERS)
+	@BUILD=$(BUILD) N=$${N:-5} scripts/bench-fit
 
 bench-tui: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec $(BUILD)/gpumod-tui
 	@BUILD=$(BUILD) N=$${N:-200} scripts/bench-tui
