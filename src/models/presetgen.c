@@ -242,6 +242,8 @@ static int plan(const fit_host *h, const fit_model *fm, const pn_args *a, pn_pla
     if (capped) cap = 32768;
     int64_t max_all = fit_max_ctx(h, against, &fm->g, &ep, cap);
     bool fits_asked = false;
+    int64_t floor_ctx = cap < 4096 ? cap : 4096; /* below it, rather part of the model on the CPU */
+    bool whole = max_all > 0 && (max_all >= floor_ctx || !h->ndev);
     if (a->ctx) {
         verdict v;
         char e2[256];
@@ -260,7 +262,7 @@ static int plan(const fit_host *h, const fit_model *fm, const pn_args *a, pn_pla
         if (r)
             snprintf(p->ctx_why + strlen(p->ctx_why), sizeof p->ctx_why - strlen(p->ctx_why), "%s",
                      where);
-    } else if (max_all > 0) {
+    } else if (whole) {
         p->ctx = max_all;
         snprintf(p->ctx_why, sizeof p->ctx_why, "the largest that fits %s%s: %lld", where,
                  capped      ? ", capped at 32768 (--ctx for more)"
@@ -268,13 +270,15 @@ static int plan(const fit_host *h, const fit_model *fm, const pn_args *a, pn_pla
                              : "",
                  (long long)max_all);
     } else {
-        p->ctx = cap < 4096 ? cap : 4096;
+        p->ctx = floor_ctx;
+        char upto[64] = "at no context";
+        if (max_all) snprintf(upto, sizeof upto, "only up to context %lld", (long long)max_all);
         snprintf(p->ctx_why, sizeof p->ctx_why,
-                 "the whole model does not fit %s at any context: "
-                 "%lld, with part of it on the CPU",
-                 where, (long long)p->ctx);
+                 "the whole model fits %s %s: %lld, with part of "
+                 "it on the CPU",
+                 where, upto, (long long)p->ctx);
     }
-    if (max_all == 0 && !fits_asked) {
+    if (a->ctx ? !fits_asked : !whole) {
         if (!h->ndev) {
             verdict v;
             char e2[256];
