@@ -53,7 +53,8 @@ static const cmd commands[] = {
      cmd_gpu},
     {"model",
      "inspect FILE [estimator flags] [--gpus N] | fit SOURCE [estimator flags] [--mode MODE] | "
-     "pull SOURCE [--dir DIR] [--dry-run] | search QUERY [--author A] [--limit N] [--fit] [--json]",
+     "pull SOURCE [--dir DIR] [--dry-run] | search QUERY [--author A] [--limit N] [--fit] | "
+     "config hf:ORG/REPO [--json]",
      "describe a GGUF model, find the file that fits, fetch it, search the Hub",
      "  model inspect FILE [flags] [--json]\n"
      "      Reads the GGUF header only (milliseconds for any file size): architecture,\n"
@@ -75,7 +76,10 @@ static const cmd commands[] = {
      "      files together, renamed into place when whole.  DIR defaults to the\n"
      "      models_dir setting.  HF_TOKEN (or $HF_HOME/token) for gated repositories.\n"
      "  model search QUERY [--author A] [--task T] [--limit N] [--fit [estimator flags]]\n"
-     "      GGUF repositories on the Hub (hf_endpoint setting, HF_ENDPOINT).\n",
+     "      GGUF repositories on the Hub (hf_endpoint setting, HF_ENDPOINT).\n"
+     "  model config hf:ORG/REPO[@REV] [--endpoint URL] [--json]\n"
+     "      The repository's config.json summed up: architectures, parameters,\n"
+     "      experts, context length, sizes, dtype.\n",
      cmd_model},
     {"preset", "new --from FILE|SOURCE [--id ID] [--mode MODE] [--ctx N] [--port N] [--out FILE] [--yes]",
      "write a preset for a GGUF model that config check accepts",
