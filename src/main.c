@@ -263,14 +263,16 @@ static const cmd commands[] = {
      "      Runs the gpumod-bench helper.  Exit 0 done, 1 refused or stopped early,\n"
      "      2 usage, 3 no daemon, 130 interrupted.\n",
      cmd_tune},
-    {"mcp", "[--read-only] [--rate N]",
+    {"mcp", "[--read-only] [--allow-pull] [--rate N]",
      "the host to an AI assistant: a Model Context Protocol server on stdio",
-     "  mcp [--read-only] [--rate N] [--no-events]\n"
+     "  mcp [--read-only] [--allow-pull] [--rate N] [--no-events]\n"
      "      An MCP server (JSON-RPC 2.0 over stdin/stdout, protocol versions\n"
      "      2025-06-18, 2025-03-26, 2024-11-05) whose tools and resources are the\n"
      "      daemon's control API: status, services, modes, simulate, switch, start,\n"
      "      stop, preflight, events, results, logs.  --read-only offers no tool\n"
      "      that changes anything; --rate N mutating calls a minute (default 10).\n"
+     "      The Hub's tools (search_hf_models, list_gguf_files, fetch_model_config,\n"
+     "      generate_preset) run gpumod-bench; pull_model only with --allow-pull.\n"
      "      Started by the assistant, not by hand; see docs/mcp.md.\n"
      "      Runs the gpumod-mcp helper.  Exit 0 at the end of stdin, 2 usage.\n",
      cmd_mcp},
