@@ -14,6 +14,7 @@
 #include "daemon/verdict.h"
 #include "host/host.h"
 #include "daemon/need.h"
+#include "model/eflags.h"
 #include "util/buf.h"
 
 /* policy_from_settings, snapshot_opts_from_settings: core/policy.h;
@@ -33,8 +34,6 @@ struct cli;
 struct cmd;
 int est_flag(const struct cli *c, const struct cmd *k, int argc, char **argv, int *i, est_params *ep,
              unsigned *given);
-enum { EST_GIVEN_CTX = 1, EST_GIVEN_PARALLEL = 2, EST_GIVEN_CTK = 4, EST_GIVEN_CTV = 8, EST_GIVEN_NGL = 16,
-       EST_GIVEN_NCMOE = 32, EST_GIVEN_FA = 64 };
 /* Text breakdown of an estimate by part, per device and host. */
 void estimate_text(buf *b, const estimate *e, const int *dev_index);
 

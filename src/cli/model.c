@@ -7,86 +7,20 @@
 #include "cli/hostview.h"
 #include "model/estimate.h"
 #include "model/ggml_type.h"
+#include "model/eflags.h"
 #include "model/gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int opt_val(int argc, char **argv, int *i, const char *name, const char **val)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n)) return 0;
-    if (argv[*i][n] == '=') {
-        *val = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n]) return 0;
-    *val = *i + 1 < argc ? argv[++*i] : NULL;
-    return 1;
-}
-
-static int cache_type(const cli *c, const cmd *k, char which, const char *v, uint32_t *out)
-{
-    int t = v ? ggml_type_by_name(v) : -1;
-    if (t < 0) {
-        cli_usage_error(c, k,
-                        "--cache-type-%c: unknown type '%s' (f32, f16, bf16, q8_0, q4_0, q4_1, "
-                        "iq4_nl, q5_0, q5_1)",
-                        which, v ? v : "");
-        return -1;
-    }
-    *out = (uint32_t)t;
-    return 0;
-}
-
 int est_flag(const cli *c, const cmd *k, int argc, char **argv, int *i, est_params *ep,
              unsigned *given)
 {
-    const char *v;
-    int64_t x;
-    if (opt_val(argc, argv, i, "--ctx", &v) || opt_val(argc, argv, i, "-c", &v)) {
-        if (cli_int_arg(c, k, "--ctx", v, 1, 16777216, &x)) return -1;
-        ep->ctx = x;
-        *given |= EST_GIVEN_CTX;
-    } else if (opt_val(argc, argv, i, "--parallel", &v)) {
-        if (cli_int_arg(c, k, "--parallel", v, 1, 4096, &x)) return -1;
-        ep->parallel = x;
-        *given |= EST_GIVEN_PARALLEL;
-    } else if (opt_val(argc, argv, i, "--cache-type-k", &v) || opt_val(argc, argv, i, "-ctk", &v)) {
-        if (cache_type(c, k, 'k', v, &ep->type_k)) return -1;
-        *given |= EST_GIVEN_CTK;
-    } else if (opt_val(argc, argv, i, "--cache-type-v", &v) || opt_val(argc, argv, i, "-ctv", &v)) {
-        if (cache_type(c, k, 'v', v, &ep->type_v)) return -1;
-        *given |= EST_GIVEN_CTV;
-    } else if (opt_val(argc, argv, i, "--ngl", &v) || opt_val(argc, argv, i, "-ngl", &v)) {
-        if (v && !strcmp(v, "all"))
-            ep->ngl = -1;
-        else if (cli_int_arg(c, k, "--ngl", v, -1, 100000, &x))
-            return -1;
-        else
-            ep->ngl = x;
-        *given |= EST_GIVEN_NGL;
-    } else if (opt_val(argc, argv, i, "--n-cpu-moe", &v)) {
-        if (cli_int_arg(c, k, "--n-cpu-moe", v, 0, 100000, &x)) return -1;
-        ep->n_cpu_moe = x;
-        *given |= EST_GIVEN_NCMOE;
-    } else if (opt_val(argc, argv, i, "--flash-attn", &v) || opt_val(argc, argv, i, "-fa", &v)) {
-        if (v && !strcmp(v, "on"))
-            ep->flash_attn = 1;
-        else if (v && !strcmp(v, "off"))
-            ep->flash_attn = 0;
-        else if (v && !strcmp(v, "auto"))
-            ep->flash_attn = -1;
-        else {
-            cli_usage_error(c, k, "--flash-attn: expected on, off or auto, found '%s'", v ? v : "");
-            return -1;
-        }
-        *given |= EST_GIVEN_FA;
-    } else {
-        return 0;
-    }
-    return 1;
+    char err[256];
+    int r = est_flag_parse(argc, argv, i, ep, given, err, sizeof err);
+    if (r < 0) cli_usage_error(c, k, "%s", err);
+    return r;
 }
 
 void estimate_text(buf *b, const estimate *e, const int *dev_index)

@@ -3,7 +3,7 @@
 
 #include "model/ggml_type.h"
 
-static void summary_json(buf *b, const model_summary *m, const gguf_file *g)
+void model_summary_json(buf *b, const model_summary *m, const gguf_file *g)
 {
     buf_adds(b, "{\"architecture\":");
     buf_json_str(b, m->arch);
@@ -31,13 +31,36 @@ static void summary_json(buf *b, const model_summary *m, const gguf_file *g)
         (unsigned long long)g->file_bytes, g->split_count);
 }
 
+void model_estimate_json(buf *b, const estimate *e)
+{
+    buf_adds(b, "{\"host\":{");
+    for (int p = 0; p < EST__PARTS; p++)
+        buf_printf(b, "%s\"%s_bytes\":%llu", p ? "," : "", est_part_names[p],
+                   (unsigned long long)e->host[p]);
+    buf_printf(b, ",\"total_bytes\":%llu},\"devices\":[", (unsigned long long)e->host_total);
+    for (size_t d = 0; d < e->ndev; d++) {
+        buf_printf(b, "%s{\"index\":%zu", d ? "," : "", d);
+        for (int p = 0; p < EST__PARTS; p++)
+            buf_printf(b, ",\"%s_bytes\":%llu", est_part_names[p],
+                       (unsigned long long)e->dev[d][p]);
+        buf_printf(b, ",\"total_bytes\":%llu}", (unsigned long long)e->dev_total[d]);
+    }
+    buf_printf(b,
+               "],\"n_ctx\":%lld,\"n_ctx_seq\":%lld,\"n_layer_gpu\":%lld,\"kv_layers\":%lld,"
+               "\"swa_layers\":%lld,\"swa_cells\":%lld,\"recurrent_layers\":%lld,\"kv_bytes_"
+               "per_token\":%llu}",
+               (long long)e->n_ctx, (long long)e->n_ctx_seq, (long long)e->n_layer_gpu,
+               (long long)e->kv_layers, (long long)e->swa_layers, (long long)e->swa_cells,
+               (long long)e->recurrent_layers, (unsigned long long)e->kv_bytes_per_token);
+}
+
 void model_inspect_json(buf *b, const char *file, const gguf_file *g, const model_summary *m,
                         const est_params *ep, const estimate *e, const char *eerr)
 {
     buf_adds(b, "{\"file\":");
     buf_json_str(b, file);
     buf_adds(b, ",\"model\":");
-    summary_json(b, m, g);
+    model_summary_json(b, m, g);
     buf_printf(b,
                ",\"params\":{\"ctx\":%lld,\"parallel\":%lld,\"cache_type_k\":\"%s\",\"cache_type_"
                "v\":\"%s\","
@@ -49,25 +72,8 @@ void model_inspect_json(buf *b, const char *file, const gguf_file *g, const mode
         buf_adds(b, ",\"estimate\":null,\"error\":");
         buf_json_str(b, eerr);
     } else {
-        buf_adds(b, ",\"estimate\":{\"host\":{");
-        for (int p = 0; p < EST__PARTS; p++)
-            buf_printf(b, "%s\"%s_bytes\":%llu", p ? "," : "", est_part_names[p],
-                       (unsigned long long)e->host[p]);
-        buf_printf(b, ",\"total_bytes\":%llu},\"devices\":[", (unsigned long long)e->host_total);
-        for (size_t d = 0; d < e->ndev; d++) {
-            buf_printf(b, "%s{\"index\":%zu", d ? "," : "", d);
-            for (int p = 0; p < EST__PARTS; p++)
-                buf_printf(b, ",\"%s_bytes\":%llu", est_part_names[p],
-                           (unsigned long long)e->dev[d][p]);
-            buf_printf(b, ",\"total_bytes\":%llu}", (unsigned long long)e->dev_total[d]);
-        }
-        buf_printf(b,
-                   "],\"n_ctx\":%lld,\"n_ctx_seq\":%lld,\"n_layer_gpu\":%lld,\"kv_layers\":%lld,"
-                   "\"swa_layers\":%lld,\"swa_cells\":%lld,\"recurrent_layers\":%lld,\"kv_bytes_"
-                   "per_token\":%llu}",
-                   (long long)e->n_ctx, (long long)e->n_ctx_seq, (long long)e->n_layer_gpu,
-                   (long long)e->kv_layers, (long long)e->swa_layers, (long long)e->swa_cells,
-                   (long long)e->recurrent_layers, (unsigned long long)e->kv_bytes_per_token);
+        buf_adds(b, ",\"estimate\":");
+        model_estimate_json(b, e);
     }
     buf_adds(b, "}\n");
 }
