@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 
 #include "models/http.h"
+#include "models/searchfit.h"
 #include "models/source.h"
 #include "util/buf.h"
 #include "util/errf.h"
@@ -60,11 +61,14 @@ typedef struct sargs {
     const task *task;
     long limit;
     bool fit;
+    est_params ep; /* --fit's estimator flags */
+    unsigned given;
 } sargs;
 
 static const char usage[] =
     "usage: gpumod model search QUERY [--author A] [--task code|chat|embed|reasoning] "
-    "[--limit N] [--endpoint URL] [--json]\n";
+    "[--limit N] [--endpoint URL] [--fit [--ctx N --parallel N -ctk T -ctv T --ngl N|all "
+    "--n-cpu-moe N -fa on|off|auto]] [--json]\n";
 
 static int missing(const char *opt)
 {
@@ -76,9 +80,16 @@ static int parse(int argc, char **argv, sargs *a)
 {
     memset(a, 0, sizeof *a);
     a->limit = 20;
+    est_params_default(&a->ep);
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
-        int r;
+        char err[256];
+        int r = est_flag_parse(argc, argv, &i, &a->ep, &a->given, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "gpumod: model search: %s\n%s", err, usage);
+            return -1;
+        }
+        if (r > 0) continue;
         if (!strcmp(argv[i], "--fit")) {
             a->fit = true;
         } else if ((r = opt_value(argc, argv, &i, "--author", &v))) {
@@ -117,6 +128,11 @@ static int parse(int argc, char **argv, sargs *a)
         } else {
             a->query = argv[i];
         }
+    }
+    if (a->given && !a->fit) {
+        fprintf(stderr, "gpumod: model search: the estimator's flags (--ctx ...) go with --fit\n%s",
+                usage);
+        return -1;
     }
     if ((!a->query || !*a->query) && (!a->author || !*a->author)) {
         fprintf(stderr,
@@ -280,7 +296,7 @@ static cJSON *search_models(const mhub *h, const sargs *a, char *err, size_t err
     return models;
 }
 
-static void print_text(const cJSON *models)
+static void print_text(const cJSON *models, bool fit)
 {
     int w = 2;
     const cJSON *m;
@@ -293,18 +309,25 @@ static void print_text(const cJSON *models)
         printf("no GGUF repository matches\n");
         return;
     }
-    printf("%-*s  %10s  %6s  %-20s  %-10s  %s\n", w, "ID", "DOWNLOADS", "LIKES", "TASK", "UPDATED",
-           "GATED");
+    printf("%-*s  %10s  %6s  %-20s  %-10s  %-5s%s\n", w, "ID", "DOWNLOADS", "LIKES", "TASK",
+           "UPDATED", "GATED", fit ? "  BEST FIT (ALONE)" : "");
     cJSON_ArrayForEach(m, models)
     {
         const char *pt = str(m, "pipeline_tag");
         const char *lm = str(m, "last_modified");
         const cJSON *g = cJSON_GetObjectItemCaseSensitive(m, "gated");
-        printf("%-*s  %10.0f  %6.0f  %-20s  %-10.10s  %s\n", w, str(m, "id"), num(m, "downloads"),
-               num(m, "likes"), pt ? pt : "-", lm ? lm : "-",
+        buf f = BUF_INIT;
+        if (fit) {
+            buf_adds(&f, "  ");
+            msearch_fit_text(&f, cJSON_GetObjectItemCaseSensitive(m, "fit"));
+        }
+        printf("%-*s  %10.0f  %6.0f  %-20s  %-10.10s  %-5s%s\n", w, str(m, "id"),
+               num(m, "downloads"), num(m, "likes"), pt ? pt : "-", lm ? lm : "-",
                cJSON_IsString(g) ? g->valuestring
                : cJSON_IsTrue(g) ? "yes"
-                                 : "no");
+                                 : "no",
+               f.p);
+        buf_release(&f);
     }
 }
 
@@ -331,11 +354,6 @@ int model_search_cmd(mctx *c, int argc, char **argv)
 {
     sargs a;
     if (parse(argc, argv, &a) < 0) return EXIT_USAGE;
-    if (a.fit) {
-        fprintf(stderr, "gpumod: model search: --fit is not available yet (run `gpumod model fit "
-                        "hf:ORG/REPO` on a result)\n");
-        return EXIT_USAGE;
-    }
     mhub h;
     char err[1024];
     if (mhub_init(&h, &c->cfg.set, a.endpoint, err, sizeof err) < 0) {
@@ -349,10 +367,16 @@ int model_search_cmd(mctx *c, int argc, char **argv)
         mhub_release(&h);
         return EXIT_REFUSED;
     }
+    if (a.fit && msearch_fit(c, &h, &a.ep, a.given, models, err, sizeof err) < 0) {
+        fprintf(stderr, "gpumod: model search: --fit: %s\n", err);
+        cJSON_Delete(models);
+        mhub_release(&h);
+        return EXIT_REFUSED;
+    }
     if (c->json)
         print_json(&a, &h, models);
     else {
-        print_text(models);
+        print_text(models, a.fit);
         cJSON_Delete(models);
     }
     mhub_release(&h);
