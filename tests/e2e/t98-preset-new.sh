@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# t98-preset-new: `gpumod preset new --from FILE|SOURCE`: a preset that
+# config check accepts, with a free port, the context that fits and a
+# comment for each figure; --out -, the terminal rule, an existing id, a
+# --ctx that does not fit; a file of the fake Hub; the synthetic MoE on a
+# GPU too small for all of it (n_cpu_moe chosen).
+. "$(dirname "$0")/lib.sh"
+fake_gpu_24g
+FAKES=$GPUMOD_SRC/tests/fakes
+TINY=$FIXTURES/models/llama-2-tiny-random.gguf
+cat >"$T/config/gpumod.yaml" <<YAML
+drivers:
+  llamacpp: {binary: $FAKELLM_BIN}
+models_dir: $T/models
+YAML
+mkdir -p "$T/config/presets"
+
+t_begin "from a local file: written, config check passes, the port is free"
+t_run 0 gpumod preset new --from "$TINY" --yes
+t_has out "id: llama-2-tiny-random"
+t_has out "# context_size: the largest that fits alone"
+t_has out "n_gpu_layers: all"
+t_has out "wrote $T/config/presets/llama-2-tiny-random.yaml"
+t_run 0 test -f "$T/config/presets/llama-2-tiny-random.yaml"
+t_run 0 gpumod config check
+t_has out "1 preset"
+port=$(awk '/^port:/ {print $2}' "$T/config/presets/llama-2-tiny-random.yaml")
+t_run 0 python3 -c "import socket,sys; s=socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1])))" "$port"
+t_end
+
+t_begin "--out - prints only; --json; no terminal without --yes is refused"
+t_run 0 gpumod --json preset new --from "$TINY" --id tiny2 --out -
+t_jq out '.id' tiny2
+t_jq out '.written' false
+t_jq out '.path' null
+t_jq out '.n_gpu_layers' -1
+t_jq out '.port != '"$port" true
+t_jq out '.preset | contains("id: tiny2")' true
+t_run 0 test ! -e "$T/config/presets/tiny2.yaml"
+t_run 2 gpumod preset new --from "$TINY" --id tiny3
+t_has err "not a terminal: pass --yes"
+t_has out "id: tiny3"
+t_run 0 test ! -e "$T/config/presets/tiny3.yaml"
+t_end
+
+t_begin "an existing id, an existing file, a bad id are refused"
+t_run 2 gpumod preset new --from "$TINY" --yes
+t_has err "a preset 'llama-2-tiny-random' exists already"
+echo "x: 1" >"$T/other.yaml"
+t_run 1 gpumod preset new --from "$TINY" --id tiny4 --out "$T/other.yaml" --yes
+t_has err "exists: not overwritten"
+t_run 2 gpumod preset new --from "$TINY" --id Bad_Id --yes
+t_has err "--id 'Bad_Id'"
+t_end
+
+if [ ! -f "$FAKES/fakehf.py" ] || [ ! -f "$FAKES/hfgen.py" ]; then
+    t_skip "from the fake hub" "tests/fakes/fakehf.py is not here"
+    t_done
+    exit $?
+fi
+python3 "$FAKES/hfgen.py" "$T/hf" >"$T/hfgen.log" 2>&1
+t_spawn fakehf python3 "$FAKES/fakehf.py" --root "$T/hf" --port-file "$T/ports" --log "$T/hf.log"
+t_wait 20 test -s "$T/ports" || { echo "Bail out! the fake hub did not start"; exit 1; }
+read -r HP CP <"$T/ports"
+export HF_ENDPOINT=http://127.0.0.1:$HP
+unset HF_TOKEN HF_TOKEN_PATH
+export HF_HOME=$T/hfhome
+
+t_begin "from hf:test/tiny-GGUF/FILE: model_path under models_dir, pull it first"
+t_run 2 gpumod preset new --from hf:test/tiny-GGUF --out -
+t_has err "names 2 models; name one"
+t_has err "hf:test/tiny-GGUF/llama-2-tiny-random.gguf"
+t_run 0 gpumod --json preset new --from hf:test/tiny-GGUF/llama-2-tiny-random.gguf --id hub-tiny --out -
+t_jq out '.preset | contains("model_path: \"'"$T"'/models/test/tiny-GGUF/llama-2-tiny-random.gguf\"")' true
+t_jq out '.preset | contains("gpumod model pull hf:test/tiny-GGUF/llama-2-tiny-random.gguf")' true
+t_end
+
+t_begin "--ctx that does not fit: refused with the largest that does"
+sed -i 's/"total_mb": 24576/"total_mb": 22528/' "$T/nvml.json"
+t_run 1 gpumod preset new --from hf:synth/MoE-30B-A3B-GGUF --ctx 40960 --out -
+t_match err "--ctx 40960 does not fit .* the largest context that fits is [0-9]+"
+t_run 1 gpumod preset new --from "$TINY" --id tiny5 --ctx 100000 --out -
+t_has err "over the model's trained context (4096)"
+t_end
+
+t_begin "the MoE on a 19 GiB GPU: experts on the CPU, with the reason"
+sed -i 's/"total_mb": 22528/"total_mb": 19456/' "$T/nvml.json"
+t_run 0 gpumod --json preset new --from hf:synth/MoE-30B-A3B-GGUF --out -
+t_jq out '.n_cpu_moe > 0' true
+t_jq out '.n_gpu_layers' -1
+t_jq out '.context_size' 4096
+t_jq out '.preset | contains("# n_cpu_moe: the fewest of")' true
+t_end
+
+t_done
