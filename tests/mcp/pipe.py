@@ -464,17 +464,18 @@ def hub_tools():
     check(msg and msg.startswith("list_gguf_files: ") and "no such repository" in msg, "files nope: %r" % msg)
     r = s.tool(24, "list_gguf_files", {"repo_id": "test/tiny-GGUF", "vram_budget_mb": 0})
     check(error_code(r) == -32602, "budget 0: %r" % r)
-    # generate_preset: YAML text, nothing written (or, until the preset
-    # helper exists, its error said cleanly)
-    r = s.tool(30, "generate_preset", {"repo_id": "test/tiny-GGUF", "gguf_file": "llama-2-tiny-random.gguf",
-                                       "context_size": 1024, "service_id": "tiny"}, secs=120)
-    msg = tool_error(r)
-    if msg is None:
-        v = r["result"]["structuredContent"]
-        check(isinstance(v.get("preset"), str) and "tiny" in v["preset"] and not v.get("written"),
-              "generate_preset: %r" % v)
-    else:
-        check(msg.startswith("generate_preset: ") and "\n" not in msg, "generate_preset's error: %r" % msg)
+    # generate_preset: YAML text, nothing written
+    v = structured(s.tool(30, "generate_preset", {"repo_id": "test/tiny-GGUF",
+                                                  "gguf_file": "llama-2-tiny-random.gguf",
+                                                  "context_size": 1024, "service_id": "tiny"}, secs=120),
+                   "generate_preset")
+    check("id: tiny\n" in v["preset"] and "context_size: 1024\n" in v["preset"] and v["written"] is False
+          and v["context_size"] == 1024, "generate_preset: %r" % v)
+    check(not os.path.exists(os.path.join(os.environ["GPUMOD_CONFIG_DIR"], "presets", "tiny.yaml")),
+          "generate_preset wrote a preset")
+    msg = tool_error(s.tool(32, "generate_preset", {"repo_id": "test/tiny-GGUF", "gguf_file": "nope.gguf"},
+                            secs=120))
+    check(msg and msg.startswith("generate_preset: ") and "nope.gguf" in msg, "generate_preset nope: %r" % msg)
     for args, want in (({"repo_id": "test/tiny-GGUF", "gguf_file": "/etc/x.gguf"}, "not absolute"),
                        ({"repo_id": "test/tiny-GGUF", "gguf_file": "../x.gguf"}, "'..'"),
                        ({"repo_id": "test/tiny-GGUF", "gguf_file": "model.bin"}, "must end in .gguf"),
