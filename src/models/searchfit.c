@@ -58,6 +58,7 @@ static cJSON *fit_one(const mctx *c, const mhub *hub, const fit_host *h, const e
         cJSON_AddNullToObject(o, "file");
         cJSON_AddStringToObject(o, "reason", "the repository could not be listed");
         cJSON_AddStringToObject(o, "error", err);
+        msource_release(&s); /* what a failed listing kept (repo, revision) */
         free(src);
         return o;
     }
