@@ -53,7 +53,8 @@ static const cmd commands[] = {
      cmd_gpu},
     {"model",
      "inspect FILE [estimator flags] [--gpus N] | fit SOURCE [estimator flags] [--mode MODE] | "
-     "pull SOURCE [--dir DIR] [--dry-run] | search QUERY [--author A] [--limit N] [--fit] [--json]",
+     "pull SOURCE [--dir DIR] [--dry-run] | search QUERY [--author A] [--limit N] [--fit] | "
+     "config hf:ORG/REPO [--json]",
      "describe a GGUF model, find the file that fits, fetch it, search the Hub",
      "  model inspect FILE [flags] [--json]\n"
      "      Reads the GGUF header only (milliseconds for any file size): architecture,\n"
@@ -80,7 +81,10 @@ static const cmd commands[] = {
      "      files together, renamed into place when whole.  DIR defaults to the\n"
      "      models_dir setting.  HF_TOKEN (or $HF_HOME/token) for gated repositories.\n"
      "  model search QUERY [--author A] [--task T] [--limit N] [--fit [estimator flags]]\n"
-     "      GGUF repositories on the Hub (hf_endpoint setting, HF_ENDPOINT).\n",
+     "      GGUF repositories on the Hub (hf_endpoint setting, HF_ENDPOINT).\n"
+     "  model config hf:ORG/REPO[@REV] [--endpoint URL] [--json]\n"
+     "      The repository's config.json summed up: architectures, parameters,\n"
+     "      experts, context length, sizes, dtype.\n",
      cmd_model},
     {"preset", "new --from FILE|SOURCE [--id ID] [--mode MODE] [--ctx N] [--port N] [--out FILE] [--yes]",
      "write a preset for a GGUF model that config check accepts",
@@ -264,14 +268,16 @@ static const cmd commands[] = {
      "      Runs the gpumod-bench helper.  Exit 0 done, 1 refused or stopped early,\n"
      "      2 usage, 3 no daemon, 130 interrupted.\n",
      cmd_tune},
-    {"mcp", "[--read-only] [--rate N]",
+    {"mcp", "[--read-only] [--allow-pull] [--rate N]",
      "the host to an AI assistant: a Model Context Protocol server on stdio",
-     "  mcp [--read-only] [--rate N] [--no-events]\n"
+     "  mcp [--read-only] [--allow-pull] [--rate N] [--no-events]\n"
      "      An MCP server (JSON-RPC 2.0 over stdin/stdout, protocol versions\n"
      "      2025-06-18, 2025-03-26, 2024-11-05) whose tools and resources are the\n"
      "      daemon's control API: status, services, modes, simulate, switch, start,\n"
      "      stop, preflight, events, results, logs.  --read-only offers no tool\n"
      "      that changes anything; --rate N mutating calls a minute (default 10).\n"
+     "      The Hub's tools (search_hf_models, list_gguf_files, fetch_model_config,\n"
+     "      generate_preset) run gpumod-bench; pull_model only with --allow-pull.\n"
      "      Started by the assistant, not by hand; see docs/mcp.md.\n"
      "      Runs the gpumod-mcp helper.  Exit 0 at the end of stdin, 2 usage.\n",
      cmd_mcp},

@@ -144,7 +144,8 @@ int cmd_model(cli *c, int argc, char **argv)
     const cmd *k = cli_find("model");
     if (argc < 2) return cli_usage_error(c, k, "model: missing subcommand");
     if (!strcmp(argv[1], "inspect")) return inspect(c, argc - 1, argv + 1, k);
-    if (!strcmp(argv[1], "fit") || !strcmp(argv[1], "pull") || !strcmp(argv[1], "search"))
+    if (!strcmp(argv[1], "fit") || !strcmp(argv[1], "pull") || !strcmp(argv[1], "search") ||
+        !strcmp(argv[1], "config"))
         return cmd_model_helper(c, "gpumod-model", argc, argv);
     return cli_usage_error(c, k, "model: unknown subcommand '%s'", argv[1]);
 }

@@ -1,5 +1,5 @@
-/* main.c - gpumod-mcp's main(): `gpumod mcp [--read-only] [--rate N]
- * [--no-events]`, an MCP server on stdin/stdout (docs/mcp.md).
+/* main.c - gpumod-mcp's main(): `gpumod mcp [--read-only] [--allow-pull]
+ * [--rate N] [--no-events]`, an MCP server on stdin/stdout (docs/mcp.md).
  *
  * The main thread reads stdin a line at a time (a line over RPC_MAX_LINE
  * is answered -32700 and skipped to its newline; a CR before the newline
@@ -24,19 +24,22 @@
 #include "util/exitcode.h"
 
 static const char usage[] =
-    "usage: gpumod mcp [--read-only] [--rate N] [--no-events]\n"
+    "usage: gpumod mcp [--read-only] [--allow-pull] [--rate N] [--no-events]\n"
     "  An MCP server on stdin/stdout for an AI assistant (docs/mcp.md).\n"
     "  --read-only   offer no tool that changes anything (switch_mode, start_service, "
-    "stop_service)\n"
+    "stop_service, pull_model)\n"
+    "  --allow-pull  offer pull_model (downloads from the Hub); not with --read-only\n"
     "  --rate N      at most N changing calls a minute in this session (default 10; 0: no limit)\n"
     "  --no-events   do not follow the daemon's events (no notifications/resources/updated)\n";
 
-static int options(int argc, char **argv, bool *ro, int *rate, bool *events)
+static int options(int argc, char **argv, bool *ro, bool *pull, int *rate, bool *events)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--read-only")) {
             *ro = true;
+        } else if (!strcmp(a, "--allow-pull")) {
+            *pull = true;
         } else if (!strcmp(a, "--no-events")) {
             *events = false;
         } else if (!strcmp(a, "--rate") || !strncmp(a, "--rate=", 7)) {
@@ -57,6 +60,11 @@ static int options(int argc, char **argv, bool *ro, int *rate, bool *events)
             fprintf(stderr, "gpumod mcp: unknown option '%s'\n%s", a, usage);
             return EXIT_USAGE;
         }
+    }
+    if (*ro && *pull) {
+        fprintf(stderr, "gpumod mcp: --allow-pull and --read-only contradict each other (a "
+                        "download changes the host): give one\n");
+        return EXIT_USAGE;
     }
     return 0;
 }
@@ -121,9 +129,9 @@ static bool wait_calls(mcp_server *s)
 
 int main(int argc, char **argv)
 {
-    bool ro = false, events = true;
+    bool ro = false, events = true, pull = false;
     int rate = 10;
-    int rc = options(argc, argv, &ro, &rate, &events);
+    int rc = options(argc, argv, &ro, &pull, &rate, &events);
     if (rc) return rc < 0 ? EXIT_OK : rc;
     signal(SIGPIPE, SIG_IGN);
     config_paths paths = {getenv("GPUMOD_CONFIG_DIR"), getenv("GPUMOD_STATE_DIR"),
@@ -133,6 +141,7 @@ int main(int argc, char **argv)
     mcp_server s;
     mcp_server_init(&s, &paths, ro, rate);
     s.events = events;
+    s.allow_pull = pull;
     pthread_t ev;
     bool ev_on = events && !mcp_events_start(&s, &ev);
     read_loop(&s);

@@ -37,7 +37,8 @@ typedef struct mcp_call {
 typedef struct mcp_server {
     config_paths paths; /* socket resolved once, before any thread */
     bool read_only;
-    bool events; /* follow the daemon's events (subscriptions) */
+    bool allow_pull; /* --allow-pull: pull_model is offered */
+    bool events;     /* follow the daemon's events (subscriptions) */
     int out_fd;
     char version[16]; /* negotiated; "" before initialize */
     bool initialized; /* initialize answered */

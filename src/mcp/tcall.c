@@ -96,6 +96,13 @@ static const tool_def *offered(mcp_server *s, const cJSON *params, char *err, si
                  "tools/call: the tool '%s' is not offered: this server runs --read-only", t->name);
         return NULL;
     }
+    if (t && t->pull_only && !s->allow_pull) {
+        snprintf(err, errlen,
+                 "tools/call: the tool '%s' is not offered: downloads are allowed only when gpumod "
+                 "mcp runs with --allow-pull",
+                 t->name);
+        return NULL;
+    }
     if (!t)
         snprintf(err, errlen, "tools/call: unknown tool '%.100s' (tools/list names them)",
                  name->valuestring);
@@ -115,6 +122,10 @@ static bool args_ok(const tool_def *t, const cJSON *args, char *err, size_t errl
     cJSON_Delete(schema);
     cJSON_Delete(empty);
     if (rc) snprintf(err, errlen, "tools/call %s: %s", t->name, e);
+    if (!rc && t->check && t->check(cJSON_IsObject(args) ? args : NULL, e, sizeof e)) {
+        snprintf(err, errlen, "tools/call %s: arguments: %s", t->name, e);
+        rc = -1;
+    }
     return !rc;
 }
 
@@ -149,7 +160,8 @@ void tools_call(mcp_server *s, const cJSON *id, const cJSON *params)
     mcp_call *call = mcp_call_begin(s, id);
     if (!call) {
         snprintf(err, sizeof err,
-                 "%s: %d calls are in flight already, or one with this id: wait for one to end, and give "
+                 "%s: %d calls are in flight already, or one with this id: wait for one to end, "
+                 "and give "
                  "each request an id of its own",
                  t->name, MCP_MAX_INFLIGHT);
         refuse(s, id, err);

@@ -14,6 +14,9 @@
 #define IDS_S(what)                                                                                \
     "{\"type\":\"array\",\"maxItems\":64,\"items\":" ID_S(                                         \
         "a service id") ",\"description\":\"" what "\"}"
+#define REPO_S                                                                                     \
+    "{\"type\":\"string\",\"minLength\":3,\"maxLength\":200,\"description\":\"a Hub "              \
+    "repository, ORG/REPO\"}"
 #define LIMIT_S                                                                                    \
     "{\"type\":\"integer\",\"minimum\":1,\"maximum\":1000,\"description\":\"how many, newest "     \
     "first\"}"
@@ -92,7 +95,8 @@ const tool_def mcp_tools[] = {
      "The daemon's events, oldest first: state changes, spawns, exits, gate refusals, switch "
      "phases, "
      "activations, canaries.",
-     OBJ("\"since\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,\"description\":\"only events after "
+     OBJ("\"since\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,"
+         "\"description\":\"only events after "
          "this id\"},"
          "\"service_id\":" ID_S(
              "only this service's") ",\"kind\":{\"type\":\"string\",\"maxLength\":200,"
@@ -117,7 +121,8 @@ const tool_def mcp_tools[] = {
     {"switch_status", "Mode switch status",
      "One mode switch from the journal: its phases, outcome and, once it has ended, its "
      "result.",
-     OBJ("\"switch_id\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,\"description\":\"the id "
+     OBJ("\"switch_id\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,"
+         "\"description\":\"the id "
          "switch_mode returned\"}",
          "\"switch_id\""),
      false, false, false, tool_switch_status},
@@ -152,7 +157,57 @@ const tool_def mcp_tools[] = {
     {"stop_service", "Stop a service", "Stop one service and wait until its memory is really free.",
      OBJ("\"service_id\":" ID_S("the service"), "\"service_id\""), true, true, true,
      tool_stop_service},
-    {NULL, NULL, NULL, NULL, false, false, false, NULL},
+    {"search_hf_models", "Search GGUF models on the Hub",
+     "GGUF repositories on the Hugging Face Hub (the hf_endpoint setting or HF_ENDPOINT), most "
+     "downloaded first: id, author, downloads, likes, tags, pipeline tag, gated, last modified. "
+     "search is a substring of the repository id; task narrows to code, chat, embed or "
+     "reasoning models. Then list_gguf_files on a result.",
+     OBJ("\"search\":{\"type\":\"string\",\"maxLength\":200,\"description\":\"a substring of the "
+         "repository id\"},\"author\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":96,"
+         "\"description\":\"only this organisation's or user's repositories\"},\"task\":{"
+         "\"type\":\"string\",\"enum\":[\"code\",\"chat\",\"embed\",\"reasoning\"],"
+         "\"description\":\"the kind of model\"},\"limit\":{\"type\":\"integer\",\"minimum\":1,"
+         "\"maximum\":100,\"description\":\"how many (default 20)\"}",
+         ""),
+     false, false, false, tool_search_hf_models, mcp_check_search_args, true, false},
+    {"list_gguf_files", "GGUF files of a repository, with what each needs here",
+     "Every GGUF model of a Hub repository (split files grouped): size, quantisation, the "
+     "memory estimate at the default context from its header (read with range requests, no "
+     "download), whether it fits this host now and alone, and the largest context that fits. "
+     "vram_budget_mb marks the files whose GPU need is within it (fits_budget, gpu_need_mb).",
+     OBJ("\"repo_id\":" REPO_S ",\"vram_budget_mb\":{\"type\":\"integer\",\"minimum\":1,"
+         "\"maximum\":16777216,\"description\":\"a GPU memory budget in MiB\"}",
+         "\"repo_id\""),
+     false, false, false, tool_list_gguf_files, mcp_check_repo_args, true, false},
+    {"fetch_model_config", "A repository's config.json",
+     "The model's config.json on the Hub summed up: architectures, model type, parameters, "
+     "mixture of experts and how many, context length, vocabulary, hidden size, layers, "
+     "attention and KV heads, dtype. GGUF-only repositories often have none (an error says "
+     "so).",
+     OBJ("\"repo_id\":" REPO_S, "\"repo_id\""), false, false, false, tool_fetch_model_config,
+     mcp_check_repo_args, true, false},
+    {"generate_preset", "Draft a preset for a Hub GGUF file",
+     "The preset YAML `gpumod preset new --from hf:REPO/FILE` would write for this host (a "
+     "free port, the context and GPU layers that fit), returned as text: nothing is written "
+     "and nothing is downloaded.",
+     OBJ("\"repo_id\":" REPO_S ",\"gguf_file\":{\"type\":\"string\",\"minLength\":6,"
+         "\"maxLength\":1024,\"description\":\"the .gguf path inside the repository (the first "
+         "part of a split model)\"},\"context_size\":{\"type\":\"integer\",\"minimum\":512,"
+         "\"maximum\":262144,\"description\":\"the context size (default: the largest that "
+         "fits, up to the model's)\"},\"service_id\":" ID_S("the preset's id (default: from the "
+                                                            "file name)"),
+         "\"repo_id\",\"gguf_file\""),
+     false, false, false, tool_generate_preset, mcp_check_preset_args, true, false},
+    {"pull_model", "Download a GGUF model",
+     "Download a Hub repository's GGUF file (or all of them) into the models directory: "
+     "resumable, free disk checked first, SHA-256 verified. Offered only when gpumod mcp runs "
+     "with --allow-pull.",
+     OBJ("\"repo_id\":" REPO_S ",\"file\":{\"type\":\"string\",\"minLength\":6,\"maxLength\":"
+         "1024,\"description\":\"one .gguf path inside the repository (default: every GGUF "
+         "file)\"}",
+         "\"repo_id\""),
+     true, false, true, tool_pull_model, mcp_check_pull_args, true, true},
+    {NULL, NULL, NULL, NULL, false, false, false, NULL, NULL, false, false},
 };
 
 const tool_def *tool_find(const char *name)
@@ -180,7 +235,7 @@ static cJSON *annotations(const tool_def *t)
         cJSON_AddBoolToObject(a, "destructiveHint", t->destructive);
         cJSON_AddBoolToObject(a, "idempotentHint", t->idempotent);
     }
-    cJSON_AddBoolToObject(a, "openWorldHint", false);
+    cJSON_AddBoolToObject(a, "openWorldHint", t->hub);
     return a;
 }
 
@@ -189,7 +244,7 @@ cJSON *tools_list(mcp_server *s)
     cJSON *r = cJSON_CreateObject();
     cJSON *a = cJSON_AddArrayToObject(r, "tools");
     for (const tool_def *t = mcp_tools; t->name; t++) {
-        if (t->mutating && s->read_only) continue;
+        if ((t->mutating && s->read_only) || (t->pull_only && !s->allow_pull)) continue;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "name", t->name);
         if (mcp_v2025_06(s)) cJSON_AddStringToObject(o, "title", t->title);

@@ -45,6 +45,11 @@ typedef struct tool_def {
     bool destructive; /* annotations of a mutating tool */
     bool idempotent;
     tool_fn run;
+    /* checks beyond the schema (patterns the schema subset has no word
+     * for): 0, or -1 with err; a failure is -32602 like a schema's */
+    int (*check)(const cJSON *args, char *err, size_t errlen);
+    bool hub;       /* asks the Hugging Face Hub (openWorldHint) */
+    bool pull_only; /* listed and callable only with --allow-pull */
 } tool_def;
 
 /* Every tool (read-only ones and mutating ones), NULL-terminated by name. */
@@ -78,5 +83,23 @@ void tool_switch_status(tool_ctx *c, tool_out *o);
 void tool_switch_mode(tool_ctx *c, tool_out *o);
 void tool_start_service(tool_ctx *c, tool_out *o);
 void tool_stop_service(tool_ctx *c, tool_out *o);
+
+/* The Hub's tools (thub.c): they run the gpumod-bench helper. */
+void tool_search_hf_models(tool_ctx *c, tool_out *o);
+void tool_list_gguf_files(tool_ctx *c, tool_out *o);
+void tool_fetch_model_config(tool_ctx *c, tool_out *o);
+void tool_generate_preset(tool_ctx *c, tool_out *o);
+void tool_pull_model(tool_ctx *c, tool_out *o);
+
+/* Their argument checks (pure): a repository id ORG/REPO (each part
+ * [A-Za-z0-9][A-Za-z0-9._-]*, no ".."); a .gguf path inside a
+ * repository (relative, no "..", ends in .gguf); each tool's arguments.
+ * 0, or -1 with err. */
+int mcp_check_repo_id(const char *s, char *err, size_t errlen);
+int mcp_check_gguf_path(const char *s, char *err, size_t errlen);
+int mcp_check_search_args(const cJSON *args, char *err, size_t errlen);
+int mcp_check_repo_args(const cJSON *args, char *err, size_t errlen);
+int mcp_check_preset_args(const cJSON *args, char *err, size_t errlen);
+int mcp_check_pull_args(const cJSON *args, char *err, size_t errlen);
 
 #endif

@@ -65,8 +65,11 @@ int models_main(int argc, char **argv)
         rc = model_pull_cmd(&c, argc - 1, argv + 1);
     else if (!strcmp(sub, "search"))
         rc = model_search_cmd(&c, argc - 1, argv + 1);
+    else if (!strcmp(sub, "config"))
+        rc = model_config_cmd(&c, argc - 1, argv + 1);
     else {
-        fprintf(stderr, "gpumod: model: unknown subcommand '%s' (fit, pull, search, inspect)\n",
+        fprintf(stderr,
+                "gpumod: model: unknown subcommand '%s' (fit, pull, search, config, inspect)\n",
                 sub);
         rc = EXIT_USAGE;
     }

@@ -24,6 +24,7 @@ int preset_new_main(int argc, char **argv); /* gpumod-preset */
 int model_fit_cmd(mctx *c, int argc, char **argv);
 int model_pull_cmd(mctx *c, int argc, char **argv);
 int model_search_cmd(mctx *c, int argc, char **argv);
+int model_config_cmd(mctx *c, int argc, char **argv);
 int preset_new_cmd(mctx *c, int argc, char **argv);
 
 #endif

@@ -404,5 +404,109 @@ def sanitized():
     s.close()
 
 
+HUB_TOOLS = ("search_hf_models", "list_gguf_files", "fetch_model_config", "generate_preset")
+
+
+def structured(r, what):
+    check(tool_error(r) is None and "result" in r, "%s: %r" % (what, r))
+    return r["result"]["structuredContent"]
+
+
+def hub_tools():
+    """the Hub's tools against the fake hub (HF_ENDPOINT): each works and
+    each says what went wrong; arguments the schema subset cannot check
+    are -32602 too (t97-mcp-models.sh)"""
+    s = Server()
+    s.init()
+    tools = {t["name"]: t for t in s.call(1, "tools/list")["result"]["tools"]}
+    for n in HUB_TOOLS:
+        check(n in tools, "%s listed" % n)
+        check(tools[n]["annotations"]["readOnlyHint"] is True and tools[n]["annotations"]["openWorldHint"] is True,
+              "%s: read-only, open world: %r" % (n, tools[n]["annotations"]))
+    check("pull_model" not in tools, "pull_model listed without --allow-pull")
+    check(tools["gpu_status"]["annotations"]["openWorldHint"] is False, "the daemon's tools are not open world")
+    # search_hf_models
+    v = structured(s.tool(2, "search_hf_models", {"search": "tiny"}, secs=60), "search tiny")
+    check(v["count"] == 1 and v["models"][0]["id"] == "test/tiny-GGUF", "search tiny: %r" % v)
+    v = structured(s.tool(3, "search_hf_models", {"author": "synth", "limit": 1}, secs=60), "search --author")
+    check(v["count"] == 1 and v["models"][0]["id"] == "synth/Big-70B-GGUF", "author synth, limit 1: %r" % v)
+    v = structured(s.tool(4, "search_hf_models", {"search": "GGUF", "task": "embed"}, secs=60), "task embed")
+    check(v["count"] == 0 and v["task"] == "embed", "task embed: %r" % v)
+    r = s.tool(5, "search_hf_models", {"search": "tiny", "limit": 101})
+    check(error_code(r) == -32602 and "above the maximum 100" in r["error"]["message"], "limit 101: %r" % r)
+    r = s.tool(6, "search_hf_models", {"limit": 5})
+    check(error_code(r) == -32602 and "give search, author or both" in r["error"]["message"], "no search: %r" % r)
+    r = s.tool(7, "search_hf_models", {"search": "--json"})
+    check(error_code(r) == -32602 and "must not start with '-'" in r["error"]["message"], "an option as search: %r" % r)
+    r = s.tool(8, "search_hf_models", {"search": "tiny", "task": "poetry"})
+    check(error_code(r) == -32602 and "is not one of" in r["error"]["message"], "task poetry: %r" % r)
+    # fetch_model_config
+    v = structured(s.tool(10, "fetch_model_config", {"repo_id": "test/tiny-GGUF"}, secs=60), "config tiny")
+    check(v["repo_id"] == "test/tiny-GGUF" and v["context_length"] > 0 and v["is_moe"] is False
+          and len(v["architectures"]) > 0, "config tiny: %r" % v)
+    msg = tool_error(s.tool(11, "fetch_model_config", {"repo_id": "test/split-GGUF"}, secs=60))
+    check(msg and msg.startswith("fetch_model_config: ") and "no config.json" in msg, "config split: %r" % msg)
+    for i, bad in enumerate(("a/../b", "noslash", "/etc/passwd", "a/b/c", "-a/b")):
+        r = s.tool(12 + i, "fetch_model_config", {"repo_id": bad})
+        check(error_code(r) == -32602 and "expected ORG/REPO" in r["error"]["message"], "repo_id %r: %r" % (bad, r))
+    # list_gguf_files
+    v = structured(s.tool(20, "list_gguf_files", {"repo_id": "test/tiny-GGUF"}, secs=120), "files tiny")
+    check(v["repo_id"] == "test/tiny-GGUF" and v["count"] == len(v["files"]) == 2, "files tiny: %r" % v)
+    check(all(f["estimate"] for f in v["files"]) and "vram_budget_mb" not in v, "each file estimated: %r" % v)
+    v = structured(s.tool(21, "list_gguf_files", {"repo_id": "synth/Big-70B-GGUF", "vram_budget_mb": 1024},
+                          secs=120), "files big, 1 GiB")
+    check(v["vram_budget_mb"] == 1024 and v["files"] and all(f["fits_budget"] is False and f["gpu_need_mb"] > 1024
+                                                            for f in v["files"]), "nothing fits 1 GiB: %r" % v)
+    v = structured(s.tool(22, "list_gguf_files", {"repo_id": "test/tiny-GGUF", "vram_budget_mb": 100000},
+                          secs=120), "files tiny, 100 GB")
+    check(all(f["fits_budget"] is True for f in v["files"]), "tiny fits 100 GB: %r" % v)
+    msg = tool_error(s.tool(23, "list_gguf_files", {"repo_id": "test/nope-GGUF"}, secs=60))
+    check(msg and msg.startswith("list_gguf_files: ") and "no such repository" in msg, "files nope: %r" % msg)
+    r = s.tool(24, "list_gguf_files", {"repo_id": "test/tiny-GGUF", "vram_budget_mb": 0})
+    check(error_code(r) == -32602, "budget 0: %r" % r)
+    # generate_preset: YAML text, nothing written
+    v = structured(s.tool(30, "generate_preset", {"repo_id": "test/tiny-GGUF",
+                                                  "gguf_file": "llama-2-tiny-random.gguf",
+                                                  "context_size": 1024, "service_id": "tiny"}, secs=120),
+                   "generate_preset")
+    check("id: tiny\n" in v["preset"] and "context_size: 1024\n" in v["preset"] and v["written"] is False
+          and v["context_size"] == 1024, "generate_preset: %r" % v)
+    check(not os.path.exists(os.path.join(os.environ["GPUMOD_CONFIG_DIR"], "presets", "tiny.yaml")),
+          "generate_preset wrote a preset")
+    msg = tool_error(s.tool(32, "generate_preset", {"repo_id": "test/tiny-GGUF", "gguf_file": "nope.gguf"},
+                            secs=120))
+    check(msg and msg.startswith("generate_preset: ") and "nope.gguf" in msg, "generate_preset nope: %r" % msg)
+    for args, want in (({"repo_id": "test/tiny-GGUF", "gguf_file": "/etc/x.gguf"}, "not absolute"),
+                       ({"repo_id": "test/tiny-GGUF", "gguf_file": "../x.gguf"}, "'..'"),
+                       ({"repo_id": "test/tiny-GGUF", "gguf_file": "model.bin"}, "must end in .gguf"),
+                       ({"repo_id": "test/tiny-GGUF", "gguf_file": "m.gguf", "context_size": 100}, "below the minimum"),
+                       ({"repo_id": "test/tiny-GGUF", "gguf_file": "m.gguf", "service_id": "a b"}, "service_id"),
+                       ({"repo_id": "test/tiny-GGUF"}, "'gguf_file' is required")):
+        r = s.tool(31, "generate_preset", args)
+        check(error_code(r) == -32602 and want in r["error"]["message"], "generate_preset %r: %r" % (args, r))
+    # pull_model is not offered
+    r = s.tool(40, "pull_model", {"repo_id": "test/tiny-GGUF"})
+    check(error_code(r) == -32602 and "--allow-pull" in r["error"]["message"], "pull without --allow-pull: %r" % r)
+    check(s.call(41, "ping").get("result") == {}, "still alive")
+    s.close()
+
+
+def hub_pull():
+    """--allow-pull lists pull_model (a changing tool); a call reaches the
+    helper, whose error comes back as a tool error"""
+    s = Server("--allow-pull")
+    s.init()
+    tools = {t["name"]: t for t in s.call(1, "tools/list")["result"]["tools"]}
+    check("pull_model" in tools, "pull_model listed with --allow-pull")
+    a = tools["pull_model"]["annotations"]
+    check(a["readOnlyHint"] is False and a["destructiveHint"] is False and a["openWorldHint"] is True,
+          "pull_model's annotations: %r" % a)
+    msg = tool_error(s.tool(2, "pull_model", {"repo_id": "test/nope-GGUF"}, secs=120))
+    check(msg and msg.startswith("pull_model: "), "pull of a missing repository: %r" % msg)
+    r = s.tool(3, "pull_model", {"repo_id": "test/tiny-GGUF", "file": "../../etc/x.gguf"})
+    check(error_code(r) == -32602 and "'..'" in r["error"]["message"], "a file outside the repository: %r" % r)
+    s.close()
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()

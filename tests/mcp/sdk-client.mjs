@@ -72,7 +72,7 @@ const RUNNING = SERVICES[0];
 
 const READ_ONLY_TOOLS = ['gpu_status', 'list_services', 'list_modes', 'service_info', 'model_info',
     'simulate_mode', 'preflight', 'events', 'bench_results', 'eval_results', 'service_logs',
-    'switch_status'];
+    'switch_status', 'search_hf_models', 'list_gguf_files', 'fetch_model_config', 'generate_preset'];
 const MUTATING_TOOLS = ['switch_mode', 'start_service', 'stop_service'];
 // the arguments the contract marks required (preflight takes service_id
 // or mode_id: neither is required by the schema)
@@ -80,6 +80,7 @@ const REQUIRED = {
     service_info: ['service_id'], model_info: ['model_id'], simulate_mode: ['mode_id'],
     service_logs: ['service_id'], switch_status: ['switch_id'],
     switch_mode: ['mode_id'], start_service: ['service_id'], stop_service: ['service_id'],
+    list_gguf_files: ['repo_id'], fetch_model_config: ['repo_id'], generate_preset: ['repo_id', 'gguf_file'],
 };
 const PROTOCOL = '2025-06-18';   // the newest the server speaks
 const STATIC_URIS = ['gpumod://status', 'gpumod://modes', 'gpumod://services', 'gpumod://events'];

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# gpumod mcp's Hub tools (search_hf_models, list_gguf_files,
+# fetch_model_config, generate_preset, pull_model) over its stdio pipe
+# (tests/mcp/pipe.py hub_tools, hub_pull) against the fake Hugging Face
+# Hub, HF_ENDPOINT in the environment: each tool's answer and one error
+# each; arguments the schema subset cannot check are -32602; pull_model
+# only with --allow-pull, which --read-only refuses at start.
+. "$(dirname "$0")/lib.sh"
+
+fake_gpu_24g
+python3 "$GPUMOD_SRC/tests/fakes/hfgen.py" "$T/hub" || t_fail "hfgen.py failed"
+t_spawn fakehf python3 "$GPUMOD_SRC/tests/fakes/fakehf.py" --root "$T/hub" --port-file "$T/hub.port"
+t_wait 20 test -s "$T/hub.port" || { t_fail "the fake hub never wrote its port file"; cat "$T/fakehf.log"; }
+read -r HUBPORT _ <"$T/hub.port"
+export HF_ENDPOINT=http://127.0.0.1:$HUBPORT HF_HOME=$T/hf-home
+unset HF_TOKEN
+printf 'models_dir: %s\n' "$T/models" >"$T/config/gpumod.yaml"
+export GPUMOD_BIN MCP_STDERR=$T/mcp.err
+pipe() { python3 "$GPUMOD_SRC/tests/mcp/pipe.py" "$1"; }
+
+t_begin "the Hub's tools: search, files with estimates and a budget, config, preset; their errors"
+t_run 0 pipe hub_tools
+t_end
+
+t_begin "--allow-pull lists pull_model; a failed pull is a tool error"
+t_run 0 pipe hub_pull
+t_end
+
+t_begin "--read-only with --allow-pull is refused at start"
+t_run 2 gpumod mcp --read-only --allow-pull
+t_has err "--allow-pull and --read-only"
+t_run 0 gpumod mcp --help
+t_has out "--allow-pull"
+t_end
+
+t_done
