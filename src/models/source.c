@@ -319,9 +319,8 @@ static int resolve_hf(const mhub *h, msource *s, const char *spec, char *err, si
     return msource_group(s, files, k, err, errlen);
 }
 
-int msource_resolve(const mhub *h, const char *source, msource *out, char *err, size_t errlen)
+static int resolve(const mhub *h, const char *source, msource *out, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
     if (!source || !*source) return errf_ret(-1, err, errlen, "the SOURCE is empty");
     if (!strncmp(source, "hf:", 3)) {
         out->kind = MSRC_HF;
@@ -338,6 +337,14 @@ int msource_resolve(const mhub *h, const char *source, msource *out, char *err, 
                         source);
     out->kind = MSRC_FILE;
     return resolve_file(out, source, err, errlen);
+}
+
+int msource_resolve(const mhub *h, const char *source, msource *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (resolve(h, source, out, err, errlen) == 0) return 0;
+    msource_release(out); /* what a failed listing kept */
+    return -1;
 }
 
 void msource_release(msource *s)

@@ -57,7 +57,7 @@ void mhub_release(mhub *h);
 char *mhub_token(void);
 
 /* List what source names.  h may be NULL for local sources.  0, or -1
- * with err (what, where, what was expected). */
+ * with err (what, where, what was expected) and nothing left to release. */
 int msource_resolve(const mhub *h, const char *source, msource *out, char *err, size_t errlen);
 void msource_release(msource *s);
 
