@@ -103,11 +103,11 @@ void mprog_line(char *out, size_t len, const char *name, uint64_t done, uint64_t
     }
     int pct = (int)(done >= total ? 100 : done * 100 / total);
     char tail[128];
-    snprintf(tail, sizeof tail, "%3d%% %s / %s  %s  ETA %s", pct, d, t, r, eta);
+    snprintf(tail, sizeof tail, "%3d%% %10s / %-10s %13s  ETA %-8s", pct, d, t, r, eta);
     int bar = cols - 2 - (int)strlen(tail) - 4 - (int)(strlen(name) < 32 ? strlen(name) : 32);
     if (bar > 40) bar = 40;
     if (bar < 10) {
-        snprintf(out, len, "%.32s  %s", name, tail);
+        snprintf(out, len, "%.32s  %3d%% %s / %s  %s  ETA %s", name, pct, d, t, r, eta);
         return;
     }
     char b[48];

@@ -776,7 +776,9 @@ static cJSON *part_json(const part *t, bool dry)
 static void print_json(const pull *p, cJSON *extra)
 {
     cJSON *o = extra ? extra : cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "source", p->source);
+    char src[1024]; /* a signed URL's query stays out of the output */
+    url_show(p->source, src, sizeof src);
+    cJSON_AddStringToObject(o, "source", src);
     cJSON *a = cJSON_AddArrayToObject(o, "files");
     for (size_t i = 0; i < p->n; i++)
         cJSON_AddItemToArray(a, part_json(&p->parts[i], extra != NULL));
