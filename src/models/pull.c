@@ -580,8 +580,8 @@ static rstep dl_loop(dl *d, char *err, size_t errlen)
         if (s != R_RETRY) return s;
         if (++tries > RETRIES) return R_FAIL;
         int wait = 1 << (tries - 1);
-        say(d->p, "%s: %s; %" PRIu64 " bytes on disk: resuming in %d s (retry %d of %d)",
-            d->t->f->path, err, d->pos, wait, tries, RETRIES);
+        say(d->p, "%s: %s; %" PRIu64 " bytes on disk: %s in %d s (retry %d of %d)", d->t->f->path,
+            err, d->pos, d->pos ? "resuming" : "retrying", wait, tries, RETRIES);
         if (!nap(d->p, wait)) return R_INTR;
     }
 }
@@ -889,6 +889,7 @@ int model_pull_cmd(mctx *c, int argc, char **argv)
     if (rc) return rc > 0 ? EXIT_OK : EXIT_USAGE;
     char err[2048] = "";
     rc = run(&p, err, sizeof err);
+    if (rc < 0 && *c->interrupted) rc = EXIT_INTERRUPTED; /* in a listing, a hash, a wait */
     if (rc == EXIT_INTERRUPTED)
         fprintf(stderr, "gpumod: model pull: interrupted; run the same command again to resume\n");
     else if (rc < 0)

@@ -110,6 +110,21 @@ cmp -s "$M/test/tiny-GGUF/$L" "$HUB/test/tiny-GGUF/$L" || t_fail "the file diffe
 t_eq "$(leftovers "$M")" "" "leftovers"
 t_end
 
+t_begin "a .part already whole: the 416 is taken as done, verified"
+rm -f "$M/test/tiny-GGUF/$L"
+mkdir -p "$M/test/tiny-GGUF"
+cp "$HUB/test/tiny-GGUF/$L" "$M/test/tiny-GGUF/$L.part"
+echo "$LSHA" >"$M/test/tiny-GGUF/$L.part.etag"
+mark
+t_run 0 gpumod --json model pull "hf:test/tiny-GGUF/$L" --dir "$M"
+t_jq out '.files[0].status' resumed
+t_jq out '.files[0].verified' true
+t_jq out '.bytes_fetched' 0
+t_eq "$(nlog ".server == \"cdn\" and .range == \"bytes=$LSIZE-\" and .status == 416")" 1 "the 416"
+cmp -s "$M/test/tiny-GGUF/$L" "$HUB/test/tiny-GGUF/$L" || t_fail "the file differs"
+t_eq "$(leftovers "$M")" "" "leftovers"
+t_end
+
 t_begin "a stale etag sidecar: the CDN sends the whole file, the pull starts again"
 rm -f "$M/test/tiny-GGUF/$L"
 part tiny-GGUF stale-etag
