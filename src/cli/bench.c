@@ -73,7 +73,8 @@ static int run_helper(cli *c, const char *what, const char *helper, const char *
     if ((c->paths.config_dir && setenv("GPUMOD_CONFIG_DIR", c->paths.config_dir, 1)) ||
         (c->paths.state_dir && setenv("GPUMOD_STATE_DIR", c->paths.state_dir, 1)) ||
         (c->paths.socket && setenv("GPUMOD_SOCKET", c->paths.socket, 1)) ||
-        (c->verbose < 0 && setenv("GPUMOD_QUIET", "1", 1))) {
+        (c->verbose < 0 && setenv("GPUMOD_QUIET", "1", 1)) ||
+        (c->verbose > 0 && setenv("GPUMOD_VERBOSE", "1", 1))) {
         fprintf(stderr, "gpumod: %s: setenv: %s\n", what, strerror(errno));
         free(path);
         return EXIT_REFUSED;
