@@ -104,16 +104,18 @@ int mcp_check_preset_args(const cJSON *args, char *err, size_t errlen)
     const char *f = jstr(args, "gguf_file");
     if (f && mcp_check_gguf_path(f, err, errlen)) return -1;
     const char *id = jstr(args, "service_id");
-    for (const char *p = id; p && *p; p++)
-        if ((!isalnum((unsigned char)*p) && !strchr("_-", *p)) ||
-            (p == id && !isalnum((unsigned char)*p)) || p - id >= 64) {
-            snprintf(err, errlen,
-                     "service_id '%.100s': expected a letter or digit, then letters, digits, '_', "
-                     "'-' (at most 64)",
-                     id);
-            return -1;
-        }
-    return 0;
+    if (!id) return 0;
+    size_t n = strlen(id);
+    bool ok = n >= 1 && n <= 64;
+    for (size_t i = 0; i < n && ok; i++) /* what `preset new --id` takes */
+        ok = islower((unsigned char)id[i]) || isdigit((unsigned char)id[i]) ||
+             (i > 0 && id[i] == '-');
+    if (ok) return 0;
+    snprintf(err, errlen,
+             "service_id '%.100s': expected 1 to 64 of a-z, 0-9 and '-' (not first), as preset "
+             "new --id takes",
+             id);
+    return -1;
 }
 
 int mcp_check_pull_args(const cJSON *args, char *err, size_t errlen)
@@ -316,7 +318,7 @@ void tool_pull_model(tool_ctx *c, tool_out *o)
         return;
     }
     char *src = hf_source(jstr(c->args, "repo_id"), jstr(c->args, "file"));
-    char *av[] = {NULL, "pull", src, "--yes", NULL};
+    char *av[] = {NULL, "pull", src, NULL};
     run_helper(c, "pull_model", "gpumod-model", av, PULL_TIMEOUT_MS, o);
     free(src);
 }
