@@ -416,8 +416,10 @@ static int build_yaml(buf *b, const char *id, const char *source, const char *pu
             np >= 1e9 ? "B" : "M",
             fm->m.file_type_name ? fm->m.file_type_name : "unknown file type", size,
             (long long)fm->m.n_ctx_train);
-    if (yaml_kv(b, "id", id, err, errlen) || yaml_kv(b, "name", fm->grp->label, err, errlen))
-        return -1;
+    char *name = pn_clean(fm->grp->label); /* config check refuses control characters */
+    int bad = yaml_kv(b, "id", id, err, errlen) || yaml_kv(b, "name", name, err, errlen);
+    free(name);
+    if (bad) return -1;
     buf_adds(b, "driver: llamacpp\n");
     comment(b, "", "port: %s",
             port_given ? "as asked (--port)"
@@ -488,6 +490,7 @@ static int confirm(const char *path, volatile int *interrupted)
         ans[k > 0 ? k : 0] = 0;
     }
     if ((pr < 0 || ans[0] == 0) && interrupted && *interrupted) {
+        fputc('\n', stderr); /* off the prompt's line */
         rc = -2;
     } else if (pr < 0) {
         fprintf(stderr, "\ngpumod: preset new: cannot read the answer: %s\n", strerror(errno));
@@ -610,6 +613,15 @@ static int pn_choose(pn_ctx *x, char *err, size_t errlen)
     if (!x->port) return errf_ret(EXIT_REFUSED, err, errlen, "no free port from 8081 up");
     if (plan(&x->h, &x->fm, &x->a, &x->p, err, errlen)) return EXIT_REFUSED;
     x->model_path = model_path_of(x->c, &x->s, x->fm.grp, &x->pull);
+    char *clean = pn_clean(x->model_path);
+    bool odd = strcmp(clean, x->model_path) != 0;
+    if (odd)
+        errf(err, errlen,
+             "model_path '%s' holds a control character or bytes that are not UTF-8 (shown as "
+             "'?'): config check refuses such a path; rename the file",
+             clean);
+    free(clean);
+    if (odd) return EXIT_REFUSED;
     if (build_yaml(&x->yaml, x->id, x->a.source, x->pull, &x->fm, x->model_path, x->port, &x->p,
                    x->a.port != 0, err, errlen))
         return EXIT_REFUSED;
