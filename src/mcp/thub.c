@@ -104,16 +104,18 @@ int mcp_check_preset_args(const cJSON *args, char *err, size_t errlen)
     const char *f = jstr(args, "gguf_file");
     if (f && mcp_check_gguf_path(f, err, errlen)) return -1;
     const char *id = jstr(args, "service_id");
-    for (const char *p = id; p && *p; p++)
-        if ((!isalnum((unsigned char)*p) && !strchr("_-", *p)) ||
-            (p == id && !isalnum((unsigned char)*p)) || p - id >= 64) {
-            snprintf(err, errlen,
-                     "service_id '%.100s': expected a letter or digit, then letters, digits, '_', "
-                     "'-' (at most 64)",
-                     id);
-            return -1;
-        }
-    return 0;
+    if (!id) return 0;
+    size_t n = strlen(id);
+    bool ok = n >= 1 && n <= 64;
+    for (size_t i = 0; i < n && ok; i++) /* what `preset new --id` takes */
+        ok = islower((unsigned char)id[i]) || isdigit((unsigned char)id[i]) ||
+             (i > 0 && id[i] == '-');
+    if (ok) return 0;
+    snprintf(err, errlen,
+             "service_id '%.100s': expected 1 to 64 of a-z, 0-9 and '-' (not first), as preset "
+             "new --id takes",
+             id);
+    return -1;
 }
 
 int mcp_check_pull_args(const cJSON *args, char *err, size_t errlen)
@@ -147,17 +149,33 @@ static char *helper_path(buf *looked)
     return NULL;
 }
 
-/* the last non-empty line of s, without "gpumod: " */
-static char *last_line(const char *s)
+/* The helper's error: from the last line that starts with "gpumod: "
+ * (without it) to the end, its continuation lines ("  hf:ORG/REPO/FILE"
+ * of a list) joined with a space; else the last non-empty line. */
+static char *last_error(const char *s)
 {
     const char *end = s + strlen(s);
     while (end > s && (end[-1] == '\n' || end[-1] == ' '))
         end--;
-    const char *b = end;
-    while (b > s && b[-1] != '\n')
-        b--;
-    if (!strncmp(b, "gpumod: ", 8)) b += 8;
-    return xstrndup(b, (size_t)(end - b));
+    const char *b = NULL;
+    for (const char *p = s; p < end; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : end)
+        if (!strncmp(p, "gpumod: ", 8)) b = p + 8;
+    if (!b) {
+        b = end;
+        while (b > s && b[-1] != '\n')
+            b--;
+    }
+    buf o = BUF_INIT;
+    for (const char *p = b; p < end; p++) {
+        if (*p != '\n') {
+            buf_addc(&o, *p);
+            continue;
+        }
+        while (p + 1 < end && p[1] == ' ')
+            p++;
+        buf_addc(&o, ' ');
+    }
+    return buf_detach(&o);
 }
 
 /* Run the helper as name with av (NULL-terminated, av[0] ignored) and
@@ -197,7 +215,7 @@ static void run_helper(tool_ctx *c, const char *tool, const char *name, char **a
     } else if (res.timed_out) {
         tout_error(o, "%s: no answer within %lld s", tool, (long long)(timeout_ms / 1000));
     } else if (res.exited && res.exit_code != 0 && errb.len) {
-        char *l = last_line(errb.p);
+        char *l = last_error(errb.p);
         tout_error(o, "%s: %s", tool, l);
         free(l);
     } else if (rc) {
@@ -316,7 +334,7 @@ void tool_pull_model(tool_ctx *c, tool_out *o)
         return;
     }
     char *src = hf_source(jstr(c->args, "repo_id"), jstr(c->args, "file"));
-    char *av[] = {NULL, "pull", src, "--yes", NULL};
+    char *av[] = {NULL, "pull", src, NULL};
     run_helper(c, "pull_model", "gpumod-model", av, PULL_TIMEOUT_MS, o);
     free(src);
 }

@@ -199,12 +199,14 @@ const tool_def mcp_tools[] = {
          "\"repo_id\",\"gguf_file\""),
      false, false, false, tool_generate_preset, mcp_check_preset_args, true, false},
     {"pull_model", "Download a GGUF model",
-     "Download a Hub repository's GGUF file (or all of them) into the models directory: "
-     "resumable, free disk checked first, SHA-256 verified. Offered only when gpumod mcp runs "
-     "with --allow-pull.",
+     "Download one GGUF model of a Hub repository (a single file, or every part of a split "
+     "model) into the models directory: resumable, free disk checked first, SHA-256 verified. "
+     "A repository holding several models needs `file`; the answer lists the files, their "
+     "paths and whether each was verified. Offered only when gpumod mcp runs with "
+     "--allow-pull.",
      OBJ("\"repo_id\":" REPO_S ",\"file\":{\"type\":\"string\",\"minLength\":6,\"maxLength\":"
-         "1024,\"description\":\"one .gguf path inside the repository (default: every GGUF "
-         "file)\"}",
+         "1024,\"description\":\"the .gguf path inside the repository (the first part of a "
+         "split model); needed when the repository holds more than one model\"}",
          "\"repo_id\""),
      true, false, true, tool_pull_model, mcp_check_pull_args, true, true},
     {NULL, NULL, NULL, NULL, false, false, false, NULL, NULL, false, false},

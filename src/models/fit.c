@@ -275,7 +275,10 @@ static void text_rows(buf *b, const fit_host *h, const row *rows, size_t n)
         cell_bytes(b, r->e.host_total, 12);
         for (int k = FIT_NOW; k <= key; k++)
             buf_printf(b, " %-5s", r->fits[k] ? "yes" : "no");
-        buf_printf(b, " %8lld\n", (long long)r->max_ctx[key]);
+        if (r->max_ctx[key])
+            buf_printf(b, " %8lld\n", (long long)r->max_ctx[key]);
+        else
+            buf_printf(b, " %8s\n", "none"); /* not even 256 */
     }
     bool any = false;
     for (size_t i = 0; i < n; i++)
@@ -382,8 +385,8 @@ int model_fit_cmd(mctx *c, int argc, char **argv)
         fit_host_release(&h);
         return rc;
     }
-    fit_model *fms = calloc(s.ngroups, sizeof *fms);
-    row *rows = calloc(s.ngroups, sizeof *rows);
+    fit_model *fms = xcalloc(s.ngroups, sizeof *fms);
+    row *rows = xcalloc(s.ngroups, sizeof *rows);
     fit_open_groups(c, has_hub ? &hub : NULL, &s, fms);
     for (size_t i = 0; i < s.ngroups; i++) {
         rows[i].fm = &fms[i];

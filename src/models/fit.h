@@ -50,8 +50,12 @@ bool fit_check(const fit_host *h, int against, const estimate *e, verdict *v);
  * estimate failed (err). */
 int fit_try(const fit_host *h, int against, const gguf_file *g, const est_params *ep, verdict *v,
             char *err, size_t errlen);
-/* The largest context (a multiple of 256 in [256, ctx_max]) that fits
- * with ep's other flags; 0 when even 256 does not. */
+/* The largest context --ctx takes (llama.cpp's sizes stay far from
+ * overflow below it). */
+#define FIT_CTX_MAX 16777216
+/* The largest context (a multiple of 256 in [256, min(ctx_max,
+ * FIT_CTX_MAX)]) that fits with ep's other flags; 0 when even 256 does
+ * not. */
 int64_t fit_max_ctx(const fit_host *h, int against, const gguf_file *g, const est_params *ep,
                     int64_t ctx_max);
 /* n_ctx_train, or 1 << 20 when the file does not say. */

@@ -135,7 +135,8 @@ int64_t fit_max_ctx(const fit_host *h, int against, const gguf_file *g, const es
                     int64_t ctx_max)
 {
     est_params ep = *base;
-    int64_t lo = 0, hi = ctx_max / 256; /* in units of 256; lo fits (0: nothing) */
+    if (ctx_max > FIT_CTX_MAX) ctx_max = FIT_CTX_MAX; /* n_ctx_train may say anything */
+    int64_t lo = 0, hi = ctx_max / 256;               /* in units of 256; lo fits (0: nothing) */
     if (hi < 1) hi = 1;
     verdict v;
     char err[256];

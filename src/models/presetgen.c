@@ -20,9 +20,12 @@
 #include <unistd.h>
 
 #include "models/fit.h"
+#include "models/presetgen.h"
 #include "util/buf.h"
 #include "util/errf.h"
 #include "util/exitcode.h"
+
+#define EXIT_INTERRUPTED 130 /* 128 + SIGINT, as the shell says it */
 
 typedef struct pn_args {
     const char *source, *id, *mode, *out, *endpoint;
@@ -83,7 +86,7 @@ static int pn_parse(int argc, char **argv, pn_args *a)
         const char **dst[] = {&a->source, &a->id, &a->mode, &a->out, &a->endpoint};
         if (k < 5)
             *dst[k] = v;
-        else if (k == 5 ? pn_int("--ctx", v, 256, 16777216, &a->ctx)
+        else if (k == 5 ? pn_int("--ctx", v, 256, FIT_CTX_MAX, &a->ctx)
                         : pn_int("--port", v, 1, 65535, &a->port))
             return EXIT_USAGE;
     }
@@ -296,45 +299,148 @@ static int plan(const fit_host *h, const fit_model *fm, const pn_args *a, pn_pla
     return 0;
 }
 
-static void yaml_str(buf *b, const char *s)
+/* ---- text: comments, the terminal, YAML scalars ---- */
+
+/* The code point of the UTF-8 sequence at p and its length (1..4), or 0
+ * when it is not valid (overlong, a surrogate, past U+10FFFF, cut). */
+static size_t utf8_next(const unsigned char *p, uint32_t *cp)
 {
-    buf_json_str(b, s); /* a YAML double-quoted scalar */
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t n = p[0] < 0x80             ? 1
+               : (p[0] & 0xe0) == 0xc0 ? 2
+               : (p[0] & 0xf0) == 0xe0 ? 3
+               : (p[0] & 0xf8) == 0xf0 ? 4
+                                       : 0;
+    if (!n) return 0;
+    uint32_t c = n == 1 ? p[0] : p[0] & (0x7f >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        c = c << 6 | (p[i] & 0x3f);
+    }
+    if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
+    *cp = c;
+    return n;
 }
 
-static void build_yaml(buf *b, const char *id, const char *source, const char *pull,
-                       const fit_model *fm, const char *model_path, int64_t port, const pn_plan *p,
-                       bool port_given)
+/* what a terminal or a YAML reader may take as a line break, a control
+ * or a reordering of the text */
+static bool cp_unsafe(uint32_t c)
 {
-    buf_adds(b, "# Written by gpumod preset new from ");
-    buf_adds(b, source);
+    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 || c == 0xfeff ||
+           (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
+char *pn_clean(const char *s)
+{
+    buf b = BUF_INIT;
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        uint32_t c;
+        size_t n = utf8_next(p, &c);
+        if (!n || cp_unsafe(c))
+            buf_addc(&b, '?');
+        else
+            buf_add(&b, p, n);
+        p += n ? n : 1;
+    }
+    return buf_detach(&b);
+}
+
+int pn_yaml_quote(buf *b, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (uint32_t c; *p; p += utf8_next(p, &c))
+        if (!utf8_next(p, &c)) return -1;
+    buf_addc(b, '"');
+    for (p = (const unsigned char *)s; *p;) {
+        uint32_t c;
+        size_t n = utf8_next(p, &c);
+        if (c == '"' || c == '\\')
+            buf_printf(b, "\\%c", (char)c);
+        else if (c == '\n')
+            buf_adds(b, "\\n");
+        else if (c == '\t')
+            buf_adds(b, "\\t");
+        else if (cp_unsafe(c))
+            buf_printf(b, c <= 0xff ? "\\x%02x" : "\\u%04x", (unsigned)c);
+        else
+            buf_add(b, p, n);
+        p += n;
+    }
+    buf_addc(b, '"');
+    return 0;
+}
+
+/* One comment line: indent, "# ", the formatted text cleaned, "\n". */
+static void comment(buf *b, const char *indent, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void comment(buf *b, const char *indent, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *raw = xvasprintf(fmt, ap);
+    va_end(ap);
+    char *t = pn_clean(raw);
+    buf_printf(b, "%s# %s\n", indent, t);
+    free(t);
+    free(raw);
+}
+
+/* "key: <quoted value>\n"; -1 with err when value is not UTF-8. */
+static int yaml_kv(buf *b, const char *key, const char *value, char *err, size_t errlen)
+{
+    buf_printf(b, "%s: ", key);
+    if (pn_yaml_quote(b, value)) {
+        char *t = pn_clean(value);
+        errf(err, errlen, "%s '%s' is not valid UTF-8: a preset cannot hold it", key, t);
+        free(t);
+        return -1;
+    }
+    buf_addc(b, '\n');
+    return 0;
+}
+
+static int build_yaml(buf *b, const char *id, const char *source, const char *pull,
+                      const fit_model *fm, const char *model_path, int64_t port, const pn_plan *p,
+                      bool port_given, char *err, size_t errlen)
+{
+    comment(b, "", "Written by gpumod preset new from %s", source);
     double np = (double)fm->m.n_params;
-    buf_printf(b, "\n# %s, %.2f %s parameters, %s, ", fm->m.arch[0] ? fm->m.arch : "?",
-               np >= 1e9 ? np / 1e9 : np / 1e6, np >= 1e9 ? "B" : "M",
-               fm->m.file_type_name ? fm->m.file_type_name : "unknown file type");
-    buf_bytes(b, fm->g.file_bytes);
-    buf_printf(b, ", trained context %lld\n", (long long)fm->m.n_ctx_train);
-    buf_printf(b, "id: %s\nname: ", id);
-    yaml_str(b, fm->grp->label);
-    buf_adds(b, "\ndriver: llamacpp\n");
-    buf_printf(b, "# port: %s\nport: %lld\n",
-               port_given ? "as asked (--port)"
-                          : "the first from 8081 that no preset uses and nothing listens on now",
-               (long long)port);
+    char size[32];
+    buf sb = BUF_INIT;
+    buf_bytes(&sb, fm->g.file_bytes);
+    snprintf(size, sizeof size, "%s", sb.p);
+    buf_release(&sb);
+    comment(b, "", "%s, %.2f %s parameters, %s, %s, trained context %lld",
+            fm->m.arch[0] ? fm->m.arch : "?", np >= 1e9 ? np / 1e9 : np / 1e6,
+            np >= 1e9 ? "B" : "M",
+            fm->m.file_type_name ? fm->m.file_type_name : "unknown file type", size,
+            (long long)fm->m.n_ctx_train);
+    char *name = pn_clean(fm->grp->label); /* config check refuses control characters */
+    int bad = yaml_kv(b, "id", id, err, errlen) || yaml_kv(b, "name", name, err, errlen);
+    free(name);
+    if (bad) return -1;
+    buf_adds(b, "driver: llamacpp\n");
+    comment(b, "", "port: %s",
+            port_given ? "as asked (--port)"
+                       : "the first from 8081 that no preset uses and nothing listens on now");
+    buf_printf(b, "port: %lld\n", (long long)port);
     if (pull)
-        buf_printf(b, "# model_path: where `gpumod model pull %s` puts it: pull it first\n", pull);
-    buf_adds(b, "model_path: ");
-    yaml_str(b, model_path);
-    buf_printf(b, "\n# context_size: %s\ncontext_size: %lld\nunit_vars:\n", p->ctx_why,
-               (long long)p->ctx);
-    buf_printf(b, "  # n_gpu_layers: %s\n  n_gpu_layers: ", p->ngl_why);
+        comment(b, "", "model_path: where `gpumod model pull %s` puts it: pull it first", pull);
+    if (yaml_kv(b, "model_path", model_path, err, errlen)) return -1;
+    comment(b, "", "context_size: %s", p->ctx_why);
+    buf_printf(b, "context_size: %lld\nunit_vars:\n", (long long)p->ctx);
+    comment(b, "  ", "n_gpu_layers: %s", p->ngl_why);
     if (p->ngl < 0)
-        buf_adds(b, "all\n");
+        buf_adds(b, "  n_gpu_layers: all\n");
     else
-        buf_printf(b, "%lld\n", (long long)p->ngl);
-    if (p->n_cpu_moe)
-        buf_printf(b, "  # n_cpu_moe: %s\n  n_cpu_moe: %lld\n", p->moe_why,
-                   (long long)p->n_cpu_moe);
+        buf_printf(b, "  n_gpu_layers: %lld\n", (long long)p->ngl);
+    if (p->n_cpu_moe) {
+        comment(b, "  ", "n_cpu_moe: %s", p->moe_why);
+        buf_printf(b, "  n_cpu_moe: %lld\n", (long long)p->n_cpu_moe);
+    }
     buf_adds(b, "  # parallel: one slot, as the estimate assumed\n  parallel: 1\n");
+    return 0;
 }
 
 /* Where the model is (local) or will be once pulled (remote): then *pull
@@ -358,28 +464,43 @@ static char *model_path_of(const mctx *c, const msource *s, const mgroup *grp, c
     return xasprintf("%s/%s", dir, base ? base + 1 : grp->parts[0].path);
 }
 
-/* y/N on the terminal (stdin must be one), 5 minutes to answer. */
-static int confirm(const char *path)
+/* y/N on the terminal (stdin must be one), 5 minutes to answer: 1 yes,
+ * 0 no, -1 not a terminal, -2 interrupted (SIGINT, SIGTERM). */
+static int confirm(const char *path, volatile int *interrupted)
 {
+    char *shown = pn_clean(path);
     if (!isatty(STDIN_FILENO)) {
-        fprintf(stderr, "gpumod: preset new: not a terminal: pass --yes to write %s\n", path);
+        fprintf(stderr, "gpumod: preset new: not a terminal: pass --yes to write %s\n", shown);
+        free(shown);
         return -1;
     }
     int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
     int in = fd >= 0 ? fd : STDIN_FILENO, outfd = fd >= 0 ? fd : STDERR_FILENO;
-    char q[4200];
-    int n = snprintf(q, sizeof q, "write %s? [y/N] ", path);
-    if (write(outfd, q, (size_t)n) < 0) n = 0;
+    char *q = xasprintf("write %s? [y/N] ", shown);
+    free(shown);
+    ssize_t w = write(outfd, q, strlen(q)); /* unseen, the answer still counts */
+    (void)w;
+    free(q);
     struct pollfd pf = {in, POLLIN, 0};
     char ans[16] = "";
-    if (poll(&pf, 1, 300000) == 1) {
+    int rc = 0;
+    int pr = poll(&pf, 1, 300000);
+    if (pr == 1) {
         ssize_t k = read(in, ans, sizeof ans - 1);
         ans[k > 0 ? k : 0] = 0;
-    } else {
+    }
+    if ((pr < 0 || ans[0] == 0) && interrupted && *interrupted) {
+        fputc('\n', stderr); /* off the prompt's line */
+        rc = -2;
+    } else if (pr < 0) {
+        fprintf(stderr, "\ngpumod: preset new: cannot read the answer: %s\n", strerror(errno));
+    } else if (pr == 0) {
         fprintf(stderr, "\ngpumod: preset new: no answer in 5 minutes\n");
+    } else {
+        rc = ans[0] == 'y' || ans[0] == 'Y' ? 1 : 0;
     }
     if (fd >= 0) close(fd);
-    return ans[0] == 'y' || ans[0] == 'Y' ? 1 : 0;
+    return rc;
 }
 
 /* tmp + link: atomic, and never over an existing file. */
@@ -419,7 +540,7 @@ typedef struct pn_ctx {
     config cfg;
     fit_host h;
     mhub hub;
-    bool has_hub;
+    bool has_hub, resolved;
     msource s;
     fit_model fm;
     char id[72];
@@ -429,6 +550,29 @@ typedef struct pn_ctx {
     buf yaml;
 } pn_ctx;
 
+/* "'S' names no model (skipped: ...)", or the models to name one of */
+static int pn_not_one(pn_ctx *x, char *err, size_t errlen)
+{
+    buf b = BUF_INIT;
+    int rc = EXIT_USAGE;
+    if (!x->s.ngroups) {
+        for (size_t i = 0; i < x->s.skipped.n; i++)
+            buf_printf(&b, "%s%s", i ? "; " : " (skipped: ", x->s.skipped.v[i]);
+        if (x->s.skipped.n) buf_addc(&b, ')');
+        buf_printf(&b, "%s", x->s.skipped.n ? "" : ": no .gguf file");
+        rc = EXIT_REFUSED;
+    }
+    for (size_t i = 0; i < x->s.ngroups; i++)
+        buf_printf(&b, "\n  %s%s/%s", x->s.kind == MSRC_HF ? "hf:" : "",
+                   x->s.kind == MSRC_HF ? x->s.repo : x->a.source, x->s.groups[i].parts[0].path);
+    if (!x->s.ngroups)
+        errf(err, errlen, "'%s' names no model%s", x->a.source, b.p);
+    else
+        errf(err, errlen, "'%s' names %zu models; name one:%s", x->a.source, x->s.ngroups, b.p);
+    buf_release(&b);
+    return rc;
+}
+
 static int pn_source(pn_ctx *x, char *err, size_t errlen)
 {
     x->has_hub = mhub_init(&x->hub, &x->c->cfg.set, x->a.endpoint, err, errlen) == 0;
@@ -436,16 +580,8 @@ static int pn_source(pn_ctx *x, char *err, size_t errlen)
     if (!x->has_hub && (!strncmp(x->a.source, "hf:", 3) || x->a.endpoint)) return EXIT_USAGE;
     if (msource_resolve(x->has_hub ? &x->hub : NULL, x->a.source, &x->s, err, errlen))
         return EXIT_REFUSED;
-    if (x->s.ngroups != 1) {
-        buf b = BUF_INIT;
-        for (size_t i = 0; i < x->s.ngroups; i++)
-            buf_printf(&b, "%s  %s%s/%s", i ? "\n" : "", x->s.kind == MSRC_HF ? "hf:" : "",
-                       x->s.kind == MSRC_HF ? x->s.repo : x->a.source,
-                       x->s.groups[i].parts[0].path);
-        errf(err, errlen, "'%s' names %zu models; name one:\n%s", x->a.source, x->s.ngroups, b.p);
-        buf_release(&b);
-        return EXIT_USAGE;
-    }
+    x->resolved = true;
+    if (x->s.ngroups != 1) return pn_not_one(x, err, errlen);
     fit_open_groups(x->c, x->has_hub ? &x->hub : NULL, &x->s, &x->fm);
     if (!x->fm.described) {
         errf(err, errlen, "%s", x->fm.err);
@@ -477,8 +613,18 @@ static int pn_choose(pn_ctx *x, char *err, size_t errlen)
     if (!x->port) return errf_ret(EXIT_REFUSED, err, errlen, "no free port from 8081 up");
     if (plan(&x->h, &x->fm, &x->a, &x->p, err, errlen)) return EXIT_REFUSED;
     x->model_path = model_path_of(x->c, &x->s, x->fm.grp, &x->pull);
-    build_yaml(&x->yaml, x->id, x->a.source, x->pull, &x->fm, x->model_path, x->port, &x->p,
-               x->a.port != 0);
+    char *clean = pn_clean(x->model_path);
+    bool odd = strcmp(clean, x->model_path) != 0;
+    if (odd)
+        errf(err, errlen,
+             "model_path '%s' holds a control character or bytes that are not UTF-8 (shown as "
+             "'?'): config check refuses such a path; rename the file",
+             clean);
+    free(clean);
+    if (odd) return EXIT_REFUSED;
+    if (build_yaml(&x->yaml, x->id, x->a.source, x->pull, &x->fm, x->model_path, x->port, &x->p,
+                   x->a.port != 0, err, errlen))
+        return EXIT_REFUSED;
     if (!x->a.out)
         x->path = xasprintf("%s/%s.yaml", x->cfg.presets_dir, x->id);
     else if (strcmp(x->a.out, "-"))
@@ -517,8 +663,10 @@ static int pn_output(pn_ctx *x, char *err, size_t errlen)
     int rc = EXIT_OK;
     bool written = false;
     if (x->path) {
-        int yes = x->a.yes ? 1 : confirm(x->path);
-        if (yes < 0)
+        int yes = x->a.yes ? 1 : confirm(x->path, x->c->interrupted);
+        if (yes == -2)
+            rc = errf_ret(EXIT_INTERRUPTED, err, errlen, "interrupted: not written");
+        else if (yes < 0)
             rc = EXIT_USAGE;
         else if (!yes)
             rc = errf_ret(EXIT_REFUSED, err, errlen, "not written");
@@ -529,15 +677,34 @@ static int pn_output(pn_ctx *x, char *err, size_t errlen)
     }
     if (x->c->json) pn_json(x, written);
     if (written && !x->c->json) {
-        printf("wrote %s\n", x->path);
-        if (x->pull) printf("next: gpumod model pull %s\n", x->pull);
+        char *path = pn_clean(x->path), *pull = pn_clean(x->pull);
+        printf("wrote %s\n", path);
+        if (x->pull) printf("next: gpumod model pull %s\n", pull);
+        free(path);
+        free(pull);
     }
     return rc;
 }
 
+/* err on stderr, each of its lines cleaned (a path or a label may hold
+ * an escape) */
+static void print_err(const char *err)
+{
+    fputs("gpumod: preset new: ", stderr);
+    for (const char *p = err; p;) {
+        const char *nl = strchr(p, '\n');
+        char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
+        char *t = pn_clean(line);
+        fprintf(stderr, "%s\n", t);
+        free(t);
+        free(line);
+        p = nl ? nl + 1 : NULL;
+    }
+}
+
 int preset_new_cmd(mctx *c, int argc, char **argv)
 {
-    pn_ctx *x = calloc(1, sizeof *x);
+    pn_ctx *x = xcalloc(1, sizeof *x);
     x->c = c;
     buf_init(&x->yaml);
     if (pn_parse(argc, argv, &x->a)) {
@@ -553,9 +720,9 @@ int preset_new_cmd(mctx *c, int argc, char **argv)
     if (!rc) rc = pn_source(x, err, sizeof err);
     if (!rc) rc = pn_choose(x, err, sizeof err);
     if (!rc) rc = pn_output(x, err, sizeof err);
-    if (rc && err[0]) fprintf(stderr, "gpumod: preset new: %s\n", err);
+    if (rc && err[0]) print_err(err);
     fit_model_release(&x->fm);
-    if (x->s.groups || x->s.ngroups) msource_release(&x->s);
+    if (x->resolved) msource_release(&x->s);
     if (x->has_hub) mhub_release(&x->hub);
     fit_host_release(&x->h);
     config_release(&x->cfg);

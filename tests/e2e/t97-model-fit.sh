@@ -133,6 +133,7 @@ t_jq out '.files[0].max_ctx.mode' 0
 t_match out '"reason":"GPU 0'
 t_run 0 gpumod model fit "$TINY" --mode heavy
 t_match out "mode"
+t_match out " none$" # max ctx: not even 256 fits (JSON: 0)
 t_end
 
 t_begin "errors: unknown mode, 404, not a GGUF, refused connection, gated, http endpoint"

@@ -469,7 +469,7 @@ def hub_tools():
                                                   "gguf_file": "llama-2-tiny-random.gguf",
                                                   "context_size": 1024, "service_id": "tiny"}, secs=120),
                    "generate_preset")
-    check("id: tiny\n" in v["preset"] and "context_size: 1024\n" in v["preset"] and v["written"] is False
+    check('id: "tiny"\n' in v["preset"] and "context_size: 1024\n" in v["preset"] and v["written"] is False
           and v["context_size"] == 1024, "generate_preset: %r" % v)
     check(not os.path.exists(os.path.join(os.environ["GPUMOD_CONFIG_DIR"], "presets", "tiny.yaml")),
           "generate_preset wrote a preset")
@@ -481,6 +481,9 @@ def hub_tools():
                        ({"repo_id": "test/tiny-GGUF", "gguf_file": "model.bin"}, "must end in .gguf"),
                        ({"repo_id": "test/tiny-GGUF", "gguf_file": "m.gguf", "context_size": 100}, "below the minimum"),
                        ({"repo_id": "test/tiny-GGUF", "gguf_file": "m.gguf", "service_id": "a b"}, "service_id"),
+                       ({"repo_id": "test/tiny-GGUF", "gguf_file": "m.gguf", "service_id": "Tiny"}, "service_id"),
+                       ({"repo_id": "test/tiny-GGUF", "gguf_file": "m.gguf", "service_id": "my_model"},
+                        "expected 1 to 64 of a-z, 0-9 and '-'"),
                        ({"repo_id": "test/tiny-GGUF"}, "'gguf_file' is required")):
         r = s.tool(31, "generate_preset", args)
         check(error_code(r) == -32602 and want in r["error"]["message"], "generate_preset %r: %r" % (args, r))
@@ -492,8 +495,10 @@ def hub_tools():
 
 
 def hub_pull():
-    """--allow-pull lists pull_model (a changing tool); a call reaches the
-    helper, whose error comes back as a tool error"""
+    """--allow-pull lists pull_model (a changing tool); a pull of one file
+    lands in models_dir ($MODELS_DIR) with the Hub's sha256; a repository
+    of several models without `file`, and a missing one, are tool errors"""
+    import hashlib
     s = Server("--allow-pull")
     s.init()
     tools = {t["name"]: t for t in s.call(1, "tools/list")["result"]["tools"]}
@@ -501,10 +506,25 @@ def hub_pull():
     a = tools["pull_model"]["annotations"]
     check(a["readOnlyHint"] is False and a["destructiveHint"] is False and a["openWorldHint"] is True,
           "pull_model's annotations: %r" % a)
+    check("several models needs `file`" in tools["pull_model"]["description"],
+          "pull_model says one model: %r" % tools["pull_model"]["description"])
     msg = tool_error(s.tool(2, "pull_model", {"repo_id": "test/nope-GGUF"}, secs=120))
     check(msg and msg.startswith("pull_model: "), "pull of a missing repository: %r" % msg)
     r = s.tool(3, "pull_model", {"repo_id": "test/tiny-GGUF", "file": "../../etc/x.gguf"})
     check(error_code(r) == -32602 and "'..'" in r["error"]["message"], "a file outside the repository: %r" % r)
+    msg = tool_error(s.tool(4, "pull_model", {"repo_id": "test/tiny-GGUF"}, secs=120))
+    check(msg and "holds 2 models" in msg and "aidreams260K-f32.gguf" in msg, "a repository of two: %r" % msg)
+    v = structured(s.tool(5, "pull_model", {"repo_id": "test/tiny-GGUF", "file": "aidreams260K-f32.gguf"},
+                          secs=120), "pull aidreams")
+    want = os.path.join(os.environ["MODELS_DIR"], "test/tiny-GGUF/aidreams260K-f32.gguf")
+    check(len(v["files"]) == 1 and v["files"][0]["path"] == want and v["files"][0]["verified"] is True,
+          "pulled one verified file to %s: %r" % (want, v))
+    with open(want, "rb") as f:
+        got = hashlib.sha256(f.read()).hexdigest()
+    with open(os.environ["FIXTURE_SHA_OF"], "rb") as f:
+        real = hashlib.sha256(f.read()).hexdigest()
+    check(got == real == v["files"][0]["sha256"], "sha256 %s, the fixture's %s, said %s"
+          % (got, real, v["files"][0]["sha256"]))
     s.close()
 
 

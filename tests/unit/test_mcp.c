@@ -315,7 +315,17 @@ static void hub_args(void **state)
     rejects(mcp_check_gguf_path("a b.gguf", e, sizeof e), e, "character");
     cJSON *a = cJSON_Parse("{\"repo_id\":\"a/b\",\"gguf_file\":\"x.gguf\",\"service_id\":\"-x\"}");
     rejects(mcp_check_preset_args(a, e, sizeof e), e, "service_id '-x'");
-    cJSON_ReplaceItemInObject(a, "service_id", cJSON_CreateString("my-model_1"));
+    cJSON_ReplaceItemInObject(a, "service_id", cJSON_CreateString("my-model-1"));
+    assert_int_equal(mcp_check_preset_args(a, e, sizeof e), 0);
+    const char *bad_ids[] = {"My-model", "my_model", "", "a b",
+                             "a2345678901234567890123456789012345678901234567890123456789012345"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof *bad_ids; i++) { /* as preset new --id */
+        cJSON_ReplaceItemInObject(a, "service_id", cJSON_CreateString(bad_ids[i]));
+        rejects(mcp_check_preset_args(a, e, sizeof e), e, "expected 1 to 64 of a-z");
+    }
+    cJSON_ReplaceItemInObject(
+        a, "service_id",
+        cJSON_CreateString("a234567890123456789012345678901234567890123456789012345678901234"));
     assert_int_equal(mcp_check_preset_args(a, e, sizeof e), 0);
     cJSON_Delete(a);
     a = cJSON_Parse("{\"repo_id\":\"a/b\",\"file\":\"x.safetensors\"}");

@@ -4,7 +4,9 @@
  * error, a tensor table that claims more bytes than the file), each of
  * which must fail with a clear message and never ask outside the claimed
  * size; and the same bytes read through the io and from a file must give
- * the same gguf_file. */
+ * the same gguf_file.  And the text rules of preset new (presetgen.h):
+ * nothing a model file or a listing says can end a YAML comment or a
+ * quoted value. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,8 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/yaml.h"
 #include "gguf_synth.h"
 #include "model/gguf.h"
+#include "models/presetgen.h"
 #include "util/buf.h"
 
 typedef struct memsrc {
@@ -273,12 +277,82 @@ static void read_error(void **state)
     buf_release(&img);
 }
 
+/* pn_clean and pn_yaml_quote: exact outputs, then each hostile string as
+ * a comment and a value of one YAML document: libyaml sees one key, whose
+ * value is the string itself */
+static void preset_text(void **state)
+{
+    (void)state;
+    char *c = pn_clean("a\nb\"c\\d\x1b[0m\x7f\tz");
+    assert_string_equal(c, "a?b\"c\\d?[0m??z");
+    free(c);
+    c = pn_clean("nel\xc2\x85ls\xe2\x80\xa8"
+                 "bidi\xe2\x80\xae"
+                 "bad\xff\xc3(ok \xc3\xa9");
+    assert_string_equal(c, "nel?ls?bidi?bad?"
+                           "?(ok \xc3\xa9");
+    free(c);
+    c = pn_clean(NULL);
+    assert_string_equal(c, "");
+    free(c);
+    buf b = BUF_INIT;
+    assert_int_equal(pn_yaml_quote(&b, "a\nb\"c\\d\x1b[0m\tz\xc2\x85\xe2\x80\xa8"), 0);
+    assert_string_equal(b.p, "\"a\\nb\\\"c\\\\d\\x1b[0m\\tz\\x85\\u2028\"");
+    buf_clear(&b);
+    assert_int_equal(pn_yaml_quote(&b, "bad\xff"), -1);
+    assert_int_equal(pn_yaml_quote(&b, "cut\xe2\x80"), -1);
+    assert_int_equal(pn_yaml_quote(&b, "overlong\xc0\xaf"), -1);
+    assert_int_equal(b.len, 0);
+    static const char *const hostile[] = {
+        "llama\nargs: [x]",
+        "q\"uote: 1",
+        "back\\slash\\",
+        "esc\x1b[31mred",
+        "nel\xc2\x85"
+        "args: x",
+        "ls\xe2\x80\xa8"
+        "args: x",
+        "cr\rargs: x",
+        "del\x7f\x01\x1f",
+        "bom\xef\xbb\xbf",
+        "#: not a comment",
+        "- [a, {b: c}] &x *y",
+        "' \" \\ \\\\n",
+    };
+    for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+        buf_clear(&b);
+        char *t = pn_clean(hostile[i]);
+        buf_printf(&b, "# %s\nk: ", t);
+        free(t);
+        assert_int_equal(pn_yaml_quote(&b, hostile[i]), 0);
+        buf_adds(&b, "\n  # ");
+        t = pn_clean(hostile[i]);
+        buf_adds(&b, t);
+        free(t);
+        buf_addc(&b, '\n');
+        ydoc doc = {0};
+        diags d = {0};
+        if (yaml_load_string(&doc, b.p, b.len, "t.yaml", &d)) fail_msg("not YAML: %s", b.p);
+        assert_non_null(doc.root);
+        assert_int_equal(doc.root->kind, Y_MAP);
+        assert_int_equal(doc.root->npairs, 1);
+        const ynode *v = ymap_get(doc.root, "k");
+        assert_non_null(v);
+        assert_int_equal(v->kind, Y_SCALAR);
+        if (strcmp(v->s, hostile[i]))
+            fail_msg("'%s' came back as '%s' from %s", hostile[i], v->s, b.p);
+        yaml_release(&doc);
+        diags_release(&d);
+    }
+    buf_release(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(io_equals_file), cmocka_unit_test(cut_everywhere),
         cmocka_unit_test(size_lies),      cmocka_unit_test(table_past_end),
-        cmocka_unit_test(read_error),
+        cmocka_unit_test(read_error),     cmocka_unit_test(preset_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
