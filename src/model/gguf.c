@@ -90,7 +90,9 @@ static void rd_fail(rd *r, const char *fmt, ...)
     if (!r->err || !r->errlen) return;
     size_t n = 0;
     if (r->name) {
-        int k = snprintf(r->err, r->errlen, "'%s': ", r->name);
+        /* a URL's query (a CDN's signature) is nobody's business */
+        int q = strstr(r->name, "://") ? (int)strcspn(r->name, "?#") : (int)strlen(r->name);
+        int k = snprintf(r->err, r->errlen, "'%.*s': ", q, r->name);
         n = k < 0 ? 0 : (size_t)k >= r->errlen ? r->errlen - 1 : (size_t)k;
     }
     va_list ap;
@@ -982,6 +984,11 @@ static int open_shards(gguf_file *g, const gguf_io *io, const char *path, char *
     }
     snprintf(suffix, sizeof suffix, "-00001-of-%05u.gguf", n);
     size_t sl = strlen(suffix);
+    if (strstr(path, "://") && path[strcspn(path, "?#")])
+        return errf_ret(-1, err, errlen,
+                        "'%.*s': a split model (split.count %u) named by a URL with a query: its "
+                        "other parts cannot be named; use hf:ORG/REPO/FILE or plain URLs",
+                        (int)strcspn(path, "?#"), path, n);
     if (plen <= sl || strcmp(path + plen - sl, suffix))
         return errf_ret(
             -1, err, errlen,

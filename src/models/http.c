@@ -39,7 +39,8 @@ typedef struct hop {
     mhttp_reply *r;
     long status; /* from the status line, for the write callback */
     bool too_big, sink_failed;
-    char location[2048];
+    bool has_location;
+    char *location; /* a 3xx's absolute URL (CURLINFO_REDIRECT_URL) */
 } hop;
 
 /* "https://h/p?sig=..." shown as "https://h/p" */
@@ -57,18 +58,53 @@ static uint64_t parse_u64(const char *s)
     return end == s ? MHTTP_UNKNOWN : (uint64_t)v;
 }
 
-/* a header value without surrounding spaces, quotes and a W/ prefix */
-static void etag_value(const char *v, size_t n, char *out, size_t len)
+/* a header value without surrounding spaces and quotes; keep_weak: a weak
+ * validator keeps its W/ (If-Range must not use it) */
+static void etag_value(const char *v, size_t n, bool keep_weak, char *out, size_t len)
 {
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
         n--;
-    if (n >= 2 && !strncmp(v, "W/", 2)) v += 2, n -= 2;
+    bool weak = n >= 2 && !strncmp(v, "W/", 2);
+    if (weak) v += 2, n -= 2;
     if (n >= 2 && v[0] == '"' && v[n - 1] == '"') v++, n -= 2;
-    snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), v);
+    snprintf(out, len, "%s%.*s", weak && keep_weak ? "W/" : "", (int)(n < len - 3 ? n : len - 3),
+             v);
+}
+
+/* decimal digits only: no sign, no space (sscanf's %llu takes both) */
+static bool digits_u64(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    if (!isdigit((unsigned char)*s)) return false;
+    for (; isdigit((unsigned char)*s); s++)
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+            return false;
+    *p = s;
+    *out = v;
+    return true;
+}
+
+/* "bytes A-B/T" or "bytes * /T" (without the space) */
+static void content_range(mhttp_reply *r, const char *val)
+{
+    uint64_t a, b, t;
+    const char *p = val;
+    if (strncmp(p, "bytes ", 6)) return;
+    p += 6;
+    if (p[0] == '*' && p[1] == '/') {
+        p += 2;
+        if (digits_u64(&p, &t) && !*p) r->range_total = t;
+        return;
+    }
+    if (digits_u64(&p, &a) && *p++ == '-' && digits_u64(&p, &b) && *p++ == '/' &&
+        digits_u64(&p, &t) && !*p && a <= b && b < t)
+        r->range_start = a, r->range_end = b, r->range_total = t;
 }
 
 /* Link: <url>; rel="next", <url2>; rel="prev" */
-static void link_next(const char *v, size_t n, char *out, size_t len)
+static void link_next(const char *v, size_t n, char *out, size_t len, bool *overlong)
 {
     const char *end = v + n;
     while (v < end) {
@@ -81,7 +117,10 @@ static void link_next(const char *v, size_t n, char *out, size_t len)
         char params[256];
         snprintf(params, sizeof params, "%.*s", (int)(pend - gt - 1), gt + 1);
         if (strstr(params, "rel=\"next\"") || strstr(params, "rel=next")) {
-            snprintf(out, len, "%.*s", (int)(gt - lt - 1), lt + 1);
+            if ((size_t)(gt - lt - 1) >= len)
+                *overlong = true;
+            else
+                snprintf(out, len, "%.*s", (int)(gt - lt - 1), lt + 1);
             return;
         }
         v = pend + (comma ? 1 : 0);
@@ -96,10 +135,11 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     if (len >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new status line: a new response */
         const char *sp = memchr(p, ' ', len);
         h->status = sp ? strtol(sp + 1, NULL, 10) : 0;
-        h->location[0] = 0;
+        h->has_location = false;
         r->etag[0] = 0;
         r->content_length = r->range_start = r->range_end = r->range_total = MHTTP_UNKNOWN;
         r->link_next[0] = r->error_code[0] = 0;
+        r->link_overlong = false;
         return len;
     }
     const char *colon = memchr(p, ':', len);
@@ -115,26 +155,21 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     snprintf(val, sizeof val, "%.*s", (int)(vn < sizeof val ? vn : sizeof val - 1), v);
 #define IS(name) (kn == sizeof name - 1 && !strncasecmp(p, name, kn))
     if (IS("Location"))
-        snprintf(h->location, sizeof h->location, "%s", val);
+        h->has_location = true;
     else if (IS("Content-Length"))
         r->content_length = parse_u64(val);
     else if (IS("ETag"))
-        etag_value(v, vn, r->etag, sizeof r->etag);
+        etag_value(v, vn, true, r->etag, sizeof r->etag);
     else if (IS("X-Linked-Etag"))
-        etag_value(v, vn, r->linked_etag, sizeof r->linked_etag);
+        etag_value(v, vn, false, r->linked_etag, sizeof r->linked_etag);
     else if (IS("X-Linked-Size"))
         r->linked_size = parse_u64(val);
     else if (IS("X-Error-Code"))
         snprintf(r->error_code, sizeof r->error_code, "%.63s", val);
     else if (IS("Link"))
-        link_next(v, vn, r->link_next, sizeof r->link_next);
-    else if (IS("Content-Range")) {
-        unsigned long long a, b, t;
-        if (sscanf(val, "bytes %llu-%llu/%llu", &a, &b, &t) == 3 && a <= b && b < t)
-            r->range_start = a, r->range_end = b, r->range_total = t;
-        else if (sscanf(val, "bytes */%llu", &t) == 1)
-            r->range_total = t;
-    }
+        link_next(v, vn, r->link_next, sizeof r->link_next, &r->link_overlong);
+    else if (IS("Content-Range"))
+        content_range(r, val);
 #undef IS
     return len;
 }
@@ -331,7 +366,7 @@ static int one_hop(const char *url, bool with_token, hop *h, int64_t deadline_ms
         hl = curl_slist_append(hl, auth);
     }
     char *ifr = NULL;
-    if (o->if_range && o->range_len) {
+    if (o->if_range && o->range_len && strncmp(o->if_range, "W/", 2)) {
         ifr = xasprintf("If-Range: \"%s\"", o->if_range);
         hl = curl_slist_append(hl, ifr);
     }
@@ -345,11 +380,17 @@ static int one_hop(const char *url, bool with_token, hop *h, int64_t deadline_ms
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)left_ms);
     }
     h->status = 0;
-    h->location[0] = 0;
+    h->has_location = false;
+    free(h->location);
+    h->location = NULL;
     CURLcode rc = curl_easy_perform(e);
     long status = 0, os_errno = 0;
+    char *redir = NULL;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno);
+    if (rc == CURLE_OK && h->has_location &&
+        curl_easy_getinfo(e, CURLINFO_REDIRECT_URL, &redir) == CURLE_OK && redir)
+        h->location = xstrdup(redir);
     int ret = 0;
     if (rc != CURLE_OK)
         ret = hop_error(r, url, rc, errbuf, h, o->timeout_ms, os_errno);
@@ -363,19 +404,6 @@ static int one_hop(const char *url, bool with_token, hop *h, int64_t deadline_ms
     return ret;
 }
 
-/* The absolute URL a Location names, relative to base. */
-static char *resolve_location(const char *base, const char *loc)
-{
-    CURLU *u = curl_url();
-    char *out = NULL, *res = NULL;
-    if (u && !curl_url_set(u, CURLUPART_URL, base, 0) && !curl_url_set(u, CURLUPART_URL, loc, 0) &&
-        !curl_url_get(u, CURLUPART_URL, &out, 0))
-        res = xstrdup(out);
-    curl_free(out);
-    curl_url_cleanup(u);
-    return res;
-}
-
 int mhttp_get(const char *url, const mhttp_opts *o, mhttp_reply *r)
 {
     memset(r, 0, sizeof *r);
@@ -387,8 +415,9 @@ int mhttp_get(const char *url, const mhttp_opts *o, mhttp_reply *r)
         return errf_ret(-1, r->err, sizeof r->err, "libcurl: %s", curl_easy_strerror(init_rc));
     if (mhttp_url_ok(url, r->err, sizeof r->err) < 0) return -1;
     char origin[512], here[512];
-    if (mhttp_origin(url, origin, sizeof origin) < 0)
+    if (mhttp_origin(o->token_origin ? o->token_origin : url, origin, sizeof origin) < 0)
         return errf_ret(-1, r->err, sizeof r->err, "'%s' is not a URL", url);
+    bool first_https = !strncasecmp(url, "https:", 6);
     int64_t deadline = clock_mono_ms() + (o->timeout_ms > 0 ? o->timeout_ms : 0);
     int maxr = o->max_redirects > 0 ? o->max_redirects : 5;
     char *cur = xstrdup(url);
@@ -396,7 +425,8 @@ int mhttp_get(const char *url, const mhttp_opts *o, mhttp_reply *r)
     for (;;) {
         bool same = mhttp_origin(cur, here, sizeof here) == 0 && !strcmp(here, origin);
         if (one_hop(cur, same, &h, deadline) < 0) break;
-        if (r->status < 300 || r->status >= 400 || !h.location[0]) {
+        if (r->status < 300 || r->status >= 400 || !h.has_location) {
+            free(h.location);
             r->final_url = cur;
             return 0;
         }
@@ -406,7 +436,8 @@ int mhttp_get(const char *url, const mhttp_opts *o, mhttp_reply *r)
             errf_ret(-1, r->err, sizeof r->err, "GET %s: more than %d redirects", show, maxr);
             break;
         }
-        char *next = resolve_location(cur, h.location);
+        char *next = h.location;
+        h.location = NULL;
         if (!next) {
             errf_ret(-1, r->err, sizeof r->err, "GET %s: a redirect to a bad location", show);
             break;
@@ -417,11 +448,20 @@ int mhttp_get(const char *url, const mhttp_opts *o, mhttp_reply *r)
             free(next);
             break;
         }
+        if (first_https && strncasecmp(next, "https:", 6)) {
+            url_show(next, why, sizeof why);
+            errf_ret(-1, r->err, sizeof r->err,
+                     "GET %s: redirected from https to '%s': refused (a redirect stays on https)",
+                     show, why);
+            free(next);
+            break;
+        }
         free(cur);
         cur = next;
         buf_clear(&r->body);
     }
     free(cur);
+    free(h.location);
     r->status = 0;
     return -1;
 }

@@ -18,8 +18,10 @@
 #define MHTTP_UNKNOWN UINT64_MAX
 
 typedef struct mhttp_opts {
-    const char *token;  /* Bearer token or NULL: sent to the first URL's scheme, host and
-                           port only, never across a redirect to another */
+    /* Bearer token or NULL: sent only to hops whose origin (scheme, host,
+     * port) is token_origin's, a URL of the Hub (NULL: the first URL's) */
+    const char *token;
+    const char *token_origin;
     int64_t timeout_ms; /* the whole request, redirects included; 0: none (then stall_ms) */
     int64_t stall_ms;   /* abort when under 1 byte/s for this long; 0: 30 s */
     int64_t connect_ms; /* 0: 10 s */
@@ -42,12 +44,14 @@ typedef struct mhttp_reply {
     char *final_url;         /* after redirects */
     uint64_t content_length; /* MHTTP_UNKNOWN when not said */
     uint64_t range_start, range_end,
-        range_total;                  /* a 206's Content-Range; MHTTP_UNKNOWN otherwise */
-    uint64_t linked_size;             /* X-Linked-Size of any hop, MHTTP_UNKNOWN when absent */
-    char etag[160], linked_etag[160]; /* without quotes or W/ */
-    char link_next[2048];             /* Link: <...>; rel="next" */
-    char error_code[64];              /* X-Error-Code (the Hub's RepoNotFound, GatedRepo...) */
-    uint64_t bytes_in;                /* body bytes received, all hops */
+        range_total;       /* a 206's Content-Range; MHTTP_UNKNOWN otherwise */
+    uint64_t linked_size;  /* X-Linked-Size of any hop, MHTTP_UNKNOWN when absent */
+    char etag[160];        /* without quotes; a weak one keeps its W/ (never an If-Range) */
+    char linked_etag[160]; /* X-Linked-Etag without quotes or W/ (the Hub's sha256) */
+    char link_next[2048];  /* Link: <...>; rel="next" */
+    bool link_overlong;    /* a next link longer than link_next: not kept */
+    char error_code[64];   /* X-Error-Code (the Hub's RepoNotFound, GatedRepo...) */
+    uint64_t bytes_in;     /* body bytes received, all hops */
     int redirects;
     bool over_bound; /* failed because the body passed max_bytes */
     char err[512];   /* "" when a reply came */
@@ -58,7 +62,8 @@ typedef struct mhttp_reply {
 int mhttp_get(const char *url, const mhttp_opts *o, mhttp_reply *r);
 void mhttp_release(mhttp_reply *r);
 /* 0 when url may be fetched: https, or http to localhost, 127.0.0.0/8 or
- * [::1]; -1 with err saying why not. */
+ * [::1]; -1 with err saying why not.  (mhttp_get also keeps a request that
+ * began on https on https: no redirect from the Internet to a loopback.) */
 int mhttp_url_ok(const char *url, char *err, size_t errlen);
 /* "https://host:port" of url into out; 0, or -1 when it does not parse. */
 int mhttp_origin(const char *url, char *out, size_t outlen);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 
@@ -49,6 +50,51 @@ char *mhub_resolve_url(const mhub *h, const char *repo, const char *rev, const c
     return buf_detach(&b);
 }
 
+/* A size from JSON: an integer in [0, 2^53] (a double holds those
+ * exactly); anything else (1e30, -1, 1.5) is a lie. */
+static bool json_size(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v)) return false;
+    double d = v->valuedouble;
+    if (!(d >= 0 && d <= 9007199254740992.0) || d != (double)(uint64_t)d) return false;
+    *out = (uint64_t)d;
+    return true;
+}
+
+/* A repository path gpumod may use as a file name under a directory: no
+ * absolute path, no empty, '.' or '..' segment, no backslash, no control
+ * byte; NULL when fine, else why. */
+const char *mhub_path_problem(const char *p)
+{
+    size_t n = strlen(p);
+    if (!n || n > 1024) return "an empty or over-long path";
+    if (p[0] == '/') return "an absolute path";
+    for (const char *c = p; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) return "a control character in the path";
+        if (*c == '\\') return "a backslash in the path";
+    }
+    for (const char *seg = p; seg;) {
+        const char *end = strchr(seg, '/');
+        size_t len = end ? (size_t)(end - seg) : strlen(seg);
+        if (!len || (len == 1 && seg[0] == '.') || (len == 2 && !strncmp(seg, "..", 2)))
+            return "a path that leaves the repository (an empty, '.' or '..' part)";
+        seg = end ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* the path as a message may show it: control bytes as \xNN */
+static void path_shown(buf *b, const char *p)
+{
+    for (int i = 0; p[i] && i < 200; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if (c < 0x20 || c == 0x7f || c == '\\')
+            buf_printf(b, "\\x%02x", c);
+        else
+            buf_addc(b, (char)c);
+    }
+}
+
 static int page_files(const cJSON *arr, mfile **files, size_t *n, const char *where, char *err,
                       size_t errlen)
 {
@@ -64,9 +110,23 @@ static int page_files(const cJSON *arr, mfile **files, size_t *n, const char *wh
             return errf_ret(-1, err, errlen, "%s: an entry without \"type\" and \"path\" strings",
                             where);
         if (strcmp(type->valuestring, "file")) continue;
-        if (!cJSON_IsNumber(size) || size->valuedouble < 0)
-            return errf_ret(-1, err, errlen, "%s: '%s' has no \"size\"", where, path->valuestring);
-        mfile f = {.path = xstrdup(path->valuestring), .size = (uint64_t)size->valuedouble};
+        size_t pl = strlen(path->valuestring);
+        bool gguf = pl > 5 && !strcasecmp(path->valuestring + pl - 5, ".gguf");
+        const char *bad = mhub_path_problem(path->valuestring);
+        if (bad && !gguf) continue; /* never used: only .gguf files are */
+        if (bad) {
+            buf shown = BUF_INIT;
+            path_shown(&shown, path->valuestring);
+            errf_ret(-1, err, errlen, "%s: the file '%s' is refused: %s", where, shown.p, bad);
+            buf_release(&shown);
+            return -1;
+        }
+        uint64_t sz;
+        if (!json_size(size, &sz))
+            return errf_ret(-1, err, errlen,
+                            "%s: '%s' has no \"size\" that is a whole number of bytes up to 2^53",
+                            where, path->valuestring);
+        mfile f = {.path = xstrdup(path->valuestring), .size = sz};
         const cJSON *lfs = cJSON_GetObjectItemCaseSensitive(e, "lfs");
         const cJSON *oid = lfs ? cJSON_GetObjectItemCaseSensitive(lfs, "oid") : NULL;
         const cJSON *lsize = lfs ? cJSON_GetObjectItemCaseSensitive(lfs, "size") : NULL;
@@ -78,7 +138,14 @@ static int page_files(const cJSON *arr, mfile **files, size_t *n, const char *wh
             }
             f.sha256[64] = 0;
         }
-        if (cJSON_IsNumber(lsize) && lsize->valuedouble >= 0) f.size = (uint64_t)lsize->valuedouble;
+        if (lsize && !json_size(lsize, &f.size)) {
+            free(f.path);
+            return errf_ret(
+                -1, err, errlen,
+                "%s: '%s' has an \"lfs.size\" that is not a whole number of bytes up to "
+                "2^53",
+                where, path->valuestring);
+        }
         *files = xrealloc(*files, (*n + 1) * sizeof **files);
         (*files)[(*n)++] = f;
     }
@@ -106,7 +173,10 @@ int mhub_list_files(const mhub *h, const char *repo, const char *rev, mfile **fi
     url_query_escape(&url, rev);
     buf_adds(&url, "?recursive=true");
     char *next = buf_detach(&url);
+    char hub_origin[512], next_origin[512];
+    if (mhttp_origin(h->endpoint, hub_origin, sizeof hub_origin) < 0) hub_origin[0] = 0;
     mhttp_opts o = {.token = h->token,
+                    .token_origin = h->endpoint,
                     .timeout_ms = h->timeout_ms,
                     .max_bytes = LIST_MAX_BYTES,
                     .interrupted = h->interrupted};
@@ -137,6 +207,19 @@ int mhub_list_files(const mhub *h, const char *repo, const char *rev, mfile **fi
         }
         free(next);
         next = rc == 0 && r.link_next[0] ? xstrdup(r.link_next) : NULL;
+        if (rc == 0 && r.link_overlong)
+            rc = errf_ret(-1, err, errlen, "listing hf:%s@%s: a next-page link over 2 KiB", repo,
+                          rev);
+        if (next && (mhttp_origin(next, next_origin, sizeof next_origin) < 0 ||
+                     strcmp(next_origin, hub_origin))) {
+            char shown[300];
+            snprintf(shown, sizeof shown, "%.*s", (int)strcspn(next, "?#"), next);
+            rc = errf_ret(-1, err, errlen,
+                          "listing hf:%s@%s: the next page is on another server (%.200s): refused",
+                          repo, rev, shown);
+            free(next);
+            next = NULL;
+        }
         mhttp_release(&r);
     }
     free(next);

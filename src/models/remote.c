@@ -22,15 +22,27 @@
 
 #define WIN_MIN (256u << 10)
 #define WIN_MAX (8u << 20)
+/* a header bigger than this is a hostile one (real ones: a few MiB, the
+ * biggest tokenizers ~20 MiB); so is one read in more requests */
+#define FILE_MAX_BYTES (512ull << 20)
+#define FILE_MAX_REQUESTS 1000
 
 typedef struct rfile {
     mremote *m;
-    char *url;    /* the one asked for (errors name it) */
+    char *url;  /* the one asked for */
+    char *show; /* url without its query (a signature): what errors name */
+    uint64_t fetched;
+    int requests;
     char *target; /* where its first request ended up after redirects */
     uint64_t size;
     buf cache; /* the last window fetched */
     uint64_t cache_off;
 } rfile;
+
+static char *shown(const char *url)
+{
+    return xstrndup(url, strcspn(url, "?#"));
+}
 
 static int status_error(const mhttp_reply *r, const char *url, char *err, size_t errlen)
 {
@@ -45,15 +57,25 @@ static int fetch(rfile *f, const char *url, uint64_t off, uint64_t len, mhttp_re
     o.range_from = off;
     o.range_len = len;
     o.max_bytes = len;
+    /* the token belongs to the URL asked for, never to where it redirected */
+    if (!o.token_origin) o.token_origin = f->url;
+    if (f->requests >= FILE_MAX_REQUESTS || f->fetched + len > FILE_MAX_BYTES) {
+        memset(r, 0, sizeof *r);
+        return errf_ret(-1, err, errlen,
+                        "%s: the header goes on past %llu MiB or %d requests: refused as hostile",
+                        f->show, FILE_MAX_BYTES >> 20, FILE_MAX_REQUESTS);
+    }
     f->m->requests++;
+    f->requests++;
     int rc = mhttp_get(url, &o, r);
     f->m->bytes_fetched += r->bytes_in;
+    f->fetched += r->bytes_in;
     if (rc < 0) {
         if (r->over_bound)
             return errf_ret(-1, err, errlen,
                             "%s ignores Range requests (it sent more than the %" PRIu64
                             " bytes asked): reading the header would mean downloading the file",
-                            f->url, len);
+                            f->show, len);
         return errf_ret(-1, err, errlen, "%s", r->err);
     }
     return 0;
@@ -65,6 +87,7 @@ static int remote_open(void *ctx, const char *name, void **h, uint64_t *size, ch
     rfile *f = xcalloc(1, sizeof *f);
     f->m = ctx;
     f->url = xstrdup(name);
+    f->show = shown(name);
     buf_init(&f->cache);
     mhttp_reply r;
     int rc = fetch(f, name, 0, WIN_MIN, &r, err, errlen);
@@ -75,12 +98,12 @@ static int remote_open(void *ctx, const char *name, void **h, uint64_t *size, ch
             r.body.len != r.range_end + 1)
             rc = errf_ret(-1, err, errlen,
                           "%s: a 206 reply whose Content-Range does not match the %zu bytes sent",
-                          name, r.body.len);
+                          f->show, r.body.len);
         f->size = r.range_total;
     } else if (rc == 0 && r.status == 200) {
         f->size = r.body.len; /* the whole file, small enough to fit the window */
     } else if (rc == 0) {
-        rc = status_error(&r, name, err, errlen);
+        rc = status_error(&r, f->show, err, errlen);
     }
     if (rc == 0) {
         buf_add(&f->cache, r.body.p ? r.body.p : "", r.body.len);
@@ -91,6 +114,7 @@ static int remote_open(void *ctx, const char *name, void **h, uint64_t *size, ch
     if (rc < 0) {
         buf_release(&f->cache);
         free(f->url);
+        free(f->show);
         free(f);
         return -1;
     }
@@ -115,15 +139,15 @@ static long remote_pread(void *h, void *dst, size_t n, uint64_t off, char *err, 
     if (rc == 0 && r.status != 206) {
         if (r.status == 200)
             rc = errf_ret(-1, err, errlen, "%s ignores Range requests (200 for bytes %" PRIu64 "-)",
-                          f->url, off);
+                          f->show, off);
         else
-            rc = status_error(&r, f->url, err, errlen);
+            rc = status_error(&r, f->show, err, errlen);
     } else if (rc == 0 && (r.range_start != off || r.range_total != f->size || r.body.len > n ||
                            r.body.len != r.range_end - r.range_start + 1)) {
         rc = errf_ret(-1, err, errlen,
                       "%s: asked for %zu bytes at %" PRIu64 " of %" PRIu64
                       ", the reply's Content-Range does not match (the file changed?)",
-                      f->url, n, off, f->size);
+                      f->show, n, off, f->size);
     }
     long got = -1;
     if (rc == 0) {
@@ -142,6 +166,7 @@ static void remote_close(void *h)
     rfile *f = h;
     buf_release(&f->cache);
     free(f->url);
+    free(f->show);
     free(f->target);
     free(f);
 }

@@ -103,9 +103,10 @@ static void group_add(msource *s, mfile *parts, size_t n)
     else
         g->label = xasprintf("%s (%zu parts)", base_name(parts[0].path), n);
     g->bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        g->bytes = g->bytes == UINT64_MAX || parts[i].size == UINT64_MAX ? UINT64_MAX
-                                                                         : g->bytes + parts[i].size;
+    for (size_t i = 0; i < n; i++) /* unknown, or past 2^64: unknown */
+        if (g->bytes == UINT64_MAX || parts[i].size == UINT64_MAX ||
+            __builtin_add_overflow(g->bytes, parts[i].size, &g->bytes))
+            g->bytes = UINT64_MAX;
     mquant_from_name(parts[0].path, g->quant, sizeof g->quant);
 }
 
@@ -148,6 +149,14 @@ static int take_split(msource *s, mfile *files, size_t n, bool *used, size_t i, 
 int msource_group(msource *s, mfile *files, size_t n, char *err, size_t errlen)
 {
     qsort(files, n, sizeof *files, cmp_path);
+    for (size_t i = 1; i < n; i++) {
+        if (strcmp(files[i].path, files[i - 1].path)) continue;
+        errf_ret(-1, err, errlen, "'%s' is listed twice", files[i].path);
+        for (size_t j = 0; j < n; j++)
+            file_release(&files[j]);
+        free(files);
+        return -1;
+    }
     bool *used = xcalloc(n ? n : 1, sizeof *used);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
@@ -292,14 +301,15 @@ static int resolve_hf(const mhub *h, msource *s, const char *spec, char *err, si
         return -1;
     }
     size_t k = 0;
-    size_t plen = 0;
-    unsigned part, count;
+    size_t plen = 0, fl;
+    unsigned part, count, fp, fc;
     bool split = path && split_name(path, &plen, &part, &count);
     for (size_t i = 0; i < n; i++) {
-        bool keep =
-            ends_with_gguf(files[i].path) && (!path || !strcmp(files[i].path, path) ||
-                                              (split && !strncmp(files[i].path, path, plen) &&
-                                               strlen(files[i].path) == strlen(path)));
+        /* the file asked for, or any part of its split set (same prefix and count) */
+        bool keep = ends_with_gguf(files[i].path) &&
+                    (!path || !strcmp(files[i].path, path) ||
+                     (split && split_name(files[i].path, &fl, &fp, &fc) && fl == plen &&
+                      fc == count && !strncmp(files[i].path, path, plen)));
         if (!keep) {
             file_release(&files[i]);
             continue;

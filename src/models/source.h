@@ -73,5 +73,9 @@ void mquant_from_name(const char *name, char *out, size_t len);
 int mhub_list_files(const mhub *h, const char *repo, const char *rev, mfile **files, size_t *n,
                     char *err, size_t errlen);
 char *mhub_resolve_url(const mhub *h, const char *repo, const char *rev, const char *path);
+/* NULL when a repository path is safe as a file name below a directory
+ * (relative, no empty / '.' / '..' part, no backslash, no control byte),
+ * else what is wrong.  The listing refuses .gguf files with such paths. */
+const char *mhub_path_problem(const char *path);
 
 #endif

@@ -191,6 +191,47 @@ static void hub_address_and_token(void **state)
     rmdir(dir);
 }
 
+static void repository_paths(void **state)
+{
+    (void)state;
+    assert_null(mhub_path_problem("m.gguf"));
+    assert_null(mhub_path_problem("sub/dir/m-Q4_K_M.gguf"));
+    assert_null(mhub_path_problem("a..b.gguf"));
+    assert_string_equal(mhub_path_problem("/etc/m.gguf"), "an absolute path");
+    assert_non_null(strstr(mhub_path_problem("../../x.gguf"), "leaves the repository"));
+    assert_non_null(strstr(mhub_path_problem("a/./x.gguf"), "leaves the repository"));
+    assert_non_null(strstr(mhub_path_problem("a//x.gguf"), "leaves the repository"));
+    assert_non_null(strstr(mhub_path_problem("a/x.gguf/.."), "leaves the repository"));
+    assert_string_equal(mhub_path_problem("m\nargs: x\n#.gguf"), "a control character in the path");
+    assert_string_equal(mhub_path_problem("a\\b.gguf"), "a backslash in the path");
+    assert_string_equal(mhub_path_problem(""), "an empty or over-long path");
+}
+
+static void listed_twice(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"a.gguf", "b.gguf", "a.gguf"};
+    msource s = {0};
+    char err[512] = "";
+    assert_int_equal(msource_group(&s, files_of(names, 3), 3, err, sizeof err), -1);
+    assert_string_equal(err, "'a.gguf' is listed twice");
+    msource_release(&s);
+}
+
+static void sizes_saturate(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"b-00001-of-00002.gguf", "b-00002-of-00002.gguf"};
+    mfile *f = files_of(names, 2);
+    f[0].size = UINT64_MAX - 10;
+    f[1].size = 100;
+    msource s = {0};
+    char err[512] = "";
+    assert_int_equal(msource_group(&s, f, 2, err, sizeof err), 0);
+    assert_true(s.groups[0].bytes == UINT64_MAX);
+    msource_release(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +242,9 @@ int main(void)
         cmocka_unit_test(hf_specs),
         cmocka_unit_test(sources),
         cmocka_unit_test(hub_address_and_token),
+        cmocka_unit_test(repository_paths),
+        cmocka_unit_test(listed_twice),
+        cmocka_unit_test(sizes_saturate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
