@@ -84,9 +84,7 @@ void mpull_escape(const char *s, char *out, size_t len)
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         char e[8];
-        if (c == '\n' || c == '\t' || c == '\r')
-            snprintf(e, sizeof e, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
-        else if (c == '\\' || c == '"')
+        if (c == '\\' || c == '"')
             snprintf(e, sizeof e, "\\%c", c);
         else if (c < 0x20 || c == 0x7f)
             snprintf(e, sizeof e, "\\x%02x", c);

@@ -179,8 +179,10 @@ static int mkdir_below(const char *root, const char *rel, char *err, size_t errl
         int nfd = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (nfd < 0) {
             int e = errno;
+            struct stat ls; /* O_DIRECTORY answers ENOTDIR for a link: look at it */
+            bool link = fstatat(fd, seg, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode);
             rc = errf_ret(-1, err, errlen, "'%s/%s' is %s: refused", root, r,
-                          e == ELOOP     ? "a symbolic link (a pull writes below its folder only)"
+                          link           ? "a symbolic link (a pull writes below its folder only)"
                           : e == ENOTDIR ? "not a directory"
                                          : strerror(e));
             break;

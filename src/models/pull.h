@@ -37,7 +37,7 @@ void mpull_lower(char *s);
 #define MPULL_HUGE (UINT64_MAX - 1)
 uint64_t mpull_sat_add(uint64_t a, uint64_t b);
 
-/* s with control characters, '\\' and '"' escaped (\n, \t, \xNN), cut
+/* s with control characters (\xNN), '\\' and '"' escaped, cut
  * to fit out ("..." at the end when cut) */
 void mpull_escape(const char *s, char *out, size_t len);
 /* 0 when path (a repository path or a file name from a listing or a

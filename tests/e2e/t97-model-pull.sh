@@ -255,10 +255,18 @@ t_end
 t_begin "a listing path with a newline and quotes: refused, shown escaped"
 mark
 t_run 1 gpumod model pull hf:evil/ctrl-GGUF --dir "$M"
-t_has err 'm\nargs: '
+t_match err 'm\\(n|x0a)args: '
 grep -q '^args:' "$T/err" && t_fail "a raw newline from the listing reached the terminal"
 t_eq "$(nlog '.server == "cdn"')" 0 "CDN requests"
 t_eq "$(find "$M" -path '*evil/ctrl-GGUF/*' | head -3)" "" "files written"
+t_end
+
+t_begin "a folder below DIR that is a symbolic link: refused, nothing written through it"
+mkdir -p "$T/sym/models" "$T/outside"
+ln -s "$T/outside" "$T/sym/models/test"
+t_run 1 gpumod model pull "hf:test/tiny-GGUF/$A" --dir "$T/sym/models"
+t_has err "'$T/sym/models/test' is a symbolic link"
+t_eq "$(find "$T/outside" -mindepth 1 | head -3)" "" "files written through the link"
 t_end
 
 t_begin "a size of 1e30 in the listing: refused, never taken for 0"

@@ -89,6 +89,16 @@ Behaviours (meta "behaviour"):
     norange    Range and If-Range are ignored: always 200, the whole file.
     baddigest  nothing here: hfgen lists a wrong sha256, so ETag and
                X-Linked-Etag disagree with the bytes.
+    anyresolve a resolve of any path of the repo (or any hub URL ending
+               with its hostile file's name, as a client that normalises
+               "../" asks) answers as its .gguf's resolve.
+    linkcdn    the tree's Link rel="next" points to the CDN's origin; the
+               CDN answers /api/models/... as the hub does.
+    weaketag   the CDN's ETag is W/"sha256"; an If-Range never matches it.
+    upperdigest nothing here: hfgen writes the sha256 in upper case.
+Hostile listing entries (org evil): "file" in an oids entry is where the
+bytes are when the listed path is no disk path (it may hold "../" or
+control characters); "list_size" the size listed instead of the real one.
 
 --log FILE: one JSON line per request, flushed: {"server": "hub"|"cdn",
 "method", "path" (with the query), "range", "if_range", "auth": bool,
