@@ -66,6 +66,94 @@ bool mpull_is_sha256(const char *s)
     return i == 64;
 }
 
+void mpull_lower(char *s)
+{
+    for (; *s; s++)
+        if (*s >= 'A' && *s <= 'Z') *s = (char)(*s - 'A' + 'a');
+}
+
+uint64_t mpull_sat_add(uint64_t a, uint64_t b)
+{
+    return a >= MPULL_HUGE || b >= MPULL_HUGE - a ? MPULL_HUGE : a + b;
+}
+
+void mpull_escape(const char *s, char *out, size_t len)
+{
+    if (!len) return;
+    size_t o = 0;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        char e[8];
+        if (c == '\\' || c == '"')
+            snprintf(e, sizeof e, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            snprintf(e, sizeof e, "\\x%02x", c);
+        else
+            e[0] = (char)c, e[1] = 0;
+        size_t k = strlen(e);
+        if (o + k + 4 > len) { /* room for "..." and the 0 */
+            snprintf(out + o, len - o, "%s", len - o > 3 ? "..." : "");
+            return;
+        }
+        memcpy(out + o, e, k);
+        o += k;
+    }
+    out[o] = 0;
+}
+
+static const char *path_flaw(const char *path)
+{
+    if (!*path) return "it is empty";
+    if (path[0] == '/') return "it is absolute";
+    for (const char *c = path; *c; c++) {
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) return "it holds a control character";
+        if (*c == '\\') return "it holds a backslash";
+    }
+    for (const char *seg = path;;) {
+        size_t n = strcspn(seg, "/");
+        if (n == 0) return "it has an empty segment";
+        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return "it has a '.' or '..' segment";
+        if (!seg[n]) return NULL;
+        seg += n + 1;
+    }
+}
+
+int mpull_path_ok(const char *path, const char *what, char *err, size_t errlen)
+{
+    const char *why = path_flaw(path);
+    if (!why) return 0;
+    char e[512];
+    mpull_escape(path, e, sizeof e);
+    return errf_ret(-1, err, errlen,
+                    "%s \"%s\" is refused: %s (a file must stay below the destination folder)",
+                    what, e, why);
+}
+
+bool mpull_split_name(const char *name, unsigned *n, unsigned *m)
+{
+    size_t len = strlen(name);
+    static const char tail[] = "-00000-of-00000.gguf";
+    size_t tl = sizeof tail - 1;
+    if (len <= tl) return false;
+    const char *t = name + len - tl;
+    unsigned a = 0, b = 0;
+    for (size_t i = 0; i < tl; i++) {
+        char c = t[i];
+        if (tail[i] == '0') {
+            if (!isdigit((unsigned char)c)) return false;
+            if (i < 6)
+                a = a * 10 + (unsigned)(c - '0');
+            else
+                b = b * 10 + (unsigned)(c - '0');
+        } else if (tolower((unsigned char)c) != tail[i])
+            return false;
+    }
+    if (a < 1 || a > b) return false;
+    *n = a, *m = b;
+    return true;
+}
+
 void mprog_eta(double secs, char *out, size_t len)
 {
     if (!(secs >= 0) || secs > 99 * 3600.0) {

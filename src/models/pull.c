@@ -48,6 +48,7 @@ typedef enum { ST_FETCH, ST_RESUME, ST_PRESENT } pstate;
 typedef struct part {
     const mfile *f;
     char *final, *tmp, *lockp, *etagp; /* the file, its .part, .part.lock, .part.etag */
+    char *rel;                         /* final below the destination root */
     char url[1024];                    /* shown: no query */
     uint64_t size;                     /* UINT64_MAX unknown */
     char sha[65];                      /* expected; "" none */
@@ -157,6 +158,44 @@ static int mkdir_p(const char *dir, char *err, size_t errlen)
     return rc;
 }
 
+/* the folders of rel (a checked relative path) below root, created where
+ * missing; none may be a symbolic link (a link planted in the tree must
+ * not carry the download out of it): each is opened with O_NOFOLLOW */
+static int mkdir_below(const char *root, const char *rel, char *err, size_t errlen)
+{
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return errf_ret(-1, err, errlen, "cannot open the directory '%s': %s", root,
+                        strerror(errno));
+    char *r = xstrdup(rel);
+    int rc = 0;
+    for (char *seg = r, *slash; (slash = strchr(seg, '/')) != NULL; seg = slash + 1) {
+        *slash = 0;
+        if (mkdirat(fd, seg, 0755) < 0 && errno != EEXIST) {
+            rc = errf_ret(-1, err, errlen, "cannot create the directory '%s/%s': %s", root, r,
+                          strerror(errno));
+            break;
+        }
+        int nfd = openat(fd, seg, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (nfd < 0) {
+            int e = errno;
+            struct stat ls; /* O_DIRECTORY answers ENOTDIR for a link: look at it */
+            bool link = fstatat(fd, seg, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode);
+            rc = errf_ret(-1, err, errlen, "'%s/%s' is %s: refused", root, r,
+                          link           ? "a symbolic link (a pull writes below its folder only)"
+                          : e == ENOTDIR ? "not a directory"
+                                         : strerror(e));
+            break;
+        }
+        close(fd);
+        fd = nfd;
+        *slash = '/';
+    }
+    close(fd);
+    free(r);
+    return rc;
+}
+
 static char *parent_of(const char *path)
 {
     const char *s = strrchr(path, '/');
@@ -187,15 +226,17 @@ static int free_bytes(const char *dir, uint64_t *out, char **where)
 static void etag_read(const char *path, char *out, size_t len)
 {
     out[0] = 0;
-    FILE *f = fopen(path, "re");
-    if (!f) return;
-    if (fgets(out, (int)len, f)) out[strcspn(out, "\r\n")] = 0;
-    fclose(f);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t n = read(fd, out, len - 1);
+    close(fd);
+    out[n > 0 ? n : 0] = 0;
+    out[strcspn(out, "\r\n")] = 0;
 }
 
 static int etag_write(const char *path, const char *etag)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
     size_t n = strlen(etag);
     int rc = write(fd, etag, n) == (ssize_t)n && write(fd, "\n", 1) == 1 ? 0 : -1;
@@ -272,7 +313,10 @@ static void probe_url(pull *p, part *t)
     mhttp_reply r;
     if (mhttp_get(t->f->url, &o, &r) == 0 && r.status >= 200 && r.status < 300) {
         t->size = r.linked_size != MHTTP_UNKNOWN ? r.linked_size : r.content_length;
-        if (mpull_is_sha256(r.linked_etag)) snprintf(t->sha, sizeof t->sha, "%s", r.linked_etag);
+        if (mpull_is_sha256(r.linked_etag)) {
+            snprintf(t->sha, sizeof t->sha, "%s", r.linked_etag);
+            mpull_lower(t->sha); /* the Hub's digests are lower-case hex; ours too */
+        }
     }
     mhttp_release(&r);
     if (t->size != UINT64_MAX) return;
@@ -283,23 +327,29 @@ static void probe_url(pull *p, part *t)
     mhttp_release(&r);
 }
 
-static void part_paths(pull *p, part *t, const mfile *f)
+/* where f goes: DIR/ORG/REPO/PATH (hub) or DIR/NAME (URL), each part of
+ * which checked to stay below DIR whatever the listing says */
+static int part_paths(pull *p, part *t, const mfile *f, char *err, size_t errlen)
 {
     t->f = f;
-    if (p->src.kind == MSRC_HF)
-        t->final = xasprintf("%s/%s/%s", p->dir, p->src.repo, f->path);
-    else
-        t->final = xasprintf("%s/%s", p->dir, f->path);
+    bool hf = p->src.kind == MSRC_HF;
+    if ((hf && mpull_path_ok(p->src.repo, "the repository id", err, errlen) < 0) ||
+        mpull_path_ok(f->path, hf ? "the repository path" : "the URL's file name", err, errlen) < 0)
+        return -1;
+    t->rel = hf ? xasprintf("%s/%s", p->src.repo, f->path) : xstrdup(f->path);
+    t->final = xasprintf("%s/%s", p->dir, t->rel);
     t->tmp = xasprintf("%s.part", t->final);
     t->lockp = xasprintf("%s.part.lock", t->final);
     t->etagp = xasprintf("%s.part.etag", t->final);
     url_show(f->url, t->url, sizeof t->url);
     t->size = f->size;
     snprintf(t->sha, sizeof t->sha, "%s", f->sha256);
+    mpull_lower(t->sha);
     char o1[512], o2[512];
     if (p->hub_ok && p->hub.token && mhttp_origin(f->url, o1, sizeof o1) == 0 &&
         mhttp_origin(p->hub.endpoint, o2, sizeof o2) == 0 && !strcmp(o1, o2))
         t->token = p->hub.token;
+    return 0;
 }
 
 static int plan_part(pull *p, part *t, char *err, size_t errlen)
@@ -314,8 +364,8 @@ static int plan_part(pull *p, part *t, char *err, size_t errlen)
     struct stat st;
     char etag[160];
     etag_read(t->etagp, etag, sizeof etag);
-    if (stat(t->tmp, &st) == 0 && st.st_size > 0 && etag[0] &&
-        (t->size == UINT64_MAX || (uint64_t)st.st_size <= t->size)) {
+    if (lstat(t->tmp, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && etag[0] &&
+        strncmp(etag, "W/", 2) && (t->size == UINT64_MAX || (uint64_t)st.st_size <= t->size)) {
         t->have = (uint64_t)st.st_size;
         t->st = ST_RESUME;
     } else
@@ -331,8 +381,11 @@ static int pick_group(pull *p, char *err, size_t errlen)
         return 0;
     }
     buf b = BUF_INIT;
-    for (size_t i = 0; i < p->src.ngroups; i++)
-        buf_printf(&b, "\n  hf:%s/%s", p->src.repo, p->src.groups[i].parts[0].path);
+    for (size_t i = 0; i < p->src.ngroups; i++) {
+        char e[512];
+        mpull_escape(p->src.groups[i].parts[0].path, e, sizeof e);
+        buf_printf(&b, "\n  hf:%s/%s", p->src.repo, e);
+    }
     errf(err, errlen,
          "'%s' holds %zu models; pull one by naming its file (the first part of a split "
          "model):%s",
@@ -362,6 +415,16 @@ static int resolve(pull *p, char *err, size_t errlen)
     p->hub.interrupted = p->c->interrupted;
     if (msource_resolve(p->hub_ok ? &p->hub : NULL, s, &p->src, err, errlen) < 0) return -1;
     if (!p->src.ngroups) return errf_ret(-1, err, errlen, "'%s': no GGUF model there", s);
+    unsigned k, m;
+    if (p->src.kind == MSRC_URL && mpull_split_name(p->src.groups[0].parts[0].path, &k, &m) &&
+        m > 1) {
+        char u[1024];
+        url_show(s, u, sizeof u);
+        return errf_ret(-1, err, errlen,
+                        "'%s' is part %u of %u of a split model: pull it as hf:ORG/REPO/FILE, or "
+                        "pull each part's URL",
+                        u, k, m);
+    }
     return pick_group(p, err, errlen);
 }
 
@@ -376,13 +439,15 @@ static int plan(pull *p, char *err, size_t errlen)
     p->n = p->g->nparts;
     p->parts = xcalloc(p->n, sizeof *p->parts);
     for (size_t i = 0; i < p->n; i++) {
-        part_paths(p, &p->parts[i], &p->g->parts[i]);
-        if (plan_part(p, &p->parts[i], err, errlen) < 0) return -1;
+        if (part_paths(p, &p->parts[i], &p->g->parts[i], err, errlen) < 0 ||
+            plan_part(p, &p->parts[i], err, errlen) < 0)
+            return -1;
     }
     return 0;
 }
 
-/* what remains to fetch; UINT64_MAX when a size is unknown */
+/* what remains to fetch; UINT64_MAX when a size is unknown; a sum too
+ * large for 64 bits stays MPULL_HUGE (which no disk holds) */
 static uint64_t remaining(const pull *p)
 {
     uint64_t need = 0;
@@ -390,7 +455,7 @@ static uint64_t remaining(const pull *p)
         const part *t = &p->parts[i];
         if (t->st == ST_PRESENT) continue;
         if (t->size == UINT64_MAX) return UINT64_MAX;
-        need += t->size - t->have;
+        need = mpull_sat_add(need, t->size > t->have ? t->size - t->have : 0);
     }
     return need;
 }
@@ -408,8 +473,17 @@ typedef struct dl {
     bool restarted; /* this pull began the file again */
     int werr;       /* errno of a failed write */
     char bad[256];  /* the reply's start did not fit */
+    uint64_t limit; /* the bytes the file may have: listing, else the reply's; UINT64_MAX none */
+    bool over;      /* the server sent more than limit: the .part was deleted */
     mprog prog;
 } dl;
+
+/* a weak validator ("W/...") may not be sent as If-Range (RFC 9110
+ * 13.1.5): a .part it began cannot be resumed safely */
+static bool etag_weak(const char *etag)
+{
+    return !strncmp(etag, "W/", 2);
+}
 
 static void dl_restart(dl *d)
 {
@@ -424,6 +498,10 @@ static int dl_begin(dl *d)
 {
     mhttp_reply *r = d->r;
     d->started = true;
+    d->limit = d->t->size;
+    if (d->limit == UINT64_MAX && r->range_total != MHTTP_UNKNOWN) d->limit = r->range_total;
+    if (d->limit == UINT64_MAX && r->range_start == MHTTP_UNKNOWN)
+        d->limit = r->content_length; /* a 200's length is the file's */
     if (r->range_start != MHTTP_UNKNOWN) {
         if (r->range_start == d->pos) return 0;
         snprintf(d->bad, sizeof d->bad, "the server answered from byte %" PRIu64 ", not %" PRIu64,
@@ -444,10 +522,19 @@ static int dl_begin(dl *d)
     return d->werr ? -1 : 0;
 }
 
+static void drop_part(const part *t);
+
 static int dl_sink(void *ud, const void *buf_, size_t n)
 {
     dl *d = ud;
     if (!d->started && dl_begin(d) < 0) return -1;
+    if (d->limit != UINT64_MAX && (d->pos > d->limit || n > d->limit - d->pos)) {
+        d->over = true; /* not one byte past the size: the whole download is suspect */
+        drop_part(d->t);
+        if (ftruncate(d->fd, 0) < 0) d->werr = errno;
+        d->pos = 0;
+        return -1;
+    }
     const char *s = buf_;
     size_t left = n;
     while (left) {
@@ -523,6 +610,12 @@ static rstep dl_once(dl *d, char *err, size_t errlen)
     part *t = d->t;
     char etag[160];
     etag_read(t->etagp, etag, sizeof etag);
+    if (d->pos > 0 && etag_weak(etag)) {
+        say(p, "%s: the server's ETag is weak: cannot resume safely, starting again", t->f->path);
+        d->restarted = true;
+        t->resumed = false;
+        dl_restart(d);
+    }
     mhttp_opts o = {.token = t->token,
                     .stall_ms = STALL_MS,
                     .connect_ms = 10000,
@@ -545,7 +638,16 @@ static rstep dl_once(dl *d, char *err, size_t errlen)
     rstep s;
     if (p->c->interrupted && *p->c->interrupted)
         s = R_INTR;
-    else if (d->werr)
+    else if (d->over) {
+        char b[32];
+        mpull_bytes(d->limit, b, sizeof b);
+        errf(err, errlen,
+             "%s: the server sent more than the %" PRIu64 " bytes (%s) %s; the download was "
+             "discarded",
+             t->f->path, d->limit, b,
+             t->f->size != UINT64_MAX ? "the listing says" : "it announced");
+        s = R_FAIL;
+    } else if (d->werr)
         s = (errf(err, errlen, "writing '%s': %s", t->tmp, strerror(d->werr)), R_FAIL);
     else if (d->bad[0])
         s = (errf(err, errlen, "GET %s: %s", t->url, d->bad), R_FAIL);
@@ -597,29 +699,46 @@ static void fsync_dir(const char *path)
     free(d);
 }
 
-/* the .part's lock, taken without waiting: -1 when another pull holds it */
-static int lock_part(const part *t, int *lockfd, char *err, size_t errlen)
+/* fd is still the file at path (not unlinked or replaced since it was
+ * opened) */
+static bool same_file(int fd, const char *path)
 {
-    char *dir = parent_of(t->final);
-    int rc = mkdir_p(dir, err, errlen);
-    free(dir);
-    if (rc < 0) return -1;
-    int fd = open(t->lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return errf_ret(-1, err, errlen, "cannot create the lock '%s': %s", t->lockp,
-                        strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        int e = errno;
-        close(fd);
-        if (e == EWOULDBLOCK)
-            return errf_ret(-1, err, errlen,
-                            "another gpumod model pull is writing %s (its lock: %s); wait for it "
-                            "to end",
-                            t->final, t->lockp);
-        return errf_ret(-1, err, errlen, "cannot lock '%s': %s", t->lockp, strerror(e));
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* The .part's lock, taken without waiting: -1 when another pull holds it.
+ * The lock file is removed by its holder when the pull ends (fetch_part),
+ * so a lock taken here is kept only when it is still the file at the
+ * path: a lock on a file its holder unlinked meanwhile locks nothing, and
+ * the path is opened again. */
+static int lock_part(pull *p, const part *t, int *lockfd, char *err, size_t errlen)
+{
+    if (mkdir_p(p->dir, err, errlen) < 0 || mkdir_below(p->dir, t->rel, err, errlen) < 0) return -1;
+    for (int tries = 0; tries < 10; tries++) {
+        int fd = open(t->lockp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return errf_ret(-1, err, errlen, "cannot create the lock '%s': %s", t->lockp,
+                            strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            int e = errno;
+            close(fd);
+            if (e == EWOULDBLOCK)
+                return errf_ret(-1, err, errlen,
+                                "another gpumod model pull is writing %s (its lock: %s); wait "
+                                "for it to end",
+                                t->final, t->lockp);
+            return errf_ret(-1, err, errlen, "cannot lock '%s': %s", t->lockp, strerror(e));
+        }
+        if (same_file(fd, t->lockp)) {
+            *lockfd = fd;
+            return 0;
+        }
+        close(fd); /* its holder removed it: the path's next file is the lock */
     }
-    *lockfd = fd;
-    return 0;
+    return errf_ret(-1, err, errlen, "the lock '%s' kept changing under this pull: another pull?",
+                    t->lockp);
 }
 
 /* the .part opened; kept (and hashed so far) when its sidecar says where
@@ -627,15 +746,26 @@ static int lock_part(const part *t, int *lockfd, char *err, size_t errlen)
 static int open_part(dl *d, char *err, size_t errlen)
 {
     part *t = d->t;
-    d->fd = open(t->tmp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    d->fd = open(t->tmp, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (d->fd < 0)
         return errf_ret(-1, err, errlen, "cannot open '%s': %s", t->tmp, strerror(errno));
     struct stat st;
-    fstat(d->fd, &st);
+    if (fstat(d->fd, &st) < 0)
+        return errf_ret(-1, err, errlen, "cannot stat '%s': %s", t->tmp, strerror(errno));
     char etag[160];
     etag_read(t->etagp, etag, sizeof etag);
     sha256_init(&d->h);
     d->pos = (uint64_t)st.st_size;
+    if (!S_ISREG(st.st_mode))
+        return errf_ret(-1, err, errlen, "'%s' is not a regular file: refused", t->tmp);
+    if (d->pos > 0 && etag_weak(etag)) {
+        say(d->p, "%s: the server's ETag is weak: cannot resume safely, starting again",
+            t->f->path);
+        d->restarted = true;
+        d->pos = 0;
+        if (ftruncate(d->fd, 0) < 0)
+            return errf_ret(-1, err, errlen, "cannot truncate '%s': %s", t->tmp, strerror(errno));
+    }
     if (d->pos > 0 && (!etag[0] || (t->size != UINT64_MAX && d->pos > t->size))) {
         say(d->p, "%s: a .part of %" PRIu64 " bytes %s: starting again from 0", t->f->path, d->pos,
             etag[0] ? "longer than the file" : "without a record of the version it came from");
@@ -690,7 +820,7 @@ static int finish_part(dl *d, char *err, size_t errlen)
 static int fetch_part(pull *p, part *t, char *err, size_t errlen)
 {
     int lockfd = -1;
-    if (lock_part(t, &lockfd, err, errlen) < 0) return -1;
+    if (lock_part(p, t, &lockfd, err, errlen) < 0) return -1;
     int rc = check_present(p, t, err, errlen); /* another pull may have finished it */
     if (rc != 0) {
         if (rc > 0) t->st = ST_PRESENT;
@@ -723,7 +853,10 @@ static int fetch_part(pull *p, part *t, char *err, size_t errlen)
         }
     }
     if (d.fd >= 0) close(d.fd);
-    unlink(t->lockp); /* still held: a pull that opened it meanwhile was refused */
+    /* removed while still held, and only when it is ours: a pull that
+     * opened it meanwhile finds it gone from the path once it has the
+     * lock (lock_part), and opens the path again */
+    if (same_file(lockfd, t->lockp)) unlink(t->lockp);
     close(lockfd);
     return rc;
 }
@@ -899,6 +1032,7 @@ int model_pull_cmd(mctx *c, int argc, char **argv)
         free(p.parts[i].tmp);
         free(p.parts[i].lockp);
         free(p.parts[i].etagp);
+        free(p.parts[i].rel);
     }
     free(p.parts);
     free(p.dir);

@@ -27,8 +27,27 @@ typedef enum {
 /* What the reply to "Range: bytes=have-" means: status, a 206's first
  * byte, the file's size (listing or Content-Range; UINT64_MAX unknown). */
 mpull_act mpull_decide(int status, uint64_t have, uint64_t range_start, uint64_t total);
-/* s is 64 hex digits (an LFS sha256 in X-Linked-Etag) */
+/* s is 64 hex digits (an LFS sha256 in X-Linked-Etag), either case */
 bool mpull_is_sha256(const char *s);
+/* ASCII upper case to lower, in place (a digest compared to ours) */
+void mpull_lower(char *s);
+
+/* a + b, saturating at MPULL_HUGE: a sum of byte counts never wraps and
+ * never becomes UINT64_MAX, which means "unknown" */
+#define MPULL_HUGE (UINT64_MAX - 1)
+uint64_t mpull_sat_add(uint64_t a, uint64_t b);
+
+/* s with control characters (\xNN), '\\' and '"' escaped, cut
+ * to fit out ("..." at the end when cut) */
+void mpull_escape(const char *s, char *out, size_t len);
+/* 0 when path (a repository path or a file name from a listing or a
+ * URL) is relative and stays below the folder it is joined to: not
+ * empty, not absolute, no empty, "." or ".." segment, no backslash, no
+ * control character; else -1 with err naming it (escaped) and why. */
+int mpull_path_ok(const char *path, const char *what, char *err, size_t errlen);
+/* "<prefix>-0000N-of-0000M.gguf" (5 digits each, 1 <= N <= M): true
+ * with *n and *m set */
+bool mpull_split_name(const char *name, unsigned *n, unsigned *m);
 
 /* "1:05", "1:02:03", "--:--" for an unknown or absurd time */
 void mprog_eta(double secs, char *out, size_t len);

@@ -9,7 +9,12 @@
 # reaches the CDN nor any output); --dry-run fetches nothing; a held lock
 # refuses; the disk check (on a small tmpfs when mount works); the
 # models_dir setting; a URL source; a local path and a repository of two
-# models refused.
+# models refused.  Against the fake's hostile repositories (evil/*): a path
+# that climbs out of DIR and one with a newline refused, a listed size of
+# 1e30 never taken for 0, a body longer than the listed size cut and
+# discarded, a weak ETag never sent as If-Range, upper-case digests
+# verified, one part of a split model by URL refused, a tree page's Link
+# to another origin never given the token.
 . "$(dirname "$0")/lib.sh"
 
 HUB=$T/hub
@@ -233,6 +238,93 @@ t_run 1 gpumod model pull http://example.com/x.gguf --dir "$M"
 t_has err "http:// is accepted only for loopback addresses"
 t_run 2 gpumod model pull
 t_has err "SOURCE missing"
+t_end
+
+# ---- a hostile Hub (the fake's evil/* repositories) ----
+
+t_begin "a listing path that climbs out of DIR: refused, nothing written outside"
+rm -rf /tmp/gpumod-evil
+mark
+t_run 1 gpumod model pull hf:evil/traversal-GGUF --dir "$T/deep/models"
+t_has err "../../../../tmp/gpumod-evil/pwn.gguf"
+[ -e "$T/tmp" ] && t_fail "a file was written outside DIR: $(find "$T/tmp" | head -3)"
+[ -e /tmp/gpumod-evil ] && t_fail "/tmp/gpumod-evil was created"
+t_eq "$(nlog '.server == "cdn"')" 0 "CDN requests"
+t_end
+
+t_begin "a listing path with a newline and quotes: refused, shown escaped"
+mark
+t_run 1 gpumod model pull hf:evil/ctrl-GGUF --dir "$M"
+t_match err 'm\\(n|x0a)args: '
+grep -q '^args:' "$T/err" && t_fail "a raw newline from the listing reached the terminal"
+t_eq "$(nlog '.server == "cdn"')" 0 "CDN requests"
+t_eq "$(find "$M" -path '*evil/ctrl-GGUF/*' | head -3)" "" "files written"
+t_end
+
+t_begin "a folder below DIR that is a symbolic link: refused, nothing written through it"
+mkdir -p "$T/sym/models" "$T/outside"
+ln -s "$T/outside" "$T/sym/models/test"
+t_run 1 gpumod model pull "hf:test/tiny-GGUF/$A" --dir "$T/sym/models"
+t_has err "'$T/sym/models/test' is a symbolic link"
+t_eq "$(find "$T/outside" -mindepth 1 | head -3)" "" "files written through the link"
+t_end
+
+t_begin "a size of 1e30 in the listing: refused, never taken for 0"
+mark
+t_run 1 gpumod model pull hf:evil/hugesize-GGUF --dir "$M"
+t_lacks out "pulled"
+t_eq "$(nlog '.server == "cdn" and .status == 200')" 0 "CDN downloads"
+[ -e "$M/evil/hugesize-GGUF/$A" ] && t_fail "the file is there"
+t_end
+
+t_begin "the server sends more than the listed size: cut at once, discarded"
+mark
+t_run 1 gpumod model pull "hf:evil/overlong-GGUF/$L" --dir "$M"
+t_has err "the server sent more than the 1000 bytes"
+t_has err "the listing says; the download was discarded"
+[ -e "$M/evil/overlong-GGUF/$L" ] && t_fail "the file is there"
+t_eq "$(leftovers "$M/evil")" "" "leftovers"
+t_end
+
+t_begin "a weak ETag in the .part's sidecar: no If-Range, the pull starts again"
+ASHA=$(sha256sum "$HUB/test/tiny-GGUF/$A" | cut -c1-64)
+ASIZE=$(stat -c %s "$HUB/test/tiny-GGUF/$A")
+mkdir -p "$M/evil/weaketag-GGUF"
+head -c 1000 "$HUB/test/tiny-GGUF/$A" >"$M/evil/weaketag-GGUF/$A.part"
+echo "W/$ASHA" >"$M/evil/weaketag-GGUF/$A.part.etag"
+mark
+t_run 0 gpumod --json model pull "hf:evil/weaketag-GGUF/$A" --dir "$M"
+t_has err "the server's ETag is weak: cannot resume safely, starting again"
+t_jq out '.files[0].status' pulled
+t_jq out '.files[0].verified' true
+t_jq out '.bytes_fetched' "$ASIZE"
+t_eq "$(nlog '.server == "cdn" and .if_range != null')" 0 "requests with If-Range"
+t_eq "$(nlog '.server == "cdn" and .range != null')" 0 "requests with Range"
+cmp -s "$M/evil/weaketag-GGUF/$A" "$HUB/test/tiny-GGUF/$A" || t_fail "the file differs"
+t_end
+
+t_begin "upper-case digests (lfs.oid, X-Linked-Etag): verified, kept"
+t_run 0 gpumod model pull "hf:evil/upperdigest-GGUF/$A" --dir "$M"
+t_has out "pulled $M/evil/upperdigest-GGUF/$A (1.0 MiB, sha256 verified)"
+t_run 0 gpumod --json model pull "http://127.0.0.1:$HP/evil/upperdigest-GGUF/resolve/main/$A" \
+    --dir "$T/upper"
+t_jq out '.files[0].verified' true
+t_jq out '.files[0].sha256' "$ASHA"
+cmp -s "$T/upper/$A" "$HUB/test/tiny-GGUF/$A" || t_fail "the file differs"
+t_end
+
+t_begin "a URL of one part of a split model: refused, says how"
+S1=tiny-split-00001-of-00002.gguf
+t_run 1 gpumod model pull "http://127.0.0.1:$HP/test/split-GGUF/resolve/main/$S1?x=1" --dir "$T/split"
+t_has err "'http://127.0.0.1:$HP/test/split-GGUF/resolve/main/$S1' is part 1 of 2 of a split model: pull it as hf:ORG/REPO/FILE, or pull each part's URL"
+[ -e "$T/split" ] && t_fail "$T/split was created"
+t_end
+
+t_begin "a tree page's Link to another origin: the token never follows it"
+mark
+HF_TOKEN=$TOKEN gpumod model pull hf:evil/link-GGUF --dir "$M" >"$T/out" 2>"$T/err" </dev/null
+t_eq "$(nlog '.server == "cdn" and .auth')" 0 "CDN requests with a token"
+t_lacks err "$TOKEN"
 t_end
 
 t_done

@@ -89,6 +89,16 @@ Behaviours (meta "behaviour"):
     norange    Range and If-Range are ignored: always 200, the whole file.
     baddigest  nothing here: hfgen lists a wrong sha256, so ETag and
                X-Linked-Etag disagree with the bytes.
+    anyresolve a resolve of any path of the repo (or any hub URL ending
+               with its hostile file's name, as a client that normalises
+               "../" asks) answers as its .gguf's resolve.
+    linkcdn    the tree's Link rel="next" points to the CDN's origin; the
+               CDN answers /api/models/... as the hub does.
+    weaketag   the CDN's ETag is W/"sha256"; an If-Range never matches it.
+    upperdigest nothing here: hfgen writes the sha256 in upper case.
+Hostile listing entries (org evil): "file" in an oids entry is where the
+bytes are when the listed path is no disk path (it may hold "../" or
+control characters); "list_size" the size listed instead of the real one.
 
 --log FILE: one JSON line per request, flushed: {"server": "hub"|"cdn",
 "method", "path" (with the query), "range", "if_range", "auth": bool,
@@ -124,18 +134,27 @@ class Repo:
         self.sha = meta.get("sha") or hashlib.sha1(rid.encode()).hexdigest()
         self.files = {}  # path -> oid entry (+ "size" from disk)
         for rel, e in meta.get("oids", {}).items():
-            p = os.path.join(rdir, rel)
+            p = os.path.join(rdir, e.get("file", rel))  # "file": a hostile path's bytes
             if os.path.isfile(p):
                 e = dict(e)
                 e["size"] = os.path.getsize(p)
+                e.setdefault("file", rel)
+                e.setdefault("list_size", e["size"])
                 e.setdefault("lfs", rel.endswith(".gguf"))
                 self.files[rel] = e
+        self.by_file = {e["file"]: rel for rel, e in self.files.items()}
         self.dirs = set()
         for rel in self.files:
+            if self.files[rel]["file"] != rel:
+                continue  # a hostile path: listed as it is, no folders
             parts = rel.split("/")[:-1]
             for i in range(1, len(parts) + 1):
                 self.dirs.add("/".join(parts[:i]))
         self.id24 = hashlib.sha1(b"_id:" + rid.encode()).hexdigest()[:24]
+
+    @property
+    def behaviour(self):
+        return self.meta.get("behaviour", "normal")
 
     @property
     def gated(self):
@@ -310,6 +329,10 @@ class Handler(BaseHTTPRequestHandler):
             if repo is None:
                 return
             return self.resolve(repo, unquote(parts[3]), unquote("/".join(parts[4:])))
+        for repo in self.st.repos.values():  # a hostile path a client's URL parser normalised
+            if repo.behaviour == "anyresolve" and any(
+                    self.upath.endswith("/" + quote(os.path.basename(rel))) for rel in repo.files):
+                return self.resolve(repo, "main", "")
         return self.error(404, "Not Found")
 
     def find_repo(self, org, name):
@@ -383,10 +406,11 @@ class Handler(BaseHTTPRequestHandler):
             e = repo.files[rel]
             s = {"rfilename": rel}
             if blobs:
-                s["size"] = e["size"]
+                s["size"] = e["list_size"]
                 s["blobId"] = e["git"]
                 if e["lfs"]:
-                    s["lfs"] = {"sha256": e["sha256"], "size": e["size"], "pointerSize": e["pointerSize"]}
+                    s["lfs"] = {"sha256": e["sha256"], "size": e["list_size"],
+                                "pointerSize": e["pointerSize"]}
             sib.append(s)
         m = repo.meta
         d.update({"sha": repo.sha, "disabled": False, "siblings": sib,
@@ -414,9 +438,10 @@ class Handler(BaseHTTPRequestHandler):
         for rel in sorted(repo.files):
             if rel.startswith(prefix) and (rec or "/" not in rel[len(prefix):]):
                 e = repo.files[rel]
-                ent = {"type": "file", "oid": e["git"], "size": e["size"], "path": rel}
+                ent = {"type": "file", "oid": e["git"], "size": e["list_size"], "path": rel}
                 if e["lfs"]:
-                    ent["lfs"] = {"oid": e["sha256"], "size": e["size"], "pointerSize": e["pointerSize"]}
+                    ent["lfs"] = {"oid": e["sha256"], "size": e["list_size"],
+                                  "pointerSize": e["pointerSize"]}
                 entries.append(ent)
         entries.sort(key=lambda e: e["path"])
         cur = self.query.get("cursor", [""])[-1]
@@ -434,21 +459,25 @@ class Handler(BaseHTTPRequestHandler):
             nxt = base64.urlsafe_b64encode(json.dumps({"o": start + PAGE}).encode()).decode().rstrip("=")
             q = [(k, v) for k, vs in self.query.items() if k != "cursor" for v in vs]
             q.append(("cursor", nxt))
-            headers.append(("Link", f"<{self.st.hub_base}{self.upath}?{urlencode(q)}>; rel=\"next\""))
+            base = self.st.cdn_base if repo.behaviour == "linkcdn" else self.st.hub_base
+            headers.append(("Link", f"<{base}{self.upath}?{urlencode(q)}>; rel=\"next\""))
         self.reply(200, page, headers=headers)
 
     def resolve(self, repo, rev, path):
         if not self.check_rev(repo, rev):
             return
         e = repo.files.get(path)
+        if e is None and repo.behaviour == "anyresolve":
+            path = next(iter(sorted(repo.files, key=lambda p: not repo.files[p]["lfs"])))
+            e = repo.files[path]
         if e is None:
             return self.error(404, "Entry not found", "EntryNotFound", headers=[("X-Repo-Commit", repo.sha)])
         if e["lfs"]:
-            cdn_path = f"/cdn/{quote(repo.org)}/{quote(repo.name)}/{quote(path)}"
+            cdn_path = f"/cdn/{quote(repo.org)}/{quote(repo.name)}/{quote(e['file'])}"
             loc = f"{self.st.cdn_base}{cdn_path}?sig={sign(cdn_path)}"
             body = f"Found. Redirecting to {loc}"
             return self.reply(302, body, ctype="text/plain; charset=utf-8", headers=[
-                ("Location", loc), ("X-Linked-Size", str(e["size"])),
+                ("Location", loc), ("X-Linked-Size", str(int(e["list_size"]))),
                 ("X-Linked-Etag", f"\"{e['sha256']}\""), ("X-Repo-Commit", repo.sha),
                 ("ETag", f"\"{e['git']}\""), ("Accept-Ranges", "bytes"),
                 ("Access-Control-Expose-Headers", "X-Repo-Commit,X-Linked-Size,X-Linked-Etag,ETag,Location")])
@@ -463,6 +492,8 @@ class Handler(BaseHTTPRequestHandler):
             sys.stderr.write(f"fakehf: token forwarded to the CDN: {self.command} {self.path}\n")
             return self.error(400, "token forwarded to the CDN")
         parts = self.upath.split("/")[1:]
+        if parts[:2] == ["api", "models"]:  # a page the hub's Link sent here (linkcdn)
+            return self.hub()
         if len(parts) < 4 or parts[0] != "cdn":
             return self.error(404, "Not Found")
         sig = self.query.get("sig", [""])[-1]
@@ -470,10 +501,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(403, "Access denied: missing or bad signature")
         repo = self.st.repos.get(f"{unquote(parts[1])}/{unquote(parts[2])}")
         path = unquote("/".join(parts[3:]))
-        e = repo.files.get(path) if repo else None
+        path = repo.by_file.get(path) if repo else None
+        e = repo.files.get(path) if path else None
         if e is None:
             return self.error(404, "Not Found")
-        self.send_file(repo, path, e, etag=f"\"{e['sha256']}\"", extra=[],
+        etag = f"\"{e['sha256']}\""
+        if repo.behaviour == "weaketag":
+            etag = "W/" + etag
+        self.send_file(repo, path, e, etag=etag, extra=[],
                        ctype="application/octet-stream", behaviour=repo.meta.get("behaviour", "normal"))
 
     # ---------------------------------------------------------- file bytes
@@ -507,13 +542,14 @@ class Handler(BaseHTTPRequestHandler):
         return (a, total - 1 if b is None else min(b, total - 1))
 
     def send_file(self, repo, path, e, etag, extra, ctype, behaviour):
-        fp = os.path.join(repo.dir, path)
+        fp = os.path.join(repo.dir, e["file"])
         total = os.path.getsize(fp)
         rng = None
         if behaviour != "norange":
             rng = self.parse_range(total)
             ir = self.headers.get("If-Range")
-            if rng is not None and ir is not None and ir.strip() not in (etag, LAST_MODIFIED):
+            strong = () if etag.startswith("W/") else (etag,)  # If-Range compares strongly
+            if rng is not None and ir is not None and ir.strip() not in strong + (LAST_MODIFIED,):
                 rng = None  # the validator does not match: the whole file
         common = [("ETag", etag), ("Accept-Ranges", "bytes"), ("Last-Modified", LAST_MODIFIED)] + extra
         if rng == "416":

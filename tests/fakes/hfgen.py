@@ -14,7 +14,8 @@ nothing on success unless -v.
 --check       re-read every synthetic header with the reader below (slower)
 
 .meta.json:
-    {"gated": bool, "behaviour": "normal"|"cut"|"norange"|"baddigest",
+    {"gated": bool, "behaviour": "normal"|"cut"|"norange"|"baddigest"|"anyresolve"|
+     "linkcdn"|"weaketag"|"upperdigest",
      "tags": [...], "pipeline_tag": "text-generation", "author": org,
      "downloads": N, "likes": N, "config": {config.json} or null,
      "sha": repo commit (40 hex), "createdAt", "lastModified",
@@ -22,7 +23,9 @@ nothing on success unless -v.
      "total"} or null, "card": {cardData},
      "oids": {path: {"sha256": hex, "git": hex, "size": N, "lfs": bool,
                      "pointerSize": N (lfs only), "verifiable": bool,
-                     "content_git": hex or null, "real_sha256": hex (baddigest only)}}}
+                     "content_git": hex or null, "real_sha256": hex (baddigest only),
+                     "file": the bytes' path when the listed path is hostile (not a disk path),
+                     "list_size": the size listed instead of the real one}}}
 
 "git" is what the Hub lists as a file's oid (blob id): for a plain file the
 git blob sha1 of its content ("blob %d\\0" + content), for an LFS file
@@ -521,10 +524,22 @@ class Repo:
             shutil.copyfile(src, p)
         self.note(rel, sha256_file(p), git_blob_sha1(p), verifiable=True)
 
-    def note(self, rel, sha256, content_git, verifiable):
-        size = os.path.getsize(os.path.join(self.dir, rel))
+    def add_listed(self, listed, disk, src, **extra):
+        """A hostile listing entry: the path `listed` (which may climb out
+        of the repository or hold control characters: never a disk path)
+        served with the bytes of src, kept at `disk`; extra keys go to its
+        oids entry ("list_size": the size the Hub lists)."""
+        p = self.path(disk)
+        shutil.copyfile(src, p)
+        self.note(listed, sha256_file(p), git_blob_sha1(p), verifiable=True, disk=disk)
+        self.meta["oids"][listed].update(extra)
+
+    def note(self, rel, sha256, content_git, verifiable, disk=None):
+        size = os.path.getsize(os.path.join(self.dir, disk or rel))
         e = {"sha256": sha256, "size": size, "lfs": rel.endswith(".gguf"),
              "verifiable": verifiable, "content_git": content_git}
+        if disk and disk != rel:
+            e["file"] = disk
         if e["lfs"]:
             ptr = lfs_pointer(sha256, size)
             e["git"] = git_sha1_bytes(ptr)
@@ -559,6 +574,10 @@ class Repo:
                     e["sha256"] = hashlib.sha256(b"baddigest:" + e["sha256"].encode()).hexdigest()
                     ptr = lfs_pointer(e["sha256"], e["size"])
                     e["git"] = git_sha1_bytes(ptr)
+        if self.meta["behaviour"] == "upperdigest":
+            for e in self.meta["oids"].values():
+                if e["lfs"]:
+                    e["sha256"] = e["sha256"].upper()
         h = hashlib.sha1(self.rid.encode())
         for rel in sorted(self.meta["oids"]):
             h.update(f"{rel}\0{self.meta['oids'][rel]['git']}\0".encode())
@@ -621,6 +640,49 @@ def check_synth(path, header):
         assert f.read(len(header)) == header
 
 
+EVIL_TRAVERSAL = "../../../../tmp/gpumod-evil/pwn.gguf"
+EVIL_CTRL = "m\nargs: [\"--host\", \"0.0.0.0\"]\n#.gguf"
+
+
+def build_evil(root, aid, tiny, info_a, info_t):
+    """Hostile repositories (org evil) for the client's defences; see
+    tests/fakes/README.md."""
+    built = []
+    r = Repo(root, "evil/traversal-GGUF", 10, 0, behaviour="anyresolve")
+    r.add_listed(EVIL_TRAVERSAL, "pwn.gguf", aid)
+    r.finish(*info_a)
+    built.append(r)
+
+    r = Repo(root, "evil/ctrl-GGUF", 10, 0, behaviour="anyresolve")
+    r.add_listed(EVIL_CTRL, "ctrl.gguf", aid)
+    r.finish(*info_a)
+    built.append(r)
+
+    r = Repo(root, "evil/hugesize-GGUF", 10, 0)
+    r.add_listed("aidreams260K-f32.gguf", "aidreams260K-f32.gguf", aid, list_size=1e30)
+    r.finish(*info_a)
+    built.append(r)
+
+    r = Repo(root, "evil/overlong-GGUF", 10, 0)
+    r.add_listed("llama-2-tiny-random.gguf", "llama-2-tiny-random.gguf", tiny, list_size=1000)
+    r.finish(*info_t)
+    built.append(r)
+
+    r = Repo(root, "evil/link-GGUF", 10, 0, behaviour="linkcdn")
+    r.add_real("aidreams260K-f32.gguf", aid)
+    for i in range(1, 10):
+        r.add_real(f"doc-{i}.md", data=f"# Notes {i}\n\nA page of the fake Hub.\n".encode())
+    r.finish(*info_a)
+    built.append(r)
+
+    for name, beh in (("weaketag", "weaketag"), ("upperdigest", "upperdigest")):
+        r = Repo(root, f"evil/{name}-GGUF", 10, 0, behaviour=beh)
+        r.add_real("aidreams260K-f32.gguf", aid)
+        r.finish(*info_a)
+        built.append(r)
+    return built
+
+
 def build(root, models, bench=False, check=False, verbose=False):
     t0 = time.monotonic()
     aid = os.path.join(models, "aidreams260K-f32.gguf")
@@ -673,6 +735,8 @@ def build(root, models, bench=False, check=False, verbose=False):
         r.add_real("split/" + rel, os.path.join(root, "test/split-GGUF", rel))
     r.finish(*info_a, config=cfg)
     built.append(r)
+
+    built += build_evil(root, aid, tiny, info_a, info_t)
 
     r = Repo(root, "synth/Big-70B-GGUF", 250000, 1800)
     p = r.path("Big-70B-Q4_K_M.gguf")

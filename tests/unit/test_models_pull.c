@@ -172,6 +172,96 @@ static void tty_at_most_ten_a_second(void **state)
     free(text);
 }
 
+static void sums_saturate(void **state)
+{
+    (void)state;
+    assert_int_equal(mpull_sat_add(1, 2), 3);
+    assert_true(mpull_sat_add(UINT64_MAX / 2, UINT64_MAX / 2) == UINT64_MAX - 1);
+    assert_true(mpull_sat_add(UINT64_MAX / 2 + 1, UINT64_MAX / 2 + 1) == MPULL_HUGE);
+    assert_true(mpull_sat_add(MPULL_HUGE, 0) == MPULL_HUGE);
+    assert_true(mpull_sat_add(0, UINT64_MAX) == MPULL_HUGE); /* never "unknown" */
+    assert_true(mpull_sat_add(5, MPULL_HUGE - 5) == MPULL_HUGE);
+    assert_true(mpull_sat_add(5, MPULL_HUGE - 6) == MPULL_HUGE - 1);
+    /* a saturated need is refused by the disk check, whatever is free */
+    char err[512];
+    assert_int_equal(mpull_disk_ok(MPULL_HUGE, UINT64_MAX - 1, "/m", err, sizeof err), -1);
+    assert_non_null(strstr(err, "not enough disk"));
+}
+
+static void paths_stay_below(void **state)
+{
+    (void)state;
+    char err[1024];
+    static const char *const good[] = {"a.gguf",  "org/repo",       "Q4/m-00001-of-00002.gguf",
+                                       "..a/b..", "a/.hidden.gguf", "x...gguf"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+        assert_int_equal(mpull_path_ok(good[i], "the path", err, sizeof err), 0);
+    static const struct {
+        const char *p, *why;
+    } bad[] = {
+        {"", "it is empty"},
+        {"/etc/x.gguf", "it is absolute"},
+        {"../x.gguf", "'.' or '..' segment"},
+        {"a/../../x.gguf", "'.' or '..' segment"},
+        {"a/..", "'.' or '..' segment"},
+        {"./x.gguf", "'.' or '..' segment"},
+        {"a//x.gguf", "an empty segment"},
+        {"a/", "an empty segment"},
+        {"a\\..\\x.gguf", "a backslash"},
+        {"m\nargs: x.gguf", "a control character"},
+        {"m\x1b[2Jx.gguf", "a control character"},
+        {"m\x7f.gguf", "a control character"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(mpull_path_ok(bad[i].p, "the repository path", err, sizeof err), -1);
+        assert_non_null(strstr(err, bad[i].why));
+        assert_non_null(strstr(err, "the repository path \""));
+    }
+    mpull_path_ok("m\nargs: [\"--host\"]\x1b.gguf", "the path", err, sizeof err);
+    assert_non_null(strstr(err, "\"m\\x0aargs: [\\\"--host\\\"]\\x1b.gguf\""));
+    assert_null(strchr(err, '\n'));
+    assert_null(strchr(err, '\x1b'));
+}
+
+static void escaped_and_cut(void **state)
+{
+    (void)state;
+    char out[16];
+    mpull_escape("abc", out, sizeof out);
+    assert_string_equal(out, "abc");
+    mpull_escape("a\tb\\", out, sizeof out);
+    assert_string_equal(out, "a\\x09b\\\\");
+    mpull_escape("0123456789abcdefghij", out, sizeof out);
+    assert_string_equal(out, "0123456789ab...");
+    mpull_escape("\x01\x01\x01\x01\x01", out, sizeof out); /* never half an escape */
+    assert_string_equal(out, "\\x01\\x01\\x01...");
+}
+
+static void split_names(void **state)
+{
+    (void)state;
+    unsigned n = 0, m = 0;
+    assert_true(mpull_split_name("Model-Q4_K_M-00002-of-00003.gguf", &n, &m));
+    assert_int_equal(n, 2);
+    assert_int_equal(m, 3);
+    assert_true(mpull_split_name("x-00001-of-00001.GGUF", &n, &m));
+    assert_false(mpull_split_name("x-00004-of-00003.gguf", &n, &m));
+    assert_false(mpull_split_name("x-00000-of-00003.gguf", &n, &m));
+    assert_false(mpull_split_name("x-0001-of-00003.gguf", &n, &m));
+    assert_false(mpull_split_name("-00001-of-00003.gguf", &n, &m));
+    assert_false(mpull_split_name("Model-Q4_K_M.gguf", &n, &m));
+}
+
+static void digests_lower(void **state)
+{
+    (void)state;
+    char s[] = "4BCE04b23B28ddcca4c273812eaf5e32a0a301411912c9663597de5e1f67e0E3";
+    assert_true(mpull_is_sha256(s));
+    mpull_lower(s);
+    assert_string_equal(s, "4bce04b23b28ddcca4c273812eaf5e32a0a301411912c9663597de5e1f67e0e3");
+    assert_false(mpull_is_sha256("4bce"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -182,6 +272,11 @@ int main(void)
         cmocka_unit_test(smoothing),
         cmocka_unit_test(lines_each_tenth),
         cmocka_unit_test(tty_at_most_ten_a_second),
+        cmocka_unit_test(sums_saturate),
+        cmocka_unit_test(paths_stay_below),
+        cmocka_unit_test(escaped_and_cut),
+        cmocka_unit_test(split_names),
+        cmocka_unit_test(digests_lower),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
