@@ -37,7 +37,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_CORPUS  := tests/fuzz/corpus/gguf
 FUZZ_MODELS  ?= tests/fixtures/models/aidreams260K-f32.gguf
-FUZZ_SRC     := tests/fuzz/fuzz_gguf.c src/model/gguf.c src/model/ggml_type.c
+FUZZ_SRC     := tests/fuzz/fuzz_gguf.c src/model/gguf.c src/model/ggml_type.c src/util/errf.c src/util/clock.c src/util/slurp.c
 FUZZ_CFLAGS  := -std=c17 -D_GNU_SOURCE -g -O1 -Isrc \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
                 -DGGUF_WINDOW_MIN=16 -DGGUF_WINDOW_MAX=64

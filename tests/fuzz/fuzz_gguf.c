@@ -9,8 +9,12 @@
  * (unique keys and names, n_dims <= 4, contiguous offsets, nbytes from the
  * type table, ...); the getters agree with the stored values; and the two
  * readers agree, except that only gguf_open checks the data extent and
- * follows shards.  check_input() returns NULL or what broke, so the replay
- * driver (replay.c, which #includes this file) can report it as TAP. */
+ * follows shards.  A third reader, gguf_open_io over a source that serves
+ * the image in short reads (the models helper's remote files), must agree
+ * with the file reader, and fail cleanly when the size it claims is larger
+ * than the bytes it has (a lying server), never reading past that size.
+ * check_input() returns NULL or what broke, so the replay driver
+ * (replay.c, which #includes this file) can report it as TAP. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -241,6 +245,104 @@ static const char *check_file(const uint8_t *data, size_t size, int buf_rc, cons
     return e;
 }
 
+/* ---- the reader over a gguf_io (the models helper's remote files) ---- */
+
+/* An image served as a remote server would: reads cut short (step bytes
+ * at most), and a size that may be claimed larger than the bytes there. */
+typedef struct memsrc {
+    const uint8_t *d;
+    size_t n;
+    uint64_t claimed;
+    size_t step;
+    int opens, closes;
+    int asked_past; /* a read past the claimed size was asked for */
+} memsrc;
+
+static int mem_open(void *ctx, const char *name, void **h, uint64_t *size, char *err, size_t errlen)
+{
+    memsrc *m = ctx;
+    if (strcmp(name, "mem://m.gguf")) { /* another shard: there is none */
+        snprintf(err, errlen, "cannot open: No such file or directory");
+        return -1;
+    }
+    m->opens++;
+    *h = m;
+    *size = m->claimed;
+    return 0;
+}
+
+static long mem_pread(void *h, void *dst, size_t n, uint64_t off, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    memsrc *m = h;
+    if (off + n > m->claimed) { /* never asked past the size it was told */
+        m->asked_past = 1;
+        return -1;
+    }
+    if (off >= m->n) return 0;
+    size_t k = m->n - off < n ? m->n - off : n;
+    if (m->step && k > m->step) k = m->step;
+    memcpy(dst, m->d + off, k);
+    return (long)k;
+}
+
+static void mem_close(void *h)
+{
+    ((memsrc *)h)->closes++;
+}
+
+/* Honest size, short reads: the same result as the file reader (errors
+ * after the name).  A size claimed larger: a clean failure or a parse
+ * that never needed the missing bytes. */
+static const char *check_io(const uint8_t *data, size_t size, int file_rc, const gguf_file *gf,
+                            const char *ferr_tail)
+{
+    size_t step = size ? 1 + data[size / 2] % 7 : 1;
+    for (int lie = 0; lie < 2; lie++) {
+        memsrc m = {data, size, size + (lie ? 1 + (size ? data[0] % 64 : 0) : 0), step, 0, 0, 0};
+        gguf_io io = {mem_open, mem_pread, mem_close, &m, 0, 0};
+        gguf_file g;
+        char err[1024];
+        memset(&g, 0x5a, sizeof g);
+        int rc = gguf_open_io(&g, "mem://m.gguf", &io, err, sizeof err);
+        const char *e = NULL;
+        if (m.opens != m.closes) e = broke("gguf_open_io: %d opens, %d closes", m.opens, m.closes);
+        if (!e && rc < 0 && !is_zeroed(&g)) e = broke("gguf_open_io failed but left data behind");
+        if (!e && rc < 0) e = check_error(err);
+        if (!e && m.asked_past) e = broke("gguf_open_io asked past the size it was told");
+        const char *tail = rc < 0 ? err + strlen("'mem://m.gguf': ") : NULL;
+        if (!e && !lie && (rc < 0) != (file_rc < 0))
+            e = broke("io and file readers disagree: io %s, file %s", tail ? tail : "ok",
+                      file_rc < 0 ? ferr_tail : "ok");
+        if (!e && !lie && rc < 0 && strcmp(tail, ferr_tail) && !strstr(tail, "shard"))
+            e = broke("io and file errors differ: '%s' / '%s'", tail, ferr_tail);
+        if (!e && !lie && rc == 0 &&
+            (g.nkv != gf->nkv || g.ntensors != gf->ntensors || g.data_offset != gf->data_offset))
+            e = broke("io and file readers disagree on the shape");
+        if (!e && lie && rc == 0 && g.file_bytes != m.claimed)
+            e = broke("io reader: file_bytes %llu, claimed %llu", (unsigned long long)g.file_bytes,
+                      (unsigned long long)m.claimed);
+        if (rc == 0) gguf_release(&g);
+        if (e) return e;
+    }
+    return NULL;
+}
+
+/* the file reader's own result, then the io reader against it */
+static const char *check_io_vs_file(const uint8_t *data, size_t size)
+{
+    static int fd = -1;
+    if (fd < 0 && (fd = memfd_create("gguf-io", MFD_CLOEXEC)) < 0) return NULL;
+    if (ftruncate(fd, 0) < 0 || (size && pwrite(fd, data, size, 0) != (ssize_t)size)) return NULL;
+    char path[64], err[1024];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    gguf_file g;
+    int rc = gguf_open(&g, path, err, sizeof err);
+    const char *e = check_io(data, size, rc, &g, rc < 0 ? err + strlen(path) + 4 : "");
+    if (rc == 0) gguf_release(&g);
+    return e;
+}
+
 static const char *check_input(const uint8_t *data, size_t size)
 {
     gguf_file g;
@@ -256,6 +358,7 @@ static const char *check_input(const uint8_t *data, size_t size)
         return e;
     }
     e = check_file(data, size, rc, &g, err);
+    if (!e) e = check_io_vs_file(data, size);
     gguf_release(&g);
     gguf_release(&g); /* releasing twice is allowed */
     return e;
