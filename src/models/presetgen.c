@@ -484,7 +484,11 @@ static int confirm(const char *path, volatile int *interrupted)
     struct pollfd pf = {in, POLLIN, 0};
     char ans[16] = "";
     int rc = 0;
-    int pr = poll(&pf, 1, 300000);
+    /* short slices: a SIGINT that lands between the prompt and poll()
+     * would otherwise wait out the 5 minutes */
+    int pr = 0;
+    for (int slice = 0; slice < 1500 && pr == 0 && !(interrupted && *interrupted); slice++)
+        pr = poll(&pf, 1, 200);
     if (pr == 1) {
         ssize_t k = read(in, ans, sizeof ans - 1);
         ans[k > 0 ? k : 0] = 0;

@@ -207,6 +207,24 @@ promtool_check() {
 
 # --- helpers for scripts that run processes such as fakellm ---------------
 
+# fake_hub [hfgen flags]: the fake Hugging Face Hub (tests/fakes/fakehf.py)
+# over the tree hfgen.py writes to $HUBDIR ($T/hf), requests logged to
+# $HUBLOG ($T/hf.log); sets HP and CP (the hub's and the CDN's ports),
+# HF_ENDPOINT, an empty HF_HOME and no token.  Bails out when it does not
+# start (the server is spawned: the cleanup stops it).
+fake_hub() {
+    HUBDIR=$T/hf HUBLOG=$T/hf.log
+    python3 "$GPUMOD_SRC/tests/fakes/hfgen.py" "$HUBDIR" "$@" >"$T/hfgen.log" 2>&1 ||
+        { echo "Bail out! hfgen.py failed: $(tail -1 "$T/hfgen.log")"; exit 1; }
+    t_spawn fakehf python3 "$GPUMOD_SRC/tests/fakes/fakehf.py" --root "$HUBDIR" \
+        --port-file "$T/hub.ports" --log "$HUBLOG"
+    t_wait 20 test -s "$T/hub.ports" ||
+        { echo "Bail out! the fake hub did not start: $(tail -1 "$T/fakehf.log")"; exit 1; }
+    read -r HP CP <"$T/hub.ports"
+    unset HF_TOKEN HF_TOKEN_PATH XDG_CACHE_HOME
+    export HF_ENDPOINT=http://127.0.0.1:$HP HF_HOME=$T/hfhome
+}
+
 # fake_gpu_24g: the fake NVML (tests/fakes) with one 24 GiB GPU, 300 MiB
 # in use, state in $T/nvml.json; call before sourcing sup-lib.sh
 fake_gpu_24g() {

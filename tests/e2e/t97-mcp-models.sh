@@ -9,12 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 fake_gpu_24g
-python3 "$GPUMOD_SRC/tests/fakes/hfgen.py" "$T/hub" || t_fail "hfgen.py failed"
-t_spawn fakehf python3 "$GPUMOD_SRC/tests/fakes/fakehf.py" --root "$T/hub" --port-file "$T/hub.port"
-t_wait 20 test -s "$T/hub.port" || { t_fail "the fake hub never wrote its port file"; cat "$T/fakehf.log"; }
-read -r HUBPORT _ <"$T/hub.port"
-export HF_ENDPOINT=http://127.0.0.1:$HUBPORT HF_HOME=$T/hf-home
-unset HF_TOKEN
+fake_hub
 printf 'models_dir: %s\n' "$T/models" >"$T/config/gpumod.yaml"
 export GPUMOD_BIN MCP_STDERR=$T/mcp.err MODELS_DIR=$T/models
 export FIXTURE_SHA_OF=$FIXTURES/models/aidreams260K-f32.gguf

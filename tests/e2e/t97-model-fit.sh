@@ -6,22 +6,10 @@
 # `model inspect`; --mode; and the errors a user meets.
 . "$(dirname "$0")/lib.sh"
 fake_gpu_24g
-FAKES=$GPUMOD_SRC/tests/fakes
 MODELS=$FIXTURES/models
 TINY=$MODELS/llama-2-tiny-random.gguf
 
-if [ ! -f "$FAKES/fakehf.py" ] || [ ! -f "$FAKES/hfgen.py" ]; then
-    t_skip "model fit" "tests/fakes/fakehf.py is not here"
-    t_done
-    exit 0
-fi
-python3 "$FAKES/hfgen.py" "$T/hf" >"$T/hfgen.log" 2>&1
-t_spawn fakehf python3 "$FAKES/fakehf.py" --root "$T/hf" --port-file "$T/ports" --log "$T/hf.log"
-t_wait 20 test -s "$T/ports" || { echo "Bail out! the fake hub did not start"; exit 1; }
-read -r HP CP <"$T/ports"
-export HF_ENDPOINT=http://127.0.0.1:$HP
-unset HF_TOKEN HF_TOKEN_PATH
-export HF_HOME=$T/hfhome
+fake_hub
 
 # same_objects FIT_JSON INSPECT_JSON INDEX: the fit file's model and
 # estimate equal inspect's, byte for byte as JSON texts

@@ -17,23 +17,14 @@
 # to another origin never given the token.
 . "$(dirname "$0")/lib.sh"
 
-HUB=$T/hub
-if ! python3 "$GPUMOD_SRC/tests/fakes/hfgen.py" "$HUB" 2>"$T/hfgen.err"; then
-    t_skip "model pull" "hfgen failed: $(head -1 "$T/hfgen.err")"
-    t_done
-    exit 0
-fi
-t_spawn fakehf python3 "$GPUMOD_SRC/tests/fakes/fakehf.py" --root "$HUB" --port-file "$T/ports" \
-    --log "$T/hub.log"
-t_wait 20 test -s "$T/ports" || t_diag "the fake hub did not start: $(cat "$T/fakehf.log")"
-read -r HP CP <"$T/ports"
-unset HF_TOKEN HF_TOKEN_PATH XDG_CACHE_HOME
-export HF_HOME=$T/hfhome HF_ENDPOINT=http://127.0.0.1:$HP GPUMOD_QUIET=1
+fake_hub
+HUB=$HUBDIR
+export GPUMOD_QUIET=1
 M=$T/models
 TOKEN=hf_fake_token_123
 
-mark() { N=$(wc -l <"$T/hub.log"); }
-since() { tail -n +$((N + 1)) "$T/hub.log"; }
+mark() { N=$(wc -l <"$HUBLOG"); }
+since() { tail -n +$((N + 1)) "$HUBLOG"; }
 # how many log lines since the mark match a jq condition
 nlog() { since | jq -c "select($1)" | wc -l; }
 leftovers() { find "$1" -name '*.part*' | head -5; }
@@ -214,7 +205,7 @@ t_end
 
 t_begin "a URL source (the CDN's URL): its name in --dir, no token sent, not verifiable"
 CDNPATH=$(jq -r "select(.server == \"cdn\" and (.path | startswith(\"/cdn/test/tiny-GGUF/$L?\"))) | .path" \
-    "$T/hub.log" | head -1)
+    "$HUBLOG" | head -1)
 mark
 HF_TOKEN=$TOKEN t_run 0 gpumod --json model pull "http://127.0.0.2:$CP$CDNPATH" --dir "$T/url"
 t_jq out '.files[0].path' "$T/url/$L"

@@ -8,13 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 fake_gpu_24g
-python3 "$GPUMOD_SRC/tests/fakes/hfgen.py" "$T/hub" || t_fail "hfgen.py failed"
-t_spawn fakehf python3 "$GPUMOD_SRC/tests/fakes/fakehf.py" --root "$T/hub" --port-file "$T/hub.port"
-t_wait 20 test -s "$T/hub.port" || { t_fail "the fake hub never wrote its port file"; cat "$T/fakehf.log"; }
-read -r HUBPORT _ <"$T/hub.port"
-export HF_ENDPOINT=http://127.0.0.1:$HUBPORT
-unset HF_TOKEN
-export HF_HOME=$T/hf-home
+fake_hub
 
 t_begin "search: a substring of the id, most downloaded first, as a table"
 t_run 0 gpumod model search tiny

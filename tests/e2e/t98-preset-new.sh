@@ -139,18 +139,7 @@ t_has err "'$T/proj' names no model (skipped: $T/proj/mmproj-tiny-F16.gguf: "
 t_lacks err "names 0 models"
 t_end
 
-if [ ! -f "$FAKES/fakehf.py" ] || [ ! -f "$FAKES/hfgen.py" ]; then
-    t_skip "from the fake hub" "tests/fakes/fakehf.py is not here"
-    t_done
-    exit $?
-fi
-python3 "$FAKES/hfgen.py" "$T/hf" >"$T/hfgen.log" 2>&1
-t_spawn fakehf python3 "$FAKES/fakehf.py" --root "$T/hf" --port-file "$T/ports" --log "$T/hf.log"
-t_wait 20 test -s "$T/ports" || { echo "Bail out! the fake hub did not start"; exit 1; }
-read -r HP CP <"$T/ports"
-export HF_ENDPOINT=http://127.0.0.1:$HP
-unset HF_TOKEN HF_TOKEN_PATH
-export HF_HOME=$T/hfhome
+fake_hub
 
 t_begin "from hf:test/tiny-GGUF/FILE: model_path under models_dir, pull it first"
 t_run 2 gpumod preset new --from hf:test/tiny-GGUF --out -
