@@ -146,6 +146,12 @@ int main(int argc, char **argv)
     bool ev_on = events && !mcp_events_start(&s, &ev);
     read_loop(&s);
     s.stop = 1;
+    /* the client is gone: what it asked for is cancelled (a pull_model
+     * child is killed, not left downloading as an orphan) */
+    pthread_mutex_lock(&s.mu);
+    for (int i = 0; i < MCP_MAX_INFLIGHT; i++)
+        if (s.calls[i].used) s.calls[i].cancelled = 1;
+    pthread_mutex_unlock(&s.mu);
     if (ev_on) pthread_join(ev, NULL);
     if (!wait_calls(&s)) {
         fflush(NULL);

@@ -968,6 +968,11 @@ static int open_shards(gguf_file *g, const gguf_io *io, const char *path, char *
     int64_t no = 0;
     if (gguf_get_int(g, "split.no", &no) < 0) no = 0;
     char suffix[40];
+    if (strstr(path, "://") && path[strcspn(path, "?#")])
+        return errf_ret(-1, err, errlen,
+                        "'%.*s': a split model (split.count %u) named by a URL with a query: its "
+                        "other parts cannot be named; use hf:ORG/REPO/FILE or plain URLs",
+                        (int)strcspn(path, "?#"), path, n);
     size_t plen = strlen(path);
     if (no != 0) {
         snprintf(suffix, sizeof suffix, "-%05" PRId64 "-of-%05u.gguf", no + 1, n);
@@ -984,11 +989,6 @@ static int open_shards(gguf_file *g, const gguf_io *io, const char *path, char *
     }
     snprintf(suffix, sizeof suffix, "-00001-of-%05u.gguf", n);
     size_t sl = strlen(suffix);
-    if (strstr(path, "://") && path[strcspn(path, "?#")])
-        return errf_ret(-1, err, errlen,
-                        "'%.*s': a split model (split.count %u) named by a URL with a query: its "
-                        "other parts cannot be named; use hf:ORG/REPO/FILE or plain URLs",
-                        (int)strcspn(path, "?#"), path, n);
     if (plen <= sl || strcmp(path + plen - sl, suffix))
         return errf_ret(
             -1, err, errlen,

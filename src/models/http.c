@@ -98,8 +98,10 @@ static void content_range(mhttp_reply *r, const char *val)
         if (digits_u64(&p, &t) && !*p) r->range_total = t;
         return;
     }
-    if (digits_u64(&p, &a) && *p++ == '-' && digits_u64(&p, &b) && *p++ == '/' &&
-        digits_u64(&p, &t) && !*p && a <= b && b < t)
+    if (!digits_u64(&p, &a) || *p++ != '-' || !digits_u64(&p, &b) || *p++ != '/' || a > b) return;
+    if (p[0] == '*' && !p[1]) /* the server does not know the total */
+        r->range_start = a, r->range_end = b;
+    else if (digits_u64(&p, &t) && !*p && b < t)
         r->range_start = a, r->range_end = b, r->range_total = t;
 }
 
@@ -135,6 +137,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
     if (len >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new status line: a new response */
         const char *sp = memchr(p, ' ', len);
         h->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        r->hop_status = (int)h->status;
         h->has_location = false;
         r->etag[0] = 0;
         r->content_length = r->range_start = r->range_end = r->range_total = MHTTP_UNKNOWN;

@@ -39,7 +39,8 @@ typedef struct mhttp_opts {
 } mhttp_opts;
 
 typedef struct mhttp_reply {
-    int status; /* the last hop's */
+    int status;     /* the last hop's, once the request ended */
+    int hop_status; /* the status line now being answered (a sink may read it) */
     buf body;
     char *final_url;         /* after redirects */
     uint64_t content_length; /* MHTTP_UNKNOWN when not said */

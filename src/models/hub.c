@@ -20,9 +20,11 @@
 #include "util/buf.h"
 #include "util/errf.h"
 #include "util/url.h"
+#include "util/utf8.h"
 
 #define LIST_MAX_BYTES (32u << 20)
 #define LIST_MAX_PAGES 200
+#define LIST_MAX_FILES 20000
 
 /* each path segment escaped, the '/' between them kept */
 static void path_escape(buf *b, const char *path)
@@ -73,6 +75,8 @@ const char *mhub_path_problem(const char *p)
         if ((unsigned char)*c < 0x20 || *c == 0x7f) return "a control character in the path";
         if (*c == '\\') return "a backslash in the path";
     }
+    if (!utf8_safe(p))
+        return "bytes that are not UTF-8, or an invisible or reordering character, in the path";
     for (const char *seg = p; seg;) {
         const char *end = strchr(seg, '/');
         size_t len = end ? (size_t)(end - seg) : strlen(seg);
@@ -113,7 +117,9 @@ static int page_files(const cJSON *arr, mfile **files, size_t *n, const char *wh
         size_t pl = strlen(path->valuestring);
         bool gguf = pl > 5 && !strcasecmp(path->valuestring + pl - 5, ".gguf");
         const char *bad = mhub_path_problem(path->valuestring);
-        if (bad && !gguf) continue; /* never used: only .gguf files are */
+        if (!gguf) continue; /* never used: only .gguf files are kept */
+        if (*n >= LIST_MAX_FILES)
+            return errf_ret(-1, err, errlen, "%s: more than %d .gguf files", where, LIST_MAX_FILES);
         if (bad) {
             buf shown = BUF_INIT;
             path_shown(&shown, path->valuestring);

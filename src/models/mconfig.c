@@ -18,6 +18,7 @@
 #include "models/http.h"
 #include "models/source.h"
 #include "util/buf.h"
+#include "util/utf8.h"
 #include "util/errf.h"
 #include "util/exitcode.h"
 #include "util/opt.h"
@@ -155,12 +156,20 @@ static cJSON *fetch(const mhub *h, const char *repo, const char *rev, char *err,
     return j;
 }
 
+/* a string of the Hub's config.json, on a terminal: cleaned */
+static void put_clean(const char *s)
+{
+    char *c = utf8_clean(s);
+    fputs(c, stdout);
+    free(c);
+}
+
 static void print_text(const cJSON *s)
 {
     for (const cJSON *m = s->child; m; m = m->next) {
         printf("%-20s ", m->string);
         if (cJSON_IsString(m))
-            printf("%s\n", m->valuestring);
+            put_clean(m->valuestring), putchar('\n');
         else if (cJSON_IsNumber(m))
             printf("%.0f\n", m->valuedouble);
         else if (cJSON_IsBool(m))
@@ -170,7 +179,8 @@ static void print_text(const cJSON *s)
             int i = 0;
             cJSON_ArrayForEach(e, m)
             {
-                printf("%s%s", i++ ? ", " : "", cJSON_IsString(e) ? e->valuestring : "?");
+                fputs(i++ ? ", " : "", stdout);
+                put_clean(cJSON_IsString(e) ? e->valuestring : "?");
             }
             printf("%s\n", i ? "" : "-");
         } else

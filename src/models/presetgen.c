@@ -21,6 +21,7 @@
 
 #include "models/fit.h"
 #include "models/presetgen.h"
+#include "util/utf8.h"
 #include "util/buf.h"
 #include "util/errf.h"
 #include "util/exitcode.h"
@@ -301,51 +302,6 @@ static int plan(const fit_host *h, const fit_model *fm, const pn_args *a, pn_pla
 
 /* ---- text: comments, the terminal, YAML scalars ---- */
 
-/* The code point of the UTF-8 sequence at p and its length (1..4), or 0
- * when it is not valid (overlong, a surrogate, past U+10FFFF, cut). */
-static size_t utf8_next(const unsigned char *p, uint32_t *cp)
-{
-    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t n = p[0] < 0x80             ? 1
-               : (p[0] & 0xe0) == 0xc0 ? 2
-               : (p[0] & 0xf0) == 0xe0 ? 3
-               : (p[0] & 0xf8) == 0xf0 ? 4
-                                       : 0;
-    if (!n) return 0;
-    uint32_t c = n == 1 ? p[0] : p[0] & (0x7f >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) return 0;
-        c = c << 6 | (p[i] & 0x3f);
-    }
-    if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) return 0;
-    *cp = c;
-    return n;
-}
-
-/* what a terminal or a YAML reader may take as a line break, a control
- * or a reordering of the text */
-static bool cp_unsafe(uint32_t c)
-{
-    return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 || c == 0xfeff ||
-           (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
-}
-
-char *pn_clean(const char *s)
-{
-    buf b = BUF_INIT;
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        uint32_t c;
-        size_t n = utf8_next(p, &c);
-        if (!n || cp_unsafe(c))
-            buf_addc(&b, '?');
-        else
-            buf_add(&b, p, n);
-        p += n ? n : 1;
-    }
-    return buf_detach(&b);
-}
-
 int pn_yaml_quote(buf *b, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -361,8 +317,8 @@ int pn_yaml_quote(buf *b, const char *s)
             buf_adds(b, "\\n");
         else if (c == '\t')
             buf_adds(b, "\\t");
-        else if (cp_unsafe(c))
-            buf_printf(b, c <= 0xff ? "\\x%02x" : "\\u%04x", (unsigned)c);
+        else if (utf8_unsafe(c))
+            buf_printf(b, c <= 0xff ? "\\x%02x" : c <= 0xffff ? "\\u%04x" : "\\U%08x", (unsigned)c);
         else
             buf_add(b, p, n);
         p += n;
@@ -380,7 +336,7 @@ static void comment(buf *b, const char *indent, const char *fmt, ...)
     va_start(ap, fmt);
     char *raw = xvasprintf(fmt, ap);
     va_end(ap);
-    char *t = pn_clean(raw);
+    char *t = utf8_clean(raw);
     buf_printf(b, "%s# %s\n", indent, t);
     free(t);
     free(raw);
@@ -391,7 +347,7 @@ static int yaml_kv(buf *b, const char *key, const char *value, char *err, size_t
 {
     buf_printf(b, "%s: ", key);
     if (pn_yaml_quote(b, value)) {
-        char *t = pn_clean(value);
+        char *t = utf8_clean(value);
         errf(err, errlen, "%s '%s' is not valid UTF-8: a preset cannot hold it", key, t);
         free(t);
         return -1;
@@ -416,7 +372,7 @@ static int build_yaml(buf *b, const char *id, const char *source, const char *pu
             np >= 1e9 ? "B" : "M",
             fm->m.file_type_name ? fm->m.file_type_name : "unknown file type", size,
             (long long)fm->m.n_ctx_train);
-    char *name = pn_clean(fm->grp->label); /* config check refuses control characters */
+    char *name = utf8_clean(fm->grp->label); /* config check refuses control characters */
     int bad = yaml_kv(b, "id", id, err, errlen) || yaml_kv(b, "name", name, err, errlen);
     free(name);
     if (bad) return -1;
@@ -468,7 +424,7 @@ static char *model_path_of(const mctx *c, const msource *s, const mgroup *grp, c
  * 0 no, -1 not a terminal, -2 interrupted (SIGINT, SIGTERM). */
 static int confirm(const char *path, volatile int *interrupted)
 {
-    char *shown = pn_clean(path);
+    char *shown = utf8_clean(path);
     if (!isatty(STDIN_FILENO)) {
         fprintf(stderr, "gpumod: preset new: not a terminal: pass --yes to write %s\n", shown);
         free(shown);
@@ -617,7 +573,7 @@ static int pn_choose(pn_ctx *x, char *err, size_t errlen)
     if (!x->port) return errf_ret(EXIT_REFUSED, err, errlen, "no free port from 8081 up");
     if (plan(&x->h, &x->fm, &x->a, &x->p, err, errlen)) return EXIT_REFUSED;
     x->model_path = model_path_of(x->c, &x->s, x->fm.grp, &x->pull);
-    char *clean = pn_clean(x->model_path);
+    char *clean = utf8_clean(x->model_path);
     bool odd = strcmp(clean, x->model_path) != 0;
     if (odd)
         errf(err, errlen,
@@ -681,7 +637,7 @@ static int pn_output(pn_ctx *x, char *err, size_t errlen)
     }
     if (x->c->json) pn_json(x, written);
     if (written && !x->c->json) {
-        char *path = pn_clean(x->path), *pull = pn_clean(x->pull);
+        char *path = utf8_clean(x->path), *pull = utf8_clean(x->pull);
         printf("wrote %s\n", path);
         if (x->pull) printf("next: gpumod model pull %s\n", pull);
         free(path);
@@ -698,7 +654,7 @@ static void print_err(const char *err)
     for (const char *p = err; p;) {
         const char *nl = strchr(p, '\n');
         char *line = xstrndup(p, nl ? (size_t)(nl - p) : strlen(p));
-        char *t = pn_clean(line);
+        char *t = utf8_clean(line);
         fprintf(stderr, "%s\n", t);
         free(t);
         free(line);

@@ -7,15 +7,11 @@
 
 #include "util/buf.h"
 
-/* s (malloc) with every control character (C0, DEL, C1), every line or
- * paragraph separator YAML or a terminal honours (U+0085, U+2028,
- * U+2029), the BOM, bidirectional overrides and every byte that is not
- * valid UTF-8 replaced by '?'.  NULL gives "". */
-char *pn_clean(const char *s);
+/* Comments and the terminal get util/utf8.h's utf8_clean(). */
 
 /* s appended to b as a YAML double-quoted scalar: \" \\ \n \t, \xNN for
- * the other control bytes (C0, DEL, C1), \uNNNN for U+2028, U+2029, the
- * BOM and bidirectional overrides.  0, or -1 (b unchanged) when s is not
+ * the other control bytes (C0, DEL, C1), \uNNNN (\UNNNNNNNN) for the other
+ * code points util/utf8.h calls unsafe.  0, or -1 (b unchanged) when s is not
  * valid UTF-8: no YAML scalar can hold it. */
 int pn_yaml_quote(buf *b, const char *s);
 

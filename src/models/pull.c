@@ -468,13 +468,14 @@ typedef struct dl {
     int fd;
     uint64_t pos; /* bytes in the .part */
     sha256_ctx h;
-    mhttp_reply *r; /* the reply being read: its headers are in before the first body byte */
-    bool started;   /* the first body byte of this request came */
-    bool restarted; /* this pull began the file again */
-    int werr;       /* errno of a failed write */
-    char bad[256];  /* the reply's start did not fit */
-    uint64_t limit; /* the bytes the file may have: listing, else the reply's; UINT64_MAX none */
-    bool over;      /* the server sent more than limit: the .part was deleted */
+    mhttp_reply *r;  /* the reply being read: its headers are in before the first body byte */
+    bool started;    /* the first body byte of this request came */
+    bool restarted;  /* this pull began the file again */
+    int werr;        /* errno of a failed write */
+    char bad[256];   /* the reply's start did not fit */
+    uint64_t limit;  /* the bytes the file may have: listing, else the reply's; UINT64_MAX none */
+    bool over;       /* the server sent more than limit: the .part was deleted */
+    bool disk_bound; /* limit is the free disk (no size was said) */
     mprog prog;
 } dl;
 
@@ -502,6 +503,19 @@ static int dl_begin(dl *d)
     if (d->limit == UINT64_MAX && r->range_total != MHTTP_UNKNOWN) d->limit = r->range_total;
     if (d->limit == UINT64_MAX && r->range_start == MHTTP_UNKNOWN)
         d->limit = r->content_length; /* a 200's length is the file's */
+    if (d->limit == UINT64_MAX) {     /* no size anywhere: what the disk holds, less the margin */
+        uint64_t avail;
+        char *where = NULL;
+        d->disk_bound = true;
+        d->limit = free_bytes(d->t->tmp, &avail, &where) == 0 && avail > MPULL_MARGIN
+                       ? d->pos + (avail - MPULL_MARGIN)
+                       : d->pos;
+        free(where);
+    }
+    if (r->hop_status == 206 && r->range_start == MHTTP_UNKNOWN) {
+        snprintf(d->bad, sizeof d->bad, "a 206 reply without a Content-Range this client can read");
+        return -1;
+    }
     if (r->range_start != MHTTP_UNKNOWN) {
         if (r->range_start == d->pos) return 0;
         snprintf(d->bad, sizeof d->bad, "the server answered from byte %" PRIu64 ", not %" PRIu64,
@@ -585,7 +599,7 @@ static rstep dl_status(dl *d, char *err, size_t errlen)
             if (d->t->size == UINT64_MAX) d->t->size = total;
             return R_DONE;
         }
-        if (a == MPULL_RESTART && !d->restarted) {
+        if ((a == MPULL_RESTART || (a != MPULL_WHOLE && d->pos > 0)) && !d->restarted) {
             say(d->p, "%s: the .part does not fit the file on the server: starting again from 0",
                 d->t->f->path);
             d->restarted = true;
@@ -610,8 +624,9 @@ static rstep dl_once(dl *d, char *err, size_t errlen)
     part *t = d->t;
     char etag[160];
     etag_read(t->etagp, etag, sizeof etag);
-    if (d->pos > 0 && etag_weak(etag)) {
-        say(p, "%s: the server's ETag is weak: cannot resume safely, starting again", t->f->path);
+    if (d->pos > 0 && (etag_weak(etag) || !etag[0])) {
+        say(p, "%s: the server's ETag is %s: cannot resume safely, starting again", t->f->path,
+            etag[0] ? "weak" : "missing");
         d->restarted = true;
         t->resumed = false;
         dl_restart(d);
@@ -641,11 +656,17 @@ static rstep dl_once(dl *d, char *err, size_t errlen)
     else if (d->over) {
         char b[32];
         mpull_bytes(d->limit, b, sizeof b);
-        errf(err, errlen,
-             "%s: the server sent more than the %" PRIu64 " bytes (%s) %s; the download was "
-             "discarded",
-             t->f->path, d->limit, b,
-             t->f->size != UINT64_MAX ? "the listing says" : "it announced");
+        if (d->disk_bound)
+            errf(err, errlen,
+                 "%s: the server said no size and sent more than the disk holds beyond 1 GiB to "
+                 "spare (%s); the download was discarded",
+                 t->f->path, b);
+        else
+            errf(err, errlen,
+                 "%s: the server sent more than the %" PRIu64 " bytes (%s) %s; the download was "
+                 "discarded",
+                 t->f->path, d->limit, b,
+                 t->f->size != UINT64_MAX ? "the listing says" : "it announced");
         s = R_FAIL;
     } else if (d->werr)
         s = (errf(err, errlen, "writing '%s': %s", t->tmp, strerror(d->werr)), R_FAIL);

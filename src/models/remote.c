@@ -26,6 +26,9 @@
  * biggest tokenizers ~20 MiB); so is one read in more requests */
 #define FILE_MAX_BYTES (512ull << 20)
 #define FILE_MAX_REQUESTS 1000
+/* and for a model with all its split parts (split.count may claim 65535) */
+#define MODEL_MAX_BYTES (2048ull << 20)
+#define MODEL_MAX_REQUESTS 5000
 
 typedef struct rfile {
     mremote *m;
@@ -59,6 +62,13 @@ static int fetch(rfile *f, const char *url, uint64_t off, uint64_t len, mhttp_re
     o.max_bytes = len;
     /* the token belongs to the URL asked for, never to where it redirected */
     if (!o.token_origin) o.token_origin = f->url;
+    if (f->m->requests >= MODEL_MAX_REQUESTS || f->m->bytes_fetched + len > MODEL_MAX_BYTES) {
+        memset(r, 0, sizeof *r);
+        return errf_ret(-1, err, errlen,
+                        "%s: the model's headers go on past %llu MiB or %d requests: refused as "
+                        "hostile",
+                        f->show, MODEL_MAX_BYTES >> 20, MODEL_MAX_REQUESTS);
+    }
     if (f->requests >= FILE_MAX_REQUESTS || f->fetched + len > FILE_MAX_BYTES) {
         memset(r, 0, sizeof *r);
         return errf_ret(-1, err, errlen,

@@ -32,6 +32,7 @@
 #include "models/searchfit.h"
 #include "models/source.h"
 #include "util/buf.h"
+#include "util/utf8.h"
 #include "util/errf.h"
 #include "util/exitcode.h"
 #include "util/opt.h"
@@ -313,20 +314,20 @@ static void print_text(const cJSON *models, bool fit)
            "UPDATED", "GATED", fit ? "  BEST FIT (ALONE)" : "");
     cJSON_ArrayForEach(m, models)
     {
-        const char *pt = str(m, "pipeline_tag");
-        const char *lm = str(m, "last_modified");
+        /* the Hub's strings reach a terminal: no escape sequence of theirs does */
+        char *id = utf8_clean(str(m, "id")), *pt = utf8_clean(str(m, "pipeline_tag")),
+             *lm = utf8_clean(str(m, "last_modified"));
         const cJSON *g = cJSON_GetObjectItemCaseSensitive(m, "gated");
+        char *gs = utf8_clean(cJSON_IsString(g) ? g->valuestring : cJSON_IsTrue(g) ? "yes" : "no");
         buf f = BUF_INIT;
         if (fit) {
             buf_adds(&f, "  ");
             msearch_fit_text(&f, cJSON_GetObjectItemCaseSensitive(m, "fit"));
         }
-        printf("%-*s  %10.0f  %6.0f  %-20s  %-10.10s  %-5s%s\n", w, str(m, "id"),
-               num(m, "downloads"), num(m, "likes"), pt ? pt : "-", lm ? lm : "-",
-               cJSON_IsString(g) ? g->valuestring
-               : cJSON_IsTrue(g) ? "yes"
-                                 : "no",
-               f.p);
+        char *fs = utf8_clean(f.p);
+        printf("%-*s  %10.0f  %6.0f  %-20s  %-10.10s  %-5s%s\n", w, id, num(m, "downloads"),
+               num(m, "likes"), *pt ? pt : "-", *lm ? lm : "-", gs, fs);
+        free(id), free(pt), free(lm), free(gs), free(fs);
         buf_release(&f);
     }
 }

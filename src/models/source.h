@@ -68,7 +68,7 @@ int msource_group(msource *s, mfile *files, size_t n, char *err, size_t errlen);
 /* "Q4_K_M" from "Model-7B-Q4_K_M.gguf" (case kept as written), "" when none. */
 void mquant_from_name(const char *name, char *out, size_t len);
 
-/* The Hub's parts (hub.c): the repository's files (tree listing, pages
+/* The Hub's parts (hub.c): the repository's .gguf files (tree listing, pages
  * followed), its config.json, and search. */
 int mhub_list_files(const mhub *h, const char *repo, const char *rev, mfile **files, size_t *n,
                     char *err, size_t errlen);

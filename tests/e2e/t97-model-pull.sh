@@ -294,6 +294,26 @@ t_eq "$(nlog '.server == "cdn" and .range != null')" 0 "requests with Range"
 cmp -s "$M/evil/weaketag-GGUF/$A" "$HUB/test/tiny-GGUF/$A" || t_fail "the file differs"
 t_end
 
+t_begin "a resume answered 206 'bytes A-B/*' (no total): appended, verified"
+mkdir -p "$M/evil/startotal-GGUF"
+head -c 1000 "$HUB/test/tiny-GGUF/$A" >"$M/evil/startotal-GGUF/$A.part"
+echo "$ASHA" >"$M/evil/startotal-GGUF/$A.part.etag"
+t_run 0 gpumod --json model pull "hf:evil/startotal-GGUF/$A" --dir "$M"
+t_jq out '.files[0].status' resumed
+t_jq out '.files[0].verified' true
+t_jq out '.bytes_fetched' "$((ASIZE - 1000))"
+cmp -s "$M/evil/startotal-GGUF/$A" "$HUB/test/tiny-GGUF/$A" || t_fail "the file differs"
+t_end
+
+t_begin "a resume answered 206 without Content-Range: refused, nothing renamed into place"
+mkdir -p "$M/evil/norangehdr-GGUF"
+head -c 1000 "$HUB/test/tiny-GGUF/$A" >"$M/evil/norangehdr-GGUF/$A.part"
+echo "$ASHA" >"$M/evil/norangehdr-GGUF/$A.part.etag"
+t_run 1 gpumod model pull "hf:evil/norangehdr-GGUF/$A" --dir "$M"
+t_has err "a 206 reply without a Content-Range this client can read"
+t_run 0 test ! -e "$M/evil/norangehdr-GGUF/$A"
+t_end
+
 t_begin "upper-case digests (lfs.oid, X-Linked-Etag): verified, kept"
 t_run 0 gpumod model pull "hf:evil/upperdigest-GGUF/$A" --dir "$M"
 t_has out "pulled $M/evil/upperdigest-GGUF/$A (1.0 MiB, sha256 verified)"

@@ -33,6 +33,16 @@ t_jq "$T/out" '.files[0].error | test("nothere.gguf")' true
 t_jq "$T/out" '.files[0].error | test("SECRETSIG") | not' true
 t_end
 
+t_begin "a split part by its signed CDN URL: the error has no signature"
+LOC=$(curl -s -o /dev/null -w '%{redirect_url}' \
+    "$HF_ENDPOINT/test/split-GGUF/resolve/main/tiny-split-00002-of-00002.gguf")
+case "$LOC" in *'?'*) ;; *) t_fail "no signed CDN URL: '$LOC'" ;; esac
+SIG=${LOC#*\?}
+t_run 1 gpumod --json model fit "$LOC"
+t_jq "$T/out" '.files[0].error | test("a split model .* named by a URL with a query")' true
+case "$(jq -r '.files[0].error' "$T/out")" in *"$SIG"*) t_fail "the signature is in the error" ;; esac
+t_end
+
 t_begin "a listing's next page on another server is refused, and gets no token"
 : >"$HUBLOG"
 HF_TOKEN=hf_fake_token_123 t_run 1 gpumod model fit hf:evil/link-GGUF

@@ -96,6 +96,9 @@ Behaviours (meta "behaviour"):
                CDN answers /api/models/... as the hub does.
     weaketag   the CDN's ETag is W/"sha256"; an If-Range never matches it.
     upperdigest nothing here: hfgen writes the sha256 in upper case.
+    startotal  a 206's Content-Range says "bytes A-B/*" (a total the server
+               does not know; RFC 9110 allows it).
+    norangehdr a 206 without any Content-Range.
 Hostile listing entries (org evil): "file" in an oids entry is where the
 bytes are when the listed path is no disk path (it may hold "../" or
 control characters); "list_size" the size listed instead of the real one.
@@ -560,7 +563,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(206 if rng else 200)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(n))
-        if rng:
+        if rng and behaviour == "startotal":
+            self.send_header("Content-Range", f"bytes {a}-{b}/*")
+        elif rng and behaviour != "norangehdr":
             self.send_header("Content-Range", f"bytes {a}-{b}/{total}")
         for k, v in common:
             self.send_header(k, v)

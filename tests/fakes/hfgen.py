@@ -15,7 +15,7 @@ nothing on success unless -v.
 
 .meta.json:
     {"gated": bool, "behaviour": "normal"|"cut"|"norange"|"baddigest"|"anyresolve"|
-     "linkcdn"|"weaketag"|"upperdigest",
+     "linkcdn"|"weaketag"|"upperdigest"|"startotal"|"norangehdr",
      "tags": [...], "pipeline_tag": "text-generation", "author": org,
      "downloads": N, "likes": N, "config": {config.json} or null,
      "sha": repo commit (40 hex), "createdAt", "lastModified",
@@ -675,7 +675,8 @@ def build_evil(root, aid, tiny, info_a, info_t):
     r.finish(*info_a)
     built.append(r)
 
-    for name, beh in (("weaketag", "weaketag"), ("upperdigest", "upperdigest")):
+    for name, beh in (("weaketag", "weaketag"), ("upperdigest", "upperdigest"),
+                      ("startotal", "startotal"), ("norangehdr", "norangehdr")):
         r = Repo(root, f"evil/{name}-GGUF", 10, 0, behaviour=beh)
         r.add_real("aidreams260K-f32.gguf", aid)
         r.finish(*info_a)

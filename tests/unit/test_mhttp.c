@@ -29,6 +29,8 @@ static void content_ranges(void **state)
     (void)state;
     mhttp_reply r = cr("bytes 0-99/1000");
     assert_true(r.range_start == 0 && r.range_end == 99 && r.range_total == 1000);
+    r = cr("bytes 5-9/*");
+    assert_true(r.range_start == 5 && r.range_end == 9 && r.range_total == MHTTP_UNKNOWN);
     r = cr("bytes */1000");
     assert_true(r.range_start == MHTTP_UNKNOWN && r.range_total == 1000);
     static const char *const bad[] = {"bytes -1-99/1000",
@@ -39,6 +41,8 @@ static void content_ranges(void **state)
                                       "bytes 0-99/1000x",
                                       "items 0-99/1000",
                                       "bytes 0-99",
+                                      "bytes 0-99/*x",
+                                      "bytes 9-5/*",
                                       "bytes 0-99/99999999999999999999999",
                                       NULL};
     for (const char *const *b = bad; *b; b++) {

@@ -25,6 +25,7 @@
 #include "gguf_synth.h"
 #include "model/gguf.h"
 #include "models/presetgen.h"
+#include "util/utf8.h"
 #include "util/buf.h"
 
 typedef struct memsrc {
@@ -283,16 +284,16 @@ static void read_error(void **state)
 static void preset_text(void **state)
 {
     (void)state;
-    char *c = pn_clean("a\nb\"c\\d\x1b[0m\x7f\tz");
+    char *c = utf8_clean("a\nb\"c\\d\x1b[0m\x7f\tz");
     assert_string_equal(c, "a?b\"c\\d?[0m??z");
     free(c);
-    c = pn_clean("nel\xc2\x85ls\xe2\x80\xa8"
+    c = utf8_clean("nel\xc2\x85ls\xe2\x80\xa8"
                  "bidi\xe2\x80\xae"
                  "bad\xff\xc3(ok \xc3\xa9");
     assert_string_equal(c, "nel?ls?bidi?bad?"
                            "?(ok \xc3\xa9");
     free(c);
-    c = pn_clean(NULL);
+    c = utf8_clean(NULL);
     assert_string_equal(c, "");
     free(c);
     buf b = BUF_INIT;
@@ -321,12 +322,12 @@ static void preset_text(void **state)
     };
     for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
         buf_clear(&b);
-        char *t = pn_clean(hostile[i]);
+        char *t = utf8_clean(hostile[i]);
         buf_printf(&b, "# %s\nk: ", t);
         free(t);
         assert_int_equal(pn_yaml_quote(&b, hostile[i]), 0);
         buf_adds(&b, "\n  # ");
-        t = pn_clean(hostile[i]);
+        t = utf8_clean(hostile[i]);
         buf_adds(&b, t);
         free(t);
         buf_addc(&b, '\n');

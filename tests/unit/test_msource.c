@@ -205,6 +205,12 @@ static void repository_paths(void **state)
     assert_string_equal(mhub_path_problem("m\nargs: x\n#.gguf"), "a control character in the path");
     assert_string_equal(mhub_path_problem("a\\b.gguf"), "a backslash in the path");
     assert_string_equal(mhub_path_problem(""), "an empty or over-long path");
+    /* U+FFFE (libyaml refuses it), a bidi override, C1, a cut sequence */
+    static const char *const odd[] = {"a\xef\xbf\xbe.gguf", "a\xe2\x80\xae" "b.gguf", "a\xc2\x85.gguf",
+                                      "a\xc3.gguf",         "\xff.gguf",           NULL};
+    for (const char *const *o = odd; *o; o++)
+        assert_non_null(strstr(mhub_path_problem(*o), "not UTF-8, or an invisible"));
+    assert_null(mhub_path_problem("caf\xc3\xa9-Q4_K_M.gguf"));
 }
 
 static void listed_twice(void **state)

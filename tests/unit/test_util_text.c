@@ -15,6 +15,7 @@
 #include "util/dur.h"
 #include "util/errf.h"
 #include "util/opt.h"
+#include "util/utf8.h"
 
 static void errf_writes_and_tolerates_null(void **st)
 {
@@ -22,7 +23,7 @@ static void errf_writes_and_tolerates_null(void **st)
     char e[16];
     errf(e, sizeof e, "bad %d of %s", 3, "twelve-letters");
     assert_string_equal(e, "bad 3 of twelve"); /* truncated to the buffer */
-    errf(NULL, 0, "nowhere %d", 1);          /* no buffer: nothing happens */
+    errf(NULL, 0, "nowhere %d", 1);            /* no buffer: nothing happens */
     assert_int_equal(errf_ret(-1, e, sizeof e, "x=%d", 7), -1);
     assert_string_equal(e, "x=7");
     assert_int_equal(errf_ret(42, NULL, 0, "ignored"), 42);
@@ -32,7 +33,8 @@ static void view_ieq_ignores_ascii_case_only(void **st)
 {
     (void)st;
     assert_true(view_ieq((view){"Content-Length", 14}, "content-length"));
-    assert_false(view_ieq((view){"Content-Length", 7}, "content-length")); /* a prefix is not equal */
+    assert_false(
+        view_ieq((view){"Content-Length", 7}, "content-length")); /* a prefix is not equal */
     assert_false(view_ieq((view){"chunkedx", 8}, "chunked"));
     assert_true(view_ieq((view){"", 0}, ""));
 }
@@ -57,9 +59,9 @@ static void durations_exact_and_human(void **st)
         int64_t ms;
         const char *exact, *human;
     } cases[] = {
-        {-5, "null", "0ms"},       {0, "0s", "0ms"},          {410, "410ms", "410ms"},
-        {1500, "1500ms", "1.5s"},  {90000, "90s", "1m30s"},   {300000, "5m", "5m00s"},
-        {192000, "192s", "3m12s"}, {7200000, "2h", "2h00m"},  {7500000, "125m", "2h05m"},
+        {-5, "null", "0ms"},         {0, "0s", "0ms"},         {410, "410ms", "410ms"},
+        {1500, "1500ms", "1.5s"},    {90000, "90s", "1m30s"},  {300000, "5m", "5m00s"},
+        {192000, "192s", "3m12s"},   {7200000, "2h", "2h00m"}, {7500000, "125m", "2h05m"},
         {273600000, "76h", "3d04h"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -92,6 +94,33 @@ static int run_main(int argc, char **argv)
 {
     g_called = 200 + argc;
     return 5;
+}
+
+static void utf8_rules(void **st)
+{
+    (void)st;
+    uint32_t c = 0;
+    assert_int_equal(utf8_next((const unsigned char *)"\xc3\xa9", &c), 2);
+    assert_int_equal(c, 0xe9);
+    assert_int_equal(utf8_next((const unsigned char *)"\xc0\x80", &c), 0);     /* overlong */
+    assert_int_equal(utf8_next((const unsigned char *)"\xed\xa0\x80", &c), 0); /* surrogate */
+    assert_int_equal(utf8_next((const unsigned char *)"\xf4\x90\x80\x80", &c), 0);
+    static const uint32_t unsafe[] = {0,      0x1b,   0x7f,   0x85,    0x9f,
+                                      0x200e, 0x2028, 0x202e, 0x2066,  0xfeff,
+                                      0xfdd0, 0xfffe, 0xffff, 0x1fffe, 0x10ffff};
+    for (size_t i = 0; i < sizeof unsafe / sizeof *unsafe; i++)
+        assert_true(utf8_unsafe(unsafe[i]));
+    static const uint32_t safe[] = {' ', 'a', 0xa0, 0xe9, 0x4e2d, 0xfffd, 0x1f600};
+    for (size_t i = 0; i < sizeof safe / sizeof *safe; i++)
+        assert_false(utf8_unsafe(safe[i]));
+    char *t = utf8_clean("a\x1b[31mb\xef\xbf\xbe\xff\xc3\xa9");
+    assert_string_equal(t, "a?[31mb??\xc3\xa9");
+    free(t);
+    t = utf8_clean(NULL);
+    assert_string_equal(t, "");
+    free(t);
+    assert_true(utf8_safe("caf\xc3\xa9"));
+    assert_false(utf8_safe("a\nb"));
 }
 
 static void options_and_dispatch(void **st)
@@ -131,6 +160,7 @@ int main(void)
         cmocka_unit_test(json_helpers),
         cmocka_unit_test(durations_exact_and_human),
         cmocka_unit_test(options_and_dispatch),
+        cmocka_unit_test(utf8_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
