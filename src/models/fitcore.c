@@ -162,14 +162,6 @@ typedef struct opener {
     size_t next;
 } opener;
 
-static bool token_for(const opener *o, const char *url)
-{
-    if (!o->hub || !o->hub->token) return false;
-    if (o->s->kind == MSRC_HF) return true;
-    size_t n = strlen(o->hub->endpoint);
-    return !strncmp(url, o->hub->endpoint, n) && url[n] == '/';
-}
-
 static void open_one(opener *o, fit_model *fm)
 {
     const mgroup *grp = fm->grp;
@@ -179,8 +171,8 @@ static void open_one(opener *o, fit_model *fm)
     } else {
         mremote m;
         memset(&m, 0, sizeof m);
-        m.base.timeout_ms = o->hub && o->hub->timeout_ms > 0 ? o->hub->timeout_ms : 30000;
-        m.base.token = token_for(o, grp->first) ? o->hub->token : NULL;
+        if (o->hub) m.base = mhub_opts(o->hub, 0); /* the token for the Hub's origin only */
+        if (m.base.timeout_ms <= 0) m.base.timeout_ms = 30000;
         m.base.interrupted = o->c->interrupted;
         gguf_io io;
         mremote_io(&m, &io);

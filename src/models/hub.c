@@ -40,16 +40,35 @@ static void path_escape(buf *b, const char *path)
     free(dup);
 }
 
+/* {endpoint}/{pre}{repo}/{verb}/{rev}{tail}, each part escaped */
+static char *hub_url(const mhub *h, const char *pre, const char *repo, const char *verb,
+                     const char *rev)
+{
+    buf b = BUF_INIT;
+    buf_printf(&b, "%s/%s", h->endpoint, pre);
+    path_escape(&b, repo);
+    buf_printf(&b, "/%s/", verb);
+    url_query_escape(&b, rev);
+    return buf_detach(&b);
+}
+
 char *mhub_resolve_url(const mhub *h, const char *repo, const char *rev, const char *path)
 {
     buf b = BUF_INIT;
-    buf_printf(&b, "%s/", h->endpoint);
-    path_escape(&b, repo);
-    buf_adds(&b, "/resolve/");
-    url_query_escape(&b, rev);
-    buf_addc(&b, '/');
+    char *base = hub_url(h, "", repo, "resolve", rev);
+    buf_printf(&b, "%s/", base);
+    free(base);
     path_escape(&b, path);
     return buf_detach(&b);
+}
+
+mhttp_opts mhub_opts(const mhub *h, uint64_t max_bytes)
+{
+    return (mhttp_opts){.token = h->token,
+                        .token_origin = h->endpoint,
+                        .timeout_ms = h->timeout_ms,
+                        .max_bytes = max_bytes,
+                        .interrupted = h->interrupted};
 }
 
 /* A size from JSON: an integer in [0, 2^53] (a double holds those
@@ -172,20 +191,12 @@ int mhub_list_files(const mhub *h, const char *repo, const char *rev, mfile **fi
 {
     *files = NULL;
     *n = 0;
-    buf url = BUF_INIT;
-    buf_printf(&url, "%s/api/models/", h->endpoint);
-    path_escape(&url, repo);
-    buf_adds(&url, "/tree/");
-    url_query_escape(&url, rev);
-    buf_adds(&url, "?recursive=true");
-    char *next = buf_detach(&url);
+    char *base = hub_url(h, "api/models/", repo, "tree", rev);
+    char *next = xasprintf("%s?recursive=true", base);
+    free(base);
     char hub_origin[512], next_origin[512];
     if (mhttp_origin(h->endpoint, hub_origin, sizeof hub_origin) < 0) hub_origin[0] = 0;
-    mhttp_opts o = {.token = h->token,
-                    .token_origin = h->endpoint,
-                    .timeout_ms = h->timeout_ms,
-                    .max_bytes = LIST_MAX_BYTES,
-                    .interrupted = h->interrupted};
+    mhttp_opts o = mhub_opts(h, LIST_MAX_BYTES);
     int rc = 0, pages = 0;
     while (next && rc == 0) {
         if (++pages > LIST_MAX_PAGES) {

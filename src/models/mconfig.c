@@ -127,10 +127,7 @@ static cJSON *summary(const char *repo, const char *rev, const cJSON *c)
 static cJSON *fetch(const mhub *h, const char *repo, const char *rev, char *err, size_t errlen)
 {
     char *url = mhub_resolve_url(h, repo, rev, "config.json");
-    mhttp_opts o = {.token = h->token,
-                    .timeout_ms = h->timeout_ms,
-                    .max_bytes = CONFIG_MAX_BYTES,
-                    .interrupted = h->interrupted};
+    mhttp_opts o = mhub_opts(h, CONFIG_MAX_BYTES);
     mhttp_reply r;
     cJSON *j = NULL;
     if (mhttp_get(url, &o, &r) < 0)

@@ -159,10 +159,7 @@ static cJSON *hub_search(const mhub *h, const sargs *a, const char *ptag, long l
     buf_printf(&u, "&filter=gguf&limit=%ld", limit);
     if (ptag) buf_printf(&u, "&pipeline_tag=%s", ptag);
     buf_adds(&u, "&sort=downloads&direction=-1");
-    mhttp_opts o = {.token = h->token,
-                    .timeout_ms = h->timeout_ms,
-                    .max_bytes = SEARCH_MAX_BYTES,
-                    .interrupted = h->interrupted};
+    mhttp_opts o = mhub_opts(h, SEARCH_MAX_BYTES);
     mhttp_reply r;
     cJSON *j = NULL;
     if (mhttp_get(u.p, &o, &r) < 0) {

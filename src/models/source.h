@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "models/http.h"
 #include "util/strv.h"
 
 typedef enum { MSRC_FILE, MSRC_DIR, MSRC_URL, MSRC_HF } msrc_kind;
@@ -73,6 +74,9 @@ void mquant_from_name(const char *name, char *out, size_t len);
 int mhub_list_files(const mhub *h, const char *repo, const char *rev, mfile **files, size_t *n,
                     char *err, size_t errlen);
 char *mhub_resolve_url(const mhub *h, const char *repo, const char *rev, const char *path);
+/* The options of a request to the Hub's API: its token (for its origin
+ * only), its deadline, the interrupt flag, a bound on the reply. */
+mhttp_opts mhub_opts(const mhub *h, uint64_t max_bytes);
 /* NULL when a repository path is safe as a file name below a directory
  * (relative, no empty / '.' / '..' part, no backslash, no control byte),
  * else what is wrong.  The listing refuses .gguf files with such paths. */
