@@ -163,6 +163,8 @@ typedef struct preset {
     int64_t startup_timeout_ms;
     bool supports_sleep;
     int sleep; /* sleep_mode */
+    int64_t idle_timeout_ms; /* -1: the router's idle_timeout; 0: never unloaded for idleness */
+    bool slot_save;          /* llama.cpp: --slot-save-path, prompt cache saved across a sleep or switch */
     char *unit_template;
     kvlist unit_vars; /* as written, after $VAR expansion (for config show) */
     strv command;     /* driver command: the argv template */
@@ -218,12 +220,14 @@ typedef struct settings {
         double watchdog_over_need_factor;
         int64_t watchdog_over_need_margin_mb;
         int64_t nvml_timeout_ms, verify_freed_timeout_ms;
+        bool unified_sleep; /* sleep_mode l1/l2 acted on on a unified-memory host (default off) */
     } memory;
     struct {
         int runner; /* runner_kind */
         int64_t health_interval_ms, health_failures, startup_timeout_ms, stop_timeout_ms;
         restart_policy restart;
         int64_t log_max_mb, log_keep;
+        int64_t slots_max_mb; /* <state_dir>/slots: saved prompt caches, oldest out past this */
     } supervisor;
     struct {
         int64_t drain_timeout_ms, timeout_ms;
@@ -239,6 +243,7 @@ typedef struct settings {
         int64_t queue_max, queue_timeout_ms, max_body_mb, max_header_kb;
         int64_t header_timeout_ms, body_timeout_ms, max_connections;
         strv cors_origins;
+        int64_t idle_timeout_ms; /* services' default: unloaded after this long without a request; 0: never */
     } router;
 } settings;
 

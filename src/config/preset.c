@@ -580,8 +580,15 @@ const field preset_fields[] = {
     {"supports_sleep", F_BOOL, P(supports_sleep), .flags = FL_IGNORED,
      .doc = "sleep capability comes from the driver and sleep_mode"},
     {"sleep_mode", F_ENUM, P(sleep), .names = sleep_mode_names, .deflt = "none",
-     .doc = "none, l1/l2 (vLLM sleep levels), router (llama.cpp router unload); not yet acted on (warning): vLLM gets "
-            "--enable-sleep-mode, but a switch still stops the service"},
+     .doc = "how the service leaves the GPU short of a stop: none (stop), l1 (vLLM: weights to host RAM, KV "
+            "freed), l2 (vLLM: weights and KV freed), router (llama.cpp router mode: its models unloaded); "
+            "docs/modes.md"},
+    {"idle_timeout", F_DURATION, P(idle_timeout_ms), 0, 2592000000LL, .flags = FL_NULLABLE_INT, .deflt = "null",
+     .doc = "with no request for this long the service sleeps (sleep_mode) or stops; 0: never (default: "
+            "router.idle_timeout)"},
+    {"slot_save", F_BOOL, P(slot_save), .deflt = "false",
+     .doc = "llama.cpp: save each slot's prompt cache before a sleep or stop and restore it after the same "
+            "model's wake or start (--slot-save-path under <state_dir>/slots)"},
     {"unit_template", F_STR, P(unit_template), .flags = FL_IGNORED,
      .doc = "gpumod renders its own units (gpumod template render)"},
     {"unit_vars", F_CUSTOM, 0, .parse = parse_unit_vars, .show = show_unit_vars,
@@ -697,21 +704,32 @@ static void warn_not_yet(schema_ctx *c, const preset *p, const ynode *root, cons
 {
     const ynode *sm = ymap_get(root, "sleep_mode"), *k;
     bool level = p->sleep == SLEEP_L1 || p->sleep == SLEEP_L2;
-    if (p->driver == DRV_VLLM && level)
-        schema_warn(c, sm,
-                    "key 'sleep_mode' is accepted but not yet acted on: vLLM starts with --enable-sleep-mode, but a "
-                    "switch or stop still stops the service (it is never put to sleep at level %d)",
-                    p->sleep == SLEEP_L1 ? 1 : 2);
-    else if (p->driver == DRV_LLAMACPP && p->sleep == SLEEP_ROUTER && p->llama.models_dir)
-        schema_warn(c, sm,
-                    "key 'sleep_mode' is accepted but not yet acted on: a switch or stop still stops the service (its "
-                    "models are never unloaded instead)");
-    else if (p->driver != DRV_VLLM && p->driver != DRV_LLAMACPP && p->sleep != SLEEP_NONE)
+    if (p->driver != DRV_VLLM && p->driver != DRV_LLAMACPP && p->sleep != SLEEP_NONE)
         schema_warn(c, sm, "sleep_mode %s is %s; driver %s cannot sleep, so a stop frees this service",
                     sleep_mode_names[p->sleep], level ? "a vLLM sleep level" : "llama.cpp router mode's unload",
                     driver_names[p->driver]);
     if (p->driver == DRV_VLLM && (k = ymap_key(uv, "sleep_level")))
-        schema_warn(c, k, "unit_vars: key 'sleep_level' is accepted but not yet acted on: no POST /sleep is ever sent");
+        schema_warn(c, k,
+                    "unit_vars: key 'sleep_level' is accepted but not acted on: the level of each POST /sleep "
+                    "comes from sleep_mode (l1 or l2)");
+    if (p->slot_save && p->driver != DRV_LLAMACPP)
+        schema_warn(c, ymap_get(root, "slot_save"),
+                    "slot_save: only llama.cpp saves slots; driver %s does nothing with it",
+                    driver_names[p->driver]);
+}
+
+/* The engines' sleep, wake and load endpoints are unauthenticated
+ * development endpoints: a preset that uses them must keep its engine on
+ * loopback. */
+static void check_sleep_loopback(schema_ctx *c, const preset *p, const ynode *root, const ynode *uv)
+{
+    if (p->sleep == SLEEP_NONE || (p->driver != DRV_VLLM && p->driver != DRV_LLAMACPP)) return;
+    const char *h = p->host ? p->host : "127.0.0.1";
+    if (!strcmp(h, "::1") || !strcmp(h, "localhost") || !strncmp(h, "127.", 4)) return;
+    schema_error(c, ymap_get(uv, "host") ? ymap_get(uv, "host") : ymap_get(root, "sleep_mode"),
+                 "unit_vars: sleep_mode %s uses the engine's unauthenticated sleep/load endpoints: host must be "
+                 "a loopback address (127.0.0.1, ::1 or localhost), not '%s'",
+                 sleep_mode_names[p->sleep], h);
 }
 
 /* id, name, host, aliases, health_endpoint: valid, defaults filled. */
@@ -888,6 +906,7 @@ static void preset_finish(schema_ctx *c, pbuild *pb, const ynode *root)
     finish_memory(c, p, root);
     finish_driver_keys(c, p, root);
     warn_not_yet(c, p, root, uv);
+    check_sleep_loopback(c, p, root, uv);
     switch (p->driver) {
     case DRV_LLAMACPP: finish_llamacpp(c, p, root, uv); break;
     case DRV_VLLM: finish_vllm(c, p, root); break;

@@ -38,6 +38,9 @@ static const field memory_fields[] = {
     {"gpu_margin_mb", F_INT, S(memory.gpu_margin_mb), 0, MB_MAX, .deflt = "1024", .doc = "MiB kept free per discrete GPU"},
     {"uma_reserve_mb", F_INT, S(memory.uma_reserve_mb), 0, MB_MAX, .deflt = "8192",
      .doc = "unified memory: MiB left for the OS and the operator"},
+    {"unified_sleep", F_BOOL, S(memory.unified_sleep), .deflt = "false",
+     .doc = "act on sleep_mode l1/l2 on a unified-memory host (GB10); off: such services stop, since a level-1 "
+            "sleep frees nothing there and wakes have crashed the engine and the host"},
     {"min_contig_mb", F_INT, S(memory.min_contig_mb), 0, MB_MAX, .deflt = "2048",
      .doc = "free MiB in blocks of 2 MiB and larger; applied when an NVIDIA driver is present"},
     {"psi_some_avg10_max", F_FLOAT, S(memory.psi_some_avg10_max), 0, 100, .deflt = "10",
@@ -71,6 +74,8 @@ static const field supervisor_fields[] = {
      .doc = "restart delay cap"},
     {"log_max_mb", F_INT, S(supervisor.log_max_mb), 1, 1048576, .deflt = "64", .doc = "per-service log size before rotation"},
     {"log_keep", F_INT, S(supervisor.log_keep), 0, 100, .deflt = "3", .doc = "rotated logs kept"},
+    {"slots_max_mb", F_INT, S(supervisor.slots_max_mb), 0, MB_MAX, .deflt = "8192",
+     .doc = "<state_dir>/slots (slot_save's prompt caches): the oldest files go past this size"},
     {NULL},
 };
 
@@ -95,6 +100,9 @@ static const field router_fields[] = {
     {"queue_max", F_INT, S(router.queue_max), 0, 1000000, .deflt = "64", .doc = "requests waiting for an activation"},
     {"queue_timeout", F_DURATION, S(router.queue_timeout_ms), DUR(1, 86400000), .deflt = "5m",
      .doc = "how long a request may wait for an activation"},
+    {"idle_timeout", F_DURATION, S(router.idle_timeout_ms), DUR(0, 2592000000LL), .deflt = "0",
+     .doc = "services without their own idle_timeout sleep (sleep_mode) or stop after this long without a "
+            "request (forwarded, or counted by the engine's /metrics); 0: never"},
     {"max_body_mb", F_INT, S(router.max_body_mb), 1, 4096, .deflt = "64", .doc = "request body limit (413)"},
     {"max_header_kb", F_INT, S(router.max_header_kb), 1, 1024, .deflt = "32", .doc = "request header limit (431)"},
     {"header_timeout", F_DURATION, S(router.header_timeout_ms), DUR(1, 3600000), .deflt = "10s",

@@ -110,6 +110,7 @@ int driver_llamacpp_build(const preset *p, const settings *s, launch *out, char 
     push_str(a, "--model-draft", o->model_draft);
     if (o->spec_draft_n_max >= 0) push_i64(a, "--spec-draft-n-max", o->spec_draft_n_max);
     if (o->metrics) strv_push(a, "--metrics");
+    if (p->slot_save && s->state_dir) strv_pushf(a, "--slot-save-path=%s/slots/%s", s->state_dir, p->id);
 
     driver_env_devices(p, &out->env);
     strv_setenv(&out->env, "GGML_CUDA_NO_PINNED", "1");

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Keys that parse but whose feature is not built yet (sleep_mode,
-# unit_vars.sleep_level) warn, naming what does not
-# happen, at config check and whenever the daemon loads the configuration
+# Keys that parse but are not acted on (unit_vars.sleep_level: the
+# level comes from sleep_mode) warn, naming what does not happen, at config check and whenever the daemon loads the configuration
 # (start and reload); kv_cache_per_1k, which nothing reads, warns as
 # accepted and not acted on.  None of them is an error.  (unit_vars.
 # default_model is acted on: a request naming a router-mode service goes
@@ -33,18 +32,21 @@ check 0
 t_has out "0 errors, 0 warnings"
 t_end
 
-t_begin "sleep_mode l1 on vllm warns: a switch still stops the service"
+t_begin "sleep_mode l1 on vllm is acted on: no warning; a non-loopback host is an error"
 reset_cfg
 printf 'id: v\ndriver: vllm\nport: 7070\nmodel_id: org/m\nsleep_mode: l1\n' >"$C/presets/v.yaml"
 check 0
-t_has err "$C/presets/v.yaml:5:13: warning: preset 'v': key 'sleep_mode' is accepted but not yet acted on: vLLM starts with --enable-sleep-mode, but a switch or stop still stops the service (it is never put to sleep at level 1)"
+t_has out "0 errors, 0 warnings"
+printf 'id: v\ndriver: vllm\nport: 7070\nmodel_id: org/m\nsleep_mode: l2\nunit_vars: {host: 0.0.0.0}\n' >"$C/presets/v.yaml"
+check 2
+t_has err "$C/presets/v.yaml:6:19: error: preset 'v': unit_vars: sleep_mode l2 uses the engine's unauthenticated sleep/load endpoints: host must be a loopback address (127.0.0.1, ::1 or localhost), not '0.0.0.0'"
 t_end
 
-t_begin "sleep_mode router on llama.cpp router mode warns"
+t_begin "sleep_mode router on llama.cpp router mode is acted on"
 reset_cfg
 printf 'id: r\ndriver: llamacpp\nport: 7070\nsleep_mode: router\nunit_vars: {models_dir: /models}\n' >"$C/presets/r.yaml"
 check 0
-t_has err "$C/presets/r.yaml:4:13: warning: preset 'r': key 'sleep_mode' is accepted but not yet acted on: a switch or stop still stops the service (its models are never unloaded instead)"
+t_has out "0 errors, 0 warnings"
 t_end
 
 t_begin "sleep_mode l2 on fastapi warns that it cannot sleep"
@@ -59,7 +61,7 @@ reset_cfg
 printf 'id: v\ndriver: vllm\nport: 7070\nmodel_id: org/m\nunit_vars: {sleep_level: 2}\n' >"$C/presets/v.yaml"
 printf 'id: r\ndriver: llamacpp\nport: 7071\nunit_vars: {models_dir: /models, default_model: big}\n' >"$C/presets/r.yaml"
 check 0
-t_has err "$C/presets/v.yaml:5:13: warning: preset 'v': unit_vars: key 'sleep_level' is accepted but not yet acted on: no POST /sleep is ever sent"
+t_has err "$C/presets/v.yaml:5:13: warning: preset 'v': unit_vars: key 'sleep_level' is accepted but not acted on: the level of each POST /sleep comes from sleep_mode (l1 or l2)"
 t_lacks err "default_model"
 t_end
 
@@ -87,13 +89,13 @@ t_wait 5 grep -qF "key 'kv_cache_per_1k' is accepted but gpumod does not act on 
 t_end
 
 t_begin "reload logs the warning, prints it, and the reload event carries it"
-printf 'id: v\ndriver: vllm\nport: %s\nmodel_id: org/m\nsleep_mode: l2\n' "$(free_port)" >"$D/presets/v.yaml"
+printf 'id: v\ndriver: vllm\nport: %s\nmodel_id: org/m\nunit_vars: {sleep_level: 2}\n' "$(free_port)" >"$D/presets/v.yaml"
 t_run 0 gpumod reload
-t_has err "v.yaml:5:13: warning: preset 'v': key 'sleep_mode' is accepted but not yet acted on"
-t_wait 5 grep -qF "reload: $D/presets/v.yaml:5:13: preset 'v': key 'sleep_mode' is accepted but not yet acted on" \
-    "$T/daemon.log" || t_fail "no sleep_mode warning in the daemon's log after reload"
+t_has err "v.yaml:5:13: warning: preset 'v': unit_vars: key 'sleep_level' is accepted but not acted on"
+t_wait 5 grep -qF "reload: $D/presets/v.yaml:5:13: preset 'v': unit_vars: key 'sleep_level' is accepted but not acted on" \
+    "$T/daemon.log" || t_fail "no sleep_level warning in the daemon's log after reload"
 t_run 0 gpumod events --json
-t_jq out '[.events[] | select(.kind == "reload")] | last | .data.warnings | map(.message) | map(select(test("sleep_mode"))) | length' 1
+t_jq out '[.events[] | select(.kind == "reload")] | last | .data.warnings | map(.message) | map(select(test("sleep_level"))) | length' 1
 t_end
 
 t_done
