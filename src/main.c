@@ -153,7 +153,7 @@ static const cmd commands[] = {
      cmd_status},
     {"service",
      "list | show ID | start ID [--no-wait] [--timeout S] [--ctx N] [--set K=V] [--env N=V] | stop ID | "
-     "restart ID [--ctx N] [--set K=V] [--env N=V] | logs ID [-f] [-n N]",
+     "restart ID [--ctx N] [--set K=V] [--env N=V] | logs ID [-f] [-n N] | load ID MODEL | unload ID MODEL",
      "start, stop and inspect services through the daemon",
      "  service list [--json]          every service with its state, pid, port\n"
      "  service show ID [--json]       one service in detail (need, footprint, restarts,\n"
@@ -173,7 +173,11 @@ static const cmd commands[] = {
      "  service stop ID [--timeout S]  SIGTERM to its process group, SIGKILL after\n"
      "                                 stop_timeout, then wait until its memory is freed\n"
      "  service restart ID [--ctx N] [--set K=V]... [--env N=V]...   stop, then start as above\n"
-     "  service logs ID [-f] [-n N]    the last N lines (100) of its output; -f follows\n",
+     "  service logs ID [-f] [-n N]    the last N lines (100) of its output; -f follows\n"
+     "  service load ID MODEL [--timeout S]     a llama.cpp router-mode service loads MODEL\n"
+     "      (gated: its GGUF's estimate; at models_max the least recently used one is\n"
+     "      counted as freed); exit 0 once the engine says loaded, 1 refused or failed\n"
+     "  service unload ID MODEL [--timeout S]   the engine unloads MODEL\n",
      cmd_service},
     {"events", "[-f] [--since T] [--service ID] [--kind K[,K]] [-n N] [--json]",
      "what the daemon recorded: transitions, spawns, exits",

@@ -1,5 +1,5 @@
 /* service.c - `gpumod service list | show ID | start ID | stop ID |
- * restart ID | logs ID`, each a request to the daemon (docs/api.md).
+ * restart ID | logs ID | load ID MODEL | unload ID MODEL`, each a request to the daemon (docs/api.md).
  *
  * `service start` does not hold one request open for the whole load: it
  * asks for a start ticket (POST start?wait=0) and waits on the event
@@ -377,8 +377,34 @@ static int do_logs(cli *c, const char *id, bool follow, int64_t n)
     return rc;
 }
 
+/* load and unload: a model of a router-mode service, one request that
+ * waits until the engine says so (POST /services/ID/models/MODEL/load) */
+static int do_model(cli *c, const char *id, const char *model, bool load, int64_t timeout_s)
+{
+    double t0 = clock_mono_ms_f();
+    buf t = BUF_INIT;
+    path_for(&t, id, "/models/");
+    url_query_escape(&t, model);
+    buf_printf(&t, "/%s?origin=cli", load ? "load" : "unload");
+    http_reply r;
+    int64_t ms = timeout_s > 0 ? timeout_s * 1000 : 24LL * 3600 * 1000;
+    int rc = ctl_call(&c->paths, "POST", t.p, NULL, ms, false, &r);
+    buf_release(&t);
+    if (rc) return rc;
+    const char *what = load ? "service load" : "service unload";
+    if (r.status != 200)
+        rc = ctl_fail(&r, what);
+    else if (c->json)
+        ctl_print_body(&r);
+    else
+        printf("%s: %s %s '%s' in %.2f s\n", load ? "loaded" : "unloaded", id, load ? "loaded" : "unloaded", model,
+               (clock_mono_ms_f() - t0) / 1000.0);
+    http_reply_release(&r);
+    return rc;
+}
+
 typedef struct svc_args {
-    const char *act, *id;
+    const char *act, *id, *model;
     bool nowait, follow;
     int64_t timeout_s, n;
     cJSON *ov; /* a start's or restart's overrides (--set, --env, --ctx) */
@@ -406,6 +432,8 @@ static int service_args(cli *c, const cmd *k, int argc, char **argv, svc_args *s
             return cli_usage_error(c, k, "service %s: unknown option '%s'", act, a);
         } else if (!s->id) {
             s->id = a;
+        } else if (!s->model && (!strcmp(act, "load") || !strcmp(act, "unload"))) {
+            s->model = a;
         } else {
             return cli_usage_error(c, k, "service %s: unexpected argument '%s'", act, a);
         }
@@ -420,7 +448,7 @@ static int service_act(cli *c, const cmd *k, const svc_args *s)
         if (id) return cli_usage_error(c, k, "service list: unexpected argument '%s'", id);
         return do_list(c);
     }
-    static const char *const with_id[] = {"show", "start", "stop", "restart", "logs", NULL};
+    static const char *const with_id[] = {"show", "start", "stop", "restart", "logs", "load", "unload", NULL};
     bool known = false;
     for (int i = 0; with_id[i]; i++) known = known || !strcmp(act, with_id[i]);
     if (!known) return cli_usage_error(c, k, "service: unknown action '%s'", act);
@@ -428,13 +456,17 @@ static int service_act(cli *c, const cmd *k, const svc_args *s)
     if (!strcmp(act, "show")) return do_show(c, id);
     if (!strcmp(act, "start")) return do_start(c, id, s->nowait, s->timeout_s, s->ov);
     if (!strcmp(act, "logs")) return do_logs(c, id, s->follow, s->n);
+    if (!strcmp(act, "load") || !strcmp(act, "unload")) {
+        if (!s->model) return cli_usage_error(c, k, "service %s: which model? give its name (gpumod service show %s)", act, id);
+        return do_model(c, id, s->model, !strcmp(act, "load"), s->timeout_s);
+    }
     return do_blocking(c, id, act, s->timeout_s, s->ov);
 }
 
 int cmd_service(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("service");
-    if (argc < 2) return cli_usage_error(c, k, "service: which action? list, show, start, stop, restart or logs");
+    if (argc < 2) return cli_usage_error(c, k, "service: which action? list, show, start, stop, restart, logs, load or unload");
     svc_args s = {.act = argv[1], .n = 100, .ov = cJSON_CreateObject()};
     int rc = service_args(c, k, argc, argv, &s);
     if (rc == EXIT_OK) rc = service_act(c, k, &s);

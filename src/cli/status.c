@@ -52,6 +52,17 @@ static void memory_text(buf *b, const cJSON *mem)
     }
 }
 
+/* A router-mode service's models, one indented line each (its "models"). */
+static void model_rows(buf *b, const cJSON *s)
+{
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(s, "models"), *m;
+    cJSON_ArrayForEach(m, ms)
+    {
+        buf_printf(b, "    model %s: %s\n", jstr(m, "id") ? jstr(m, "id") : "?",
+                   jstr(m, "state") ? jstr(m, "state") : "?");
+    }
+}
+
 int cmd_status(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("status");
@@ -85,7 +96,11 @@ int cmd_status(cli *c, int argc, char **argv)
         buf_adds(&b, "no services configured\n");
     } else {
         service_row_header(&b);
-        cJSON_ArrayForEach(s, svcs) service_row(&b, s);
+        cJSON_ArrayForEach(s, svcs)
+        {
+            service_row(&b, s);
+            model_rows(&b, s);
+        }
     }
     const cJSON *slot = cJSON_GetObjectItemCaseSensitive(j, "slot");
     if (jstr(slot, "holder")) buf_printf(&b, "load slot: held by %s\n", jstr(slot, "holder"));

@@ -11,6 +11,7 @@
  * that has no natural end: it ends when the client goes (api_abort) or
  * the daemon shuts down (api_close_follows). */
 #include "daemon/api.h"
+#include "daemon/rmodels.h"
 #include "core/policy.h"
 #include "daemon/verdict.h"
 #include "util/jstrict.h"
@@ -69,7 +70,7 @@ typedef struct req {
     const http_msg *m;
     const view *body;
     char *path;            /* decoded, without the query */
-    char *seg[4];          /* path segments */
+    char *seg[5];          /* path segments */
     size_t nseg;
     strv query;            /* "k=v" decoded */
 } req;
@@ -128,7 +129,7 @@ static int parse_target(req *r)
     char *save = NULL;
     char *tmp = xstrdup(r->path);
     for (char *s = strtok_r(tmp, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
-        if (r->nseg == 4) {
+        if (r->nseg == 5) {
             free(tmp);
             return -1;
         }
@@ -1701,7 +1702,7 @@ static void post_reload(req *r)
 /* A pattern's segments; "*" matches one segment (a service id). */
 typedef struct route {
     const char *method;
-    const char *pat[4];
+    const char *pat[5];
     void (*fn)(req *r);
 } route;
 
@@ -1716,6 +1717,57 @@ static void post_start(req *r) { post_op(r, OP_START); }
 static void post_stop(req *r) { post_op(r, OP_STOP); }
 static void post_restart(req *r) { post_op(r, OP_RESTART); }
 
+/* ---- a router-mode service's models (daemon/rmodels.c) ---- */
+
+typedef struct model_req {
+    srv_conn *c;
+    char *svc, *model;
+    bool load;
+} model_req;
+
+static void model_done(const sup_result *res, void *ud)
+{
+    model_req *o = ud;
+    buf b = BUF_INIT;
+    if (res->outcome == SUP_OK) {
+        buf_adds(&b, "{\"service\":");
+        buf_json_str(&b, o->svc);
+        buf_adds(&b, ",\"model\":");
+        buf_json_str(&b, o->model);
+        buf_printf(&b, ",\"state\":\"%s\"}", o->load ? "loaded" : "unloaded");
+    } else {
+        buf d = BUF_INIT;
+        api_result_detail_json(&d, res);
+        api_error_body(&b, sup_outcome_code(res->outcome), res->message ? res->message : "failed",
+                       d.len ? d.p : NULL);
+        buf_release(&d);
+    }
+    api_reply(o->c, sup_outcome_status(res->outcome), &b);
+    buf_release(&b);
+    free(o->svc);
+    free(o->model);
+    free(o);
+}
+
+static void post_model(req *r, bool load)
+{
+    if (!r->d->rm) {
+        api_error(r->c, 503, "unavailable", NULL, "the daemon is starting or shutting down");
+        return;
+    }
+    model_req *o = xcalloc(1, sizeof *o);
+    o->c = r->c;
+    o->svc = xstrdup(r->seg[1]);
+    o->model = xstrdup(r->seg[3]);
+    o->load = load;
+    const char *origin = qget(r, "origin");
+    if (!origin || (strcmp(origin, "cli") && strcmp(origin, "api"))) origin = "api";
+    rmodels_op(r->d->rm, o->svc, o->model, load, origin, model_done, o);
+}
+
+static void post_model_load(req *r) { post_model(r, true); }
+static void post_model_unload(req *r) { post_model(r, false); }
+
 static const route routes[] = {
     {"GET", {"status"}, get_status},
     {"GET", {"services"}, get_services},
@@ -1724,6 +1776,8 @@ static const route routes[] = {
     {"POST", {"services", "*", "stop"}, post_stop},
     {"POST", {"services", "*", "restart"}, post_restart},
     {"POST", {"services", "*", "engine-bench"}, post_engine_bench},
+    {"POST", {"services", "*", "models", "*", "load"}, post_model_load},
+    {"POST", {"services", "*", "models", "*", "unload"}, post_model_unload},
     {"GET", {"services", "*", "logs"}, get_logs},
     {"GET", {"events"}, get_events},
     {"POST", {"preflight"}, post_preflight},
@@ -1750,7 +1804,7 @@ static const route routes[] = {
 static bool route_matches(const route *rt, const req *r)
 {
     size_t n = 0;
-    while (n < 4 && rt->pat[n]) n++;
+    while (n < 5 && rt->pat[n]) n++;
     if (n != r->nseg) return false;
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(rt->pat[i], "*")) continue;

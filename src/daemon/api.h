@@ -23,6 +23,7 @@ struct api_evstream;
 struct swx; /* src/daemon/switch.h */
 struct router; /* src/router/router.h */
 struct tunelease; /* src/daemon/tunelease.h */
+struct rmodels;   /* src/daemon/rmodels.h */
 
 typedef struct gpumodd {
     uv_loop_t *loop;
@@ -43,6 +44,7 @@ typedef struct gpumodd {
     struct swx *sw;             /* the mode-switch executor; NULL until reconcile is done */
     struct router *router;      /* the router (listening or not); NULL until reconcile is done */
     struct tunelease *tl;       /* the tune lease (tunelease.h); NULL until reconcile is done */
+    struct rmodels *rm;         /* router-mode models (rmodels.h); NULL until reconcile is done */
 } gpumodd;
 
 /* srv_opts.on_request / on_abort (ud = the gpumodd). */

@@ -140,7 +140,7 @@ int api_overrides_parse(const char *what, const view *body, int driver, override
     return rc;
 }
 
-static void service_json(buf *out, const sup_svc_view *v)
+static void service_json(sup *s, buf *out, const sup_svc_view *v)
 {
     buf_adds(out, "{\"id\":");
     buf_json_str(out, v->id);
@@ -180,6 +180,7 @@ static void service_json(buf *out, const sup_svc_view *v)
     else
         buf_adds(out, "null");
     history_json(out, v);
+    sup_json_ext(s, v->id, out);
     buf_adds(out, "}");
 }
 
@@ -188,7 +189,7 @@ int api_service_json(sup *s, const char *id, buf *out)
     sup_svc *v = sup_lookup(s, id);
     sup_svc_view sv;
     if (!v || !sup_svc_view_of(v, &sv)) return -1;
-    service_json(out, &sv);
+    service_json(s, out, &sv);
     return 0;
 }
 
@@ -204,7 +205,7 @@ void api_services_json(sup *s, buf *out)
         if (!sup_svc_view_of(in[i].svc, &sv)) continue;
         if (!first) buf_addc(out, ',');
         first = false;
-        service_json(out, &sv);
+        service_json(s, out, &sv);
     }
     buf_addc(out, ']');
     free(in);

@@ -20,6 +20,7 @@
 #include "daemon/notify.h"
 #include "daemon/pidlock.h"
 #include "daemon/rhost.h"
+#include "daemon/rmodels.h"
 #include "daemon/switch.h"
 #include "daemon/tunelease.h"
 #include "router/router.h"
@@ -297,6 +298,13 @@ static void wd_closed(void *ud)
     step_done(m);
 }
 
+static void rm_closed(void *ud)
+{
+    dmn *m = ud;
+    m->g.rm = NULL;
+    step_done(m);
+}
+
 static void shutdown_daemon(dmn *m, const char *why)
 {
     if (m->g.shutting_down) {
@@ -325,6 +333,11 @@ static void shutdown_daemon(dmn *m, const char *why)
     if (m->g.wd) {
         m->pending_closes++;
         watchdog_close(m->g.wd, wd_closed, m);
+    }
+    if (m->g.rm) {
+        m->pending_closes++;
+        sup_set_json_ext(m->g.sup, NULL, NULL);
+        rmodels_close(m->g.rm, rm_closed, m);
     }
     if (m->g.sw) switch_shutdown(m->g.sw); /* a switch in flight is abandoned: journal `interrupted` */
     tunelease_close(m->g.tl);              /* a lease held stays recorded: the next daemon says daemon_restart */
@@ -387,6 +400,7 @@ static void on_event(const store_event *e, void *ud)
 {
     dmn *m = ud;
     if (m->g.router) router_on_event(m->g.router, e);
+    if (m->g.rm) rmodels_on_event(m->g.rm, e);
     if (e->from || e->to)
         log_info("%s %s: %s -> %s%s%s", e->kind, e->service ? e->service : "-", e->from ? e->from : "-",
                  e->to ? e->to : "-", e->reason ? ": " : "", e->reason ? e->reason : "");
@@ -485,6 +499,8 @@ static void reconciled(void *ud)
                      .on_event = on_event, .ud = m};
     g->sw = switch_new(&se);
     g->tl = tunelease_new(g);
+    g->rm = rmodels_new(&m->loop, g->sup, g->hm, (const config *const *)&g->cfg);
+    sup_set_json_ext(g->sup, rmodels_json, g->rm);
     router_env re = {.loop = &m->loop, .state_dir = g->state_dir, .listen = m->opts.listen,
                      .no_router = m->opts.no_router, .insecure = m->opts.insecure};
     m->rglue = rhost_fill(&re.host, g);

@@ -6,6 +6,7 @@
  * service's requests too, unless the lease allows traffic. */
 #include "daemon/rhost.h"
 #include "daemon/hostmon.h"
+#include "daemon/rmodels.h"
 #include "daemon/supervisor.h"
 #include "daemon/switch.h"
 #include "daemon/tunelease.h"
@@ -87,6 +88,28 @@ static void start(void *ud, rh_svc *svc, const char *origin, rh_done cb, void *c
 {
     rhost_glue *gl = ud;
     sup_start_svc(gl->g->sup, (sup_svc *)svc, origin, started, call_new(cb, NULL, cb_ud));
+}
+
+static int model_state(void *ud, const char *service, const char *model)
+{
+    rhost_glue *gl = ud;
+    return rmodels_state(gl->g->rm, service, model);
+}
+
+static uint64_t load_model(void *ud, const char *service, const char *model, rh_done cb, void *cb_ud)
+{
+    rhost_glue *gl = ud;
+    if (!gl->g->rm) {
+        cb(&(rh_result){503, "shutting_down", "the daemon is shutting down"}, cb_ud);
+        return 0;
+    }
+    return rmodels_op(gl->g->rm, service, model, true, "router", started, call_new(cb, NULL, cb_ud));
+}
+
+static void cancel_load(void *ud, uint64_t ticket)
+{
+    rhost_glue *gl = ud;
+    free(rmodels_cancel(gl->g->rm, ticket));
 }
 
 static const snapshot *last_snapshot(void *ud)
@@ -195,7 +218,10 @@ rhost_glue *rhost_fill(router_host *h, gpumodd *g)
                        .rank = rank,
                        .set_drain = set_drain,
                        .drained = drained,
-                       .refused = refused};
+                       .refused = refused,
+                       .model_state = model_state,
+                       .load_model = load_model,
+                       .cancel_load = cancel_load};
     return gl;
 }
 

@@ -159,6 +159,8 @@ struct sup {
     bool hurry; /* sup_hurry: SIGKILL at once, no NVML wait */
     sup_guard_fn guard;
     void *guard_ud;
+    sup_json_ext_fn json_ext;
+    void *json_ext_ud;
     int shut_pending;
     bool shut_closing;
     int closing_handles;

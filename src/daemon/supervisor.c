@@ -753,6 +753,17 @@ static restart_policy_v shown_policy(const svc *v, bool running)
     return tmp.pol;
 }
 
+void sup_set_json_ext(sup *s, sup_json_ext_fn fn, void *ud)
+{
+    s->json_ext = fn;
+    s->json_ext_ud = ud;
+}
+
+void sup_json_ext(sup *s, const char *id, buf *out)
+{
+    if (s->json_ext) s->json_ext(id, out, s->json_ext_ud);
+}
+
 bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
 {
     sup *s = v->s;

@@ -265,6 +265,12 @@ typedef struct sup_svc_view {
 /* v's view into out (and the engine's pid refreshed from the runner);
  * false when v is not listed (no preset, not running). */
 bool sup_svc_view_of(sup_svc *v, sup_svc_view *out);
+/* What another part of the daemon adds to a service's JSON (daemon/rmodels.c:
+ * a router-mode service's "models"): fn appends ,"key":value members for id.
+ * fn NULL: none. */
+typedef void (*sup_json_ext_fn)(const char *id, buf *out, void *ud);
+void sup_set_json_ext(sup *s, sup_json_ext_fn fn, void *ud);
+void sup_json_ext(sup *s, const char *id, buf *out);
 /* How many records there are: room for every listed service
  * (sup_states with id NULL) and every start waiting for the slot. */
 size_t sup_nsvcs(const sup *s);

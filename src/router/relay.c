@@ -33,6 +33,7 @@ typedef enum rphase {
     RP_PARKED,   /* its service drains: waiting for that to end */
     RP_RESOLVE,  /* waiting for the remote's address */
     RP_LIST,     /* waiting for a router-mode service's list: which model to send */
+    RP_MODEL,    /* waiting for the gated load of a router-mode service's model */
     RP_UP,       /* the upstream request is under way */
 } rphase;
 
@@ -62,6 +63,9 @@ struct relay {
     int64_t content_length; /* the client's, -1 chunked */
     upstream_req *up;
     act_wait *aw;
+    uint64_t load_ticket; /* the gated load of its model (router_host.load_model) in flight; 0: none */
+    bool model_gated;     /* its model was found loaded, or loaded through the gate */
+    bool loading;
     int64_t wait_start_ms;
     bool up_paused, body_paused;
     bool head_sent;  /* a response head went to the client */
@@ -140,6 +144,8 @@ static void finish(relay *x)
         act_cancel(x->aw);
         x->aw = NULL;
     }
+    if (x->load_ticket && rt->h.cancel_load) rt->h.cancel_load(rt->h.ud, x->load_ticket);
+    x->load_ticket = 0;
     unlist(x);
     held_release(x);
     buf_release(&x->errbody);
@@ -495,6 +501,41 @@ static int choose_model(relay *x)
     return rc < 0 ? -1 : 1;
 }
 
+static void go(relay *x);
+
+static void model_loaded(const rh_result *r, void *ud)
+{
+    relay *x = ud;
+    x->load_ticket = 0;
+    x->loading = false;
+    if (r->status != 200) {
+        fail(x, r->status, r->code ? r->code : "unavailable", r->message ? r->message : "the model could not be loaded",
+             0);
+        return;
+    }
+    go(x);
+}
+
+/* A router-mode service's model that the engine has not loaded is loaded
+ * through the daemon's gate first (the engine would load it unasked).  1
+ * when x waits for that load (or was answered), 0 to go on. */
+static int model_gate(relay *x)
+{
+    router *rt = x->rt;
+    rsvc *s = x->svc;
+    if (!s->router_mode || s->remote || x->ep == EP_UPSTREAM || x->model_gated || !rt->h.load_model ||
+        !rt->h.model_state)
+        return 0;
+    x->model_gated = true;
+    const char *m = x->send[0] ? x->send : x->model;
+    if (rt->h.model_state(rt->h.ud, s->id, m) == 2) return 0;
+    x->phase = RP_MODEL;
+    x->loading = true;
+    uint64_t t = rt->h.load_model(rt->h.ud, s->id, m, model_loaded, x);
+    if (x->loading) x->load_ticket = t;
+    return 1;
+}
+
 static void go(relay *x)
 {
     rsvc *s = x->svc;
@@ -504,6 +545,7 @@ static void go(relay *x)
         return;
     }
     if (choose_model(x) <= 0) return;
+    if (model_gate(x)) return;
     upstream_pool *pool = NULL;
     char err[512];
     int rc = rsvc_pool(x->rt, s, x, &pool, err, sizeof err);
@@ -574,7 +616,7 @@ static bool body_streams(const char *p, size_t n)
 
 static void maybe_own_sse(relay *x)
 {
-    if (x->phase != RP_ACTIVATE || x->head_sent) return;
+    if ((x->phase != RP_ACTIVATE && x->phase != RP_MODEL) || x->head_sent) return;
     if (!x->want_sse && x->body_last && x->ms.found && body_streams(x->held.p, x->held.len)) x->want_sse = true;
     if (x->want_sse) own_sse_start(x);
 }

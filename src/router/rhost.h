@@ -91,6 +91,12 @@ typedef struct router_host {
     /* a request routed to service must be refused now (a tune run holds
      * it): true with the message (at most len) and Retry-After seconds */
     bool (*refused)(void *ud, const char *service, char *msg, size_t len, int *retry_after_s);
+    /* llama.cpp router mode: the state of model in service as last polled
+     * (0 unloaded, 1 loading, 2 loaded; -1 unknown), and its gated load (cb
+     * exactly once unless cancelled with the ticket the load returned) */
+    int (*model_state)(void *ud, const char *service, const char *model);
+    uint64_t (*load_model)(void *ud, const char *service, const char *model, rh_done cb, void *cb_ud);
+    void (*cancel_load)(void *ud, uint64_t ticket);
 } router_host;
 
 #endif

@@ -683,6 +683,14 @@ static void on_undrain_hook(uint64_t ticket, const char *const *names, size_t n,
 
 /* ---- endpoints ---- */
 
+/* ,"model_state": a router-mode service's model as the daemon last polled it */
+static void model_state_json(router *rt, const rsvc *s, const char *name, buf *b)
+{
+    static const char *const names[] = {"unloaded", "loading", "loaded"};
+    int st = s->router_mode && rt->h.model_state ? rt->h.model_state(rt->h.ud, s->id, name) : -1;
+    if (st >= 0 && st < 3) buf_printf(b, ",\"model_state\":\"%s\"", names[st]);
+}
+
 static void get_models(router *rt, srv_conn *c, const http_msg *m)
 {
     buf b = BUF_INIT;
@@ -702,6 +710,7 @@ static void get_models(router *rt, srv_conn *c, const http_msg *m)
         buf_json_str(&b, route_kind_names[n->kind]);
         buf_adds(&b, ",\"state\":");
         buf_json_str(&b, svc_state_names[s->state]);
+        model_state_json(rt, s, n->name, &b);
         buf_addc(&b, '}');
     }
     if (rt->table.def < rt->n_svcs) {
