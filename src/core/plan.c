@@ -200,7 +200,7 @@ static uint64_t gpu_of(const need *n, int index)
 }
 
 /* a - b per figure, floored at 0, on a's devices (source and pageable_host a's) */
-static void need_minus(const need *a, const need *b, need *out)
+void plan_need_minus(const need *a, const need *b, need *out)
 {
     *out = *a;
     out->host_bytes = a->host_bytes > b->host_bytes ? a->host_bytes - b->host_bytes : 0;
@@ -215,8 +215,8 @@ static void need_minus(const need *a, const need *b, need *out)
 static void change(snapshot *s, const need *from, const need *to)
 {
     need back, more;
-    need_minus(from, to, &back);
-    need_minus(to, from, &more);
+    plan_need_minus(from, to, &back);
+    plan_need_minus(to, from, &more);
     give_back(s, &back);
     take(s, &more);
 }
@@ -306,7 +306,7 @@ static void leave_steps(build_ctx *c, plan *out, pstate *ps)
         if (c->dec[k] != D_SLEEP) continue;
         ps->nleave++;
         need adm;
-        need_minus(&pr->asleep_need, &pr->held, &adm);
+        plan_need_minus(&pr->asleep_need, &pr->held, &adm);
         adm.ngpu = 0; /* the host side only: a sleep frees GPU memory */
         adm.pageable_host = pr->asleep_need.pageable_host;
         verdict v = {.ok = true};
@@ -391,7 +391,7 @@ static void enter_steps(build_ctx *c, plan *out, pstate *ps)
             need n = tg->need;
             if (pr) {
                 st->tier = pr->tier;
-                need_minus(&tg->need, &pr->held, &n);
+                plan_need_minus(&tg->need, &pr->held, &n);
             }
             judge(in, ps, st, &n);
             refuse(out, st);

@@ -163,6 +163,10 @@ typedef struct plan {
  * and not ok on -1); everything it points to is borrowed from in. */
 int plan_make(const plan_input *in, plan *out, char *err, size_t errlen);
 
+/* a - b per figure, floored at 0, on a's devices (a wake's need: the
+ * target's need minus what it holds asleep). */
+void plan_need_minus(const need *a, const need *b, need *out);
+
 /* One mode that could make room for a service, as its plan judged it
  * (on-demand activation picks among them: docs/router.md). */
 typedef struct plan_choice {
