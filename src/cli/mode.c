@@ -230,6 +230,34 @@ static void mem_cells(buf *b, const cJSON *mem)
     }
 }
 
+/* "1.2 s", "200 ms" */
+static void ms_words(double ms, char *out, size_t n)
+{
+    if (ms >= 1000)
+        snprintf(out, n, "%.1f s", ms / 1000);
+    else
+        snprintf(out, n, "%.0f ms", ms);
+}
+
+/* A step's kind with its tier: "sleep l1", "wake l1", "stop", "start". */
+static void step_words(const cJSON *s, char *out, size_t n)
+{
+    const char *kind = jstr(s, "kind") ? jstr(s, "kind") : "?";
+    const char *tier = jstr(s, "tier");
+    bool tiered = !strcmp(kind, "sleep") || !strcmp(kind, "wake");
+    snprintf(out, n, "%s%s%s", kind, tiered && tier ? " " : "", tiered && tier ? tier : "");
+}
+
+/* A step's expected time: "1.2 s", "0 ms", "?" (unknown). */
+static void expect_words(const cJSON *s, char *out, size_t n)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(s, "expect_ms");
+    if (!cJSON_IsNumber(e))
+        snprintf(out, n, "%s", e ? "?" : "");
+    else
+        ms_words(e->valuedouble, out, n);
+}
+
 static void print_plan(buf *b, const cJSON *p)
 {
     const char *from = jstr(p, "from"), *to = jstr(p, "mode");
@@ -241,24 +269,28 @@ static void print_plan(buf *b, const cJSON *p)
                    jstr(p, "refused") ? jstr(p, "refused") : "?",
                    jstr(p, "binding") ? jstr(p, "binding") : "?",
                    jstr(p, "reason") ? jstr(p, "reason") : "?");
-    buf_printf(b, "  %-6s %-20s %-10s %s\n", "STEP", "SERVICE", "VERDICT",
+    buf_printf(b, "  %-9s %-20s %-10s %-8s %s\n", "STEP", "SERVICE", "VERDICT", "EXPECT",
                "PREDICTED FREE AFTER (less reservations)");
-    buf_printf(b, "  %-6s %-20s %-10s", "now", "", "");
+    buf_printf(b, "  %-9s %-20s %-10s %-8s", "now", "", "", "");
     mem_cells(b, cJSON_GetObjectItemCaseSensitive(p, "before"));
     buf_addc(b, '\n');
     const cJSON *s;
     cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "steps"))
     {
         const char *kind = jstr(s, "kind");
-        bool start = kind && !strcmp(kind, "start");
+        bool start = kind && (!strcmp(kind, "start") || !strcmp(kind, "wake"));
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "verdict");
         const char *verd = !start                                                    ? "-"
                            : cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")) ? "ok"
                                                                                      : "REFUSED";
-        buf_printf(b, "  %-6s %-20s %-10s", kind ? kind : "?",
-                   jstr(s, "service") ? jstr(s, "service") : "?", verd);
+        char step[32], expect[24];
+        step_words(s, step, sizeof step);
+        expect_words(s, expect, sizeof expect);
+        buf_printf(b, "  %-9s %-20s %-10s %-8s", step,
+                   jstr(s, "service") ? jstr(s, "service") : "?", verd, expect);
         mem_cells(b, cJSON_GetObjectItemCaseSensitive(s, "after"));
         buf_addc(b, '\n');
+        if (jstr(s, "note")) buf_printf(b, "            %s\n", jstr(s, "note"));
         if (start && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")))
             buf_printf(b, "         %s: %s\n", jstr(v, "binding") ? jstr(v, "binding") : "?",
                        jstr(v, "reason") ? jstr(v, "reason") : "?");
@@ -268,6 +300,20 @@ static void print_plan(buf *b, const cJSON *p)
         buf_adds(b, "  kept (untouched): ");
         ids_line(b, keeps);
         buf_addc(b, '\n');
+    }
+    const cJSON *asleep = cJSON_GetObjectItemCaseSensitive(p, "asleep");
+    if (cJSON_GetArraySize(asleep)) {
+        buf_adds(b, "  left asleep: ");
+        ids_line(b, asleep);
+        buf_addc(b, '\n');
+    }
+    if (cJSON_GetObjectItemCaseSensitive(p, "expect_ms")) {
+        char t[24];
+        ms_words(jnum(p, "expect_ms", 0), t, sizeof t);
+        buf_printf(b, "  expected: %s%s\n", t,
+                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "expect_partial"))
+                       ? " and the steps of unknown time (?)"
+                       : "");
     }
     cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(p, "warnings")) if (cJSON_IsString(s))
         buf_printf(b, "  warning: %s\n", s->valuestring);
@@ -291,6 +337,15 @@ static void print_phases(buf *b, const cJSON *sw)
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(p, "detail");
         if (!jnull(d, "load_ms") && jnum(d, "load_ms", -1) >= 0)
             buf_printf(b, "  (load %.0f ms)", jnum(d, "load_ms", 0));
+        if (jstr(d, "tier")) {
+            bool fb = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "fell_back"));
+            if (fb)
+                buf_printf(b, "  (fell back: %s)", jstr(d, "message") ? jstr(d, "message") : "?");
+            else
+                buf_printf(b, "  (%s %s)",
+                           cJSON_GetObjectItemCaseSensitive(d, "woke") ? "woke" : "slept",
+                           jstr(d, "tier"));
+        }
         if (jnum(d, "polls", 0) > 1)
             buf_printf(b, "  (waited %.0f ms for the memory)", jnum(d, "waited_ms", 0));
         buf_addc(b, '\n');

@@ -75,6 +75,11 @@ typedef struct sw_svc {
     bool rback;    /* a rollback brings it back (it was starting, ready, unhealthy or waiting for a restart) */
     bool stopped;  /* stopped by this switch */
     bool joined;   /* a kept target still starting whose start this switch joined */
+    /* tiers */
+    bool was_asleep; /* asleep at plan time */
+    bool sleep_step; /* the plan puts it to sleep (PLAN_SLEEP) */
+    bool wake_step;  /* the plan wakes it (PLAN_WAKE) */
+    need wneed;      /* wake_step: the gate's need (tneed minus what it holds asleep) */
 } sw_svc;
 
 typedef struct sw_list {
@@ -394,6 +399,19 @@ static void sim_json(buf *b, const run *r)
     buf_adds(b, "}}");
 }
 
+/* "key":[ids of the steps of kind k] */
+static void steps_ids_json(buf *b, const plan *p, plan_step_kind k, const char *key)
+{
+    buf_printf(b, "\"%s\":[", key);
+    int n = 0;
+    for (size_t i = 0; i < p->nsteps; i++)
+        if (p->steps[i].kind == k) {
+            buf_adds(b, n++ ? "," : "");
+            buf_json_str(b, p->steps[i].id);
+        }
+    buf_addc(b, ']');
+}
+
 static void plan_to_json(buf *b, run *r)
 {
     const plan *p = &r->pl;
@@ -408,7 +426,7 @@ static void plan_to_json(buf *b, run *r)
     buf_adds(b, ",\"binding\":");
     const char *binding = NULL;
     for (size_t i = 0; i < p->nsteps; i++)
-        if (p->steps[i].kind == PLAN_START && !p->steps[i].v.ok) {
+        if ((p->steps[i].kind == PLAN_START || p->steps[i].kind == PLAN_WAKE) && !p->steps[i].v.ok) {
             binding = p->steps[i].v.binding;
             break;
         }
@@ -432,16 +450,35 @@ static void plan_to_json(buf *b, run *r)
             buf_adds(b, k++ ? "," : "");
             buf_json_str(b, p->steps[i].id);
         }
-    buf_adds(b, "],\"before\":");
+    buf_adds(b, "],");
+    steps_ids_json(b, p, PLAN_SLEEP, "sleeps");
+    buf_adds(b, ",");
+    steps_ids_json(b, p, PLAN_WAKE, "wakes");
+    buf_adds(b, ",\"asleep\":[");
+    for (size_t i = 0; i < p->nasleep; i++) {
+        buf_adds(b, i ? "," : "");
+        buf_json_str(b, p->asleep[i]);
+    }
+    buf_printf(b, "],\"expect_ms\":%lld,\"expect_partial\":%s,\"before\":", (long long)p->expect_ms,
+               p->expect_partial ? "true" : "false");
     mem_json(b, r, &p->before);
     buf_adds(b, ",\"steps\":[");
     for (size_t i = 0; i < p->nsteps; i++) {
         const plan_step *s = &p->steps[i];
         buf_adds(b, i ? ",{\"kind\":" : "{\"kind\":");
-        buf_json_str(b, s->kind == PLAN_STOP ? "stop" : "start");
+        buf_json_str(b, plan_step_names[s->kind]);
         buf_adds(b, ",\"service\":");
         buf_json_str(b, s->id);
-        if (s->kind == PLAN_START) {
+        buf_printf(b, ",\"tier\":\"%s\",\"expect_ms\":", tier_names[s->tier]);
+        if (s->expect_ms >= 0)
+            buf_printf(b, "%lld", (long long)s->expect_ms);
+        else
+            buf_adds(b, "null");
+        if (s->note[0]) {
+            buf_adds(b, ",\"note\":");
+            buf_json_str(b, s->note);
+        }
+        if (s->kind == PLAN_START || s->kind == PLAN_WAKE) {
             buf_printf(b, ",\"verdict\":{\"ok\":%s,\"reason\":", s->v.ok ? "true" : "false");
             buf_json_str_or_null(b, s->v.ok ? NULL : s->v.reason);
             buf_adds(b, ",\"binding\":");
@@ -701,6 +738,33 @@ static bool too_many(run *r, size_t nh, size_t nt, gather_err *e)
     return true;
 }
 
+/* The longest load measured for id with config hash `hash` (its footprint
+ * events' load_ms, as `gpumod template` reads them), -1 when none. */
+static int64_t measured_load_ms(run *r, const char *id, const char *hash)
+{
+    if (!hash || !hash[0] || !r->x->env.st) return -1;
+    unsigned kinds = 0;
+    for (unsigned k = 0; store_event_kinds[k]; k++)
+        if (!strcmp(store_event_kinds[k], "footprint")) kinds = 1u << k;
+    store_event_query q = {.service = id, .kinds = kinds, .limit = 50, .tail = true};
+    store_event *ev = NULL;
+    size_t n = 0;
+    char err[256];
+    int64_t best = -1;
+    if (store_events_query(r->x->env.st, &q, &ev, &n, err, sizeof err)) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!ev[i].kind || strcmp(ev[i].kind, "footprint") || !ev[i].data) continue;
+        cJSON *d = cJSON_Parse(ev[i].data);
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(d, "config_hash");
+        const cJSON *ms = cJSON_GetObjectItemCaseSensitive(d, "load_ms");
+        if (cJSON_IsString(h) && !strcmp(h->valuestring, hash) && cJSON_IsNumber(ms) && ms->valuedouble > best)
+            best = (int64_t)ms->valuedouble;
+        cJSON_Delete(d);
+    }
+    store_events_free(ev, n);
+    return best;
+}
+
 /* What runs now, into r->sv[0..nrun) and the plan's running set. */
 static void gather_running(run *r, const sup_holding *h, size_t nh, plan_running *in)
 {
@@ -717,14 +781,22 @@ static void gather_running(run *r, const sup_holding *h, size_t nh, plan_running
         v->rneed = h[i].held;
         snprintf(v->rhash, sizeof v->rhash, "%s", h[i].hash);
         v->rback = (is_running_state(h[i].state) && !h[i].killing) || h[i].restart_pending;
+        v->was_asleep = h[i].asleep; /* a sleeper this switch stops is not brought back */
         memset(&in[i], 0, sizeof in[i]);
         in[i].id = v->id;
         in[i].hash = v->rhash[0] ? v->rhash : NULL;
         in[i].held = v->rneed;
-        /* only a ready or starting service is kept; anything else on its
+        /* only a ready, starting or sleeping service is kept (or woken); anything else on its
          * way (unhealthy, stopping, being killed, a restart pending) is
          * stopped, its restart cancelled, and started again if targeted */
-        in[i].no_keep = !(h[i].state == SVC_READY || h[i].state == SVC_STARTING) || h[i].killing;
+        in[i].no_keep = !(h[i].state == SVC_READY || h[i].state == SVC_STARTING || h[i].asleep) ||
+                        h[i].killing;
+        in[i].tier = v->remote ? TIER_STOP : h[i].tier;
+        in[i].asleep = h[i].asleep;
+        in[i].asleep_need = h[i].asleep_need;
+        in[i].wake_ms = h[i].wake_ms;
+        in[i].load_ms = h[i].load_ms >= 0 ? h[i].load_ms : measured_load_ms(r, v->id, v->rhash);
+        in[i].sleep_ms = -1;
     }
     r->nrun = nh;
 }
@@ -842,7 +914,8 @@ static int gather_targets(run *r, const strv *ids, const snapshot *snap, plan_ta
             sw_push(&r->targets, v);
             memset(&tg[i], 0, sizeof tg[i]);
             tg[i] = (plan_target){.id = v->id, .hash = v->thash[0] ? v->thash : NULL, .need = v->tneed,
-                                  .start_first = p->start_first, .vllm = p->driver == DRV_VLLM, .remote = v->remote};
+                                  .start_first = p->start_first, .vllm = p->driver == DRV_VLLM, .remote = v->remote,
+                                  .expect_ms = v->remote ? 0 : measured_load_ms(r, v->id, v->thash)};
         }
     }
     free(nd);
@@ -894,8 +967,16 @@ static int make_plan(run *r, const snapshot *snap, gather_err *e)
         snprintf(e->msg, sizeof e->msg, "mode '%s': cannot plan the switch: %s", r->mode, err);
         return -1;
     }
-    for (size_t i = 0; i < r->pl.nsteps; i++)
-        sw_push(r->pl.steps[i].kind == PLAN_STOP ? &r->stops : &r->starts, sw_of(r, r->pl.steps[i].id));
+    for (size_t i = 0; i < r->pl.nsteps; i++) {
+        const plan_step *st = &r->pl.steps[i];
+        sw_svc *v = sw_of(r, st->id);
+        bool leave = st->kind == PLAN_STOP || st->kind == PLAN_SLEEP;
+        sw_push(leave ? &r->stops : &r->starts, v);
+        if (!v) continue;
+        v->sleep_step = st->kind == PLAN_SLEEP;
+        v->wake_step = st->kind == PLAN_WAKE;
+        if (v->wake_step) plan_need_minus(&v->tneed, &v->rneed, &v->wneed);
+    }
     buf b = BUF_INIT;
     plan_to_json(&b, r);
     r->plan_json = buf_detach(&b);
@@ -930,7 +1011,13 @@ static void rank_one(swx *x, const mode *md, const snapshot *snap, plan_choice *
         snprintf(c->why, sizeof c->why, "%s", e.msg);
     } else {
         c->ok = t->pl.ok;
-        for (size_t i = 0; i < t->pl.nsteps; i++) c->nstops += t->pl.steps[i].kind == PLAN_STOP;
+        for (size_t i = 0; i < t->pl.nsteps; i++) {
+            plan_step_kind k = t->pl.steps[i].kind;
+            c->nstops += k == PLAN_STOP || k == PLAN_SLEEP;
+            c->nsleeps += k == PLAN_SLEEP;
+            c->nwakes += k == PLAN_WAKE;
+        }
+        c->expect_ms = t->pl.expect_partial ? -1 : t->pl.expect_ms;
         if (!c->ok)
             snprintf(c->why, sizeof c->why, "the start of '%s' is refused: %s", t->pl.refused ? t->pl.refused : "?",
                      t->pl.reason);
@@ -1142,7 +1229,23 @@ typedef struct op_ctx {
     int seq;
     sup_svc *h;
     sw_svc *sw;
+    bool sleep; /* a sleep, not a stop */
 } op_ctx;
+
+/* A sleep's or a wake's result in a phase's detail members:
+ * "tier":"l1","ms":N,"fell_back":false (and "slept" for a sleep, "woke"
+ * for a start; a message when it fell back). */
+static void tier_detail(buf *d, const sup_result *res, bool sleep)
+{
+    int t = res->tier >= 0 && res->tier < TIER__COUNT ? res->tier : TIER_STOP;
+    buf_printf(d, "%s\"tier\":\"%s\",\"ms\":%lld,\"fell_back\":%s,\"%s\":%s", d->len ? "," : "", tier_names[t],
+               (long long)res->ms, res->fell_back ? "true" : "false", sleep ? "slept" : "woke",
+               (sleep ? res->slept : res->woke) ? "true" : "false");
+    if (res->fell_back && res->message) {
+        buf_adds(d, ",\"message\":");
+        buf_json_str(d, res->message);
+    }
+}
 
 static op_ctx *op_new(run *r, int seq, sup_svc *h)
 {
@@ -1168,6 +1271,7 @@ static void stopped_cb(const sup_result *res, void *ud)
     }
     bool ok = res->outcome == SUP_OK;
     buf d = BUF_INIT;
+    if (ok && c->sleep) tier_detail(&d, res, true);
     if (!ok) {
         buf_printf(&d, "\"status\":%d,\"message\":", sup_outcome_status(res->outcome));
         buf_json_str_or_null(&d, res->message);
@@ -1221,8 +1325,16 @@ static void stop_all(run *r, const char *phase, sup_svc *const *hs, size_t n)
     sup_svc *copy[MAX_SVC]; /* a callback may come back before the loop ends */
     memcpy(copy, hs, n * sizeof *copy);
     for (size_t i = 0; i < n; i++) {
-        int seq = phase_begin(r, phase, sup_svc_id(copy[i]));
-        sup_stop_svc(r->x->env.sup, copy[i], r->sup_origin, stopped_cb, op_new(r, seq, copy[i]));
+        op_ctx *c = op_new(r, 0, copy[i]);
+        /* the plan's sleeps sleep; a rollback puts what this switch woke back to sleep */
+        c->sleep = c->sw && ((r->st == ST_STOP && c->sw->sleep_step) ||
+                             (r->st == ST_RB_STOP && c->sw->wake_step && c->sw->was_asleep));
+        const char *ph = !c->sleep ? phase : r->st == ST_STOP ? "sleep" : "rollback-sleep";
+        c->seq = phase_begin(r, ph, sup_svc_id(copy[i]));
+        if (c->sleep)
+            sup_sleep_svc(r->x->env.sup, copy[i], r->sup_origin, stopped_cb, c);
+        else
+            sup_stop_svc(r->x->env.sup, copy[i], r->sup_origin, stopped_cb, c);
     }
 }
 
@@ -1272,8 +1384,9 @@ static void vf_end(run *r, bool ok, const verdict *last)
 
 /* The need a start is judged with: a target's (computed once, at the
  * plan), else, in a rollback, what it held before this switch. */
-static const need *vf_need(const sw_svc *v)
+static const need *vf_need(const run *r, const sw_svc *v)
 {
+    if (v->wake_step && r->st != ST_RB_FREED && v->wneed.source[0]) return &v->wneed;
     if (v->target && v->tneed.source[0]) return &v->tneed;
     if (v->running && v->rneed.source[0]) return &v->rneed;
     return NULL;
@@ -1290,7 +1403,7 @@ static void vf_judge(run *r, const snapshot *snap, const sw_list *list, verdict 
     size_t nt = 0;
     for (size_t i = 0; i < list->n && nt < MAX_SVC; i++) {
         const sw_svc *s = list->v[i];
-        const need *n = vf_need(s);
+        const need *n = vf_need(r, s);
         if (!s->has_preset || !n) continue; /* nothing to judge here: the start itself will say why */
         memset(&tg[nt], 0, sizeof tg[nt]);
         tg[nt].id = s->id;
@@ -1440,6 +1553,7 @@ static void started_cb(const sup_result *res, void *ud)
     buf d = BUF_INIT;
     if (ok) {
         started_detail(r, h, &d);
+        if (res->woke || res->fell_back) tier_detail(&d, res, false);
     } else {
         buf_printf(&d, "\"status\":%d,\"code\":", sup_outcome_status(res->outcome));
         buf_json_str_or_null(&d, sup_outcome_code(res->outcome));
@@ -1458,6 +1572,7 @@ static void started_cb(const sup_result *res, void *ud)
 
 static void start_one(run *r, const char *phase, sw_svc *v)
 {
+    if (r->st == ST_START && v->wake_step) phase = "wake";
     int seq = phase_begin(r, phase, v->id);
     if (r->st == ST_START) sw_push(&r->started, v);
     r->cur_start = v;
@@ -1527,7 +1642,7 @@ static void verify_healthy(run *r)
         }
     }
     for (size_t i = 0; i < n && !bad && !extra; i++)
-        if (!is_target(r, h[i].svc)) {
+        if (!is_target(r, h[i].svc) && !h[i].asleep) { /* a sleeper holds what the plan counted */
             extra = h[i].id;
             extra_state = h[i].restart_pending ? "waiting for a restart" : svc_state_names[h[i].state];
         }

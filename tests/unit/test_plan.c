@@ -70,6 +70,12 @@ static const char *steps_str(const plan *p)
         const plan_step *s = &p->steps[i];
         if (s->kind == PLAN_STOP)
             n += (size_t)snprintf(b + n, sizeof b - n, "%sstop %s", i ? ", " : "", s->id);
+        else if (s->kind == PLAN_SLEEP)
+            n += (size_t)snprintf(b + n, sizeof b - n, "%ssleep %s(%s)", i ? ", " : "", s->id,
+                                  tier_names[s->tier]);
+        else if (s->kind == PLAN_WAKE)
+            n += (size_t)snprintf(b + n, sizeof b - n, "%swake %s(%s %s)", i ? ", " : "", s->id,
+                                  tier_names[s->tier], s->v.ok ? "ok" : s->v.binding);
         else if (s->v.ok)
             n += (size_t)snprintf(b + n, sizeof b - n, "%sstart %s(ok)", i ? ", " : "", s->id);
         else
@@ -319,7 +325,8 @@ static void cannot_fit_beside_kept(void **state)
     add_gpu(&s, 0, 24 * GIB, 8 * GIB - 300 * MIB, false);
     policy_default(&pol);
     plan_running r[] = {run_("big_a", "ha", 16 * MIB, 0, 16000 * MIB)};
-    plan_target t[] = {tgt("big_a", "ha", 16 * MIB, 0, 16000 * MIB), tgt("big_b", "hb", 16 * MIB, 0, 16000 * MIB)};
+    plan_target t[] = {tgt("big_a", "ha", 16 * MIB, 0, 16000 * MIB),
+                       tgt("big_b", "hb", 16 * MIB, 0, 16000 * MIB)};
     make(&s, r, 1, t, 2, NULL, 0, &pol);
     assert_false(P.ok);
     assert_string_equal(keep_str(&P), "big_a");
@@ -346,7 +353,8 @@ static void no_keep_is_stopped_and_started(void **state)
                         run_("sick", "hs", 1 * GIB, 0, 20 * GIB)};
     r[1].no_keep = true; /* down, restart pending */
     r[2].no_keep = true; /* unhealthy */
-    plan_target t[] = {tgt("a1", "h1", 1 * GIB, 0, 10 * GIB), tgt("sick", "hs", 1 * GIB, 0, 20 * GIB)};
+    plan_target t[] = {tgt("a1", "h1", 1 * GIB, 0, 10 * GIB),
+                       tgt("sick", "hs", 1 * GIB, 0, 20 * GIB)};
     make(&s, r, 3, t, 2, NULL, 0, &pol);
     assert_true(P.ok);
     assert_string_equal(keep_str(&P), "a1");
@@ -602,8 +610,9 @@ static void rank_choices(void **state)
         {.mode = "fits-1-stop-fewer", .ok = true, .nstops = 1, .nservices = 1, .declared_mb = 800},
         {.mode = "refused-0-stops", .ok = false, .nstops = 0, .nservices = 1, .declared_mb = 5},
     };
-    const char *want[] = {"fits-1-stop-fewer", "fits-1-stop-small", "fits-1-stop-a", "fits-1-stop-b",
-                          "big-fits-2-stops",  "refused-0-stops",   "small-refused"};
+    const char *want[] = {"fits-1-stop-fewer", "fits-1-stop-small", "fits-1-stop-a",
+                          "fits-1-stop-b",     "big-fits-2-stops",  "refused-0-stops",
+                          "small-refused"};
     plan_rank(c, 7);
     for (size_t i = 0; i < 7; i++)
         assert_string_equal(c[i].mode, want[i]);
@@ -704,6 +713,243 @@ static void bad_inputs(void **state)
     assert_int_equal(plan_make(NULL, &P, NULL, 0), -1);
 }
 
+/* ---- tiers ---- */
+
+/* A vLLM-like service of tier l1: 20 GiB on GPU 0 and 2 GiB host awake;
+ * asleep 512 MiB on the GPU and the other 19.5 GiB in host memory. */
+static plan_running sleeper(const char *id, const char *hash, int64_t wake_ms, int64_t load_ms)
+{
+    plan_running r = run_(id, hash, 2 * GIB, 0, 20 * GIB);
+    r.tier = TIER_L1;
+    tier_asleep_need(TIER_L1, &r.held, 0, false, &r.asleep_need);
+    r.wake_ms = wake_ms;
+    r.load_ms = load_ms;
+    r.sleep_ms = -1;
+    return r;
+}
+
+/* the same, asleep now: held is its asleep figures */
+static plan_running asleep_(const char *id, const char *hash, int64_t wake_ms, int64_t load_ms)
+{
+    plan_running r = sleeper(id, hash, wake_ms, load_ms);
+    r.held = r.asleep_need;
+    r.asleep = true;
+    return r;
+}
+
+static void make1(const snapshot *s, const plan_running *r, size_t nr, const plan_target *t,
+                  size_t nt)
+{
+    gate_policy pol;
+    policy_default(&pol);
+    assert_int_equal(make(s, r, nr, t, nt, NULL, 0, &pol), 0);
+}
+
+/* A -> B: a leaving l1 service whose wake is cheaper sleeps; the start's
+ * gate sees the GPU it frees and the host bytes it takes. */
+static void tier_sleep_leaving(void **state)
+{
+    (void)state;
+    snapshot s;
+    host_ok(&s);
+    add_gpu(&s, 0, 48 * GIB, 26 * GIB, false);
+    plan_running r[] = {sleeper("a", "h-a", 200, 3000)};
+    plan_target t[] = {tgt("b", "h-b", 2 * GIB, 0, 20 * GIB)};
+    t[0].expect_ms = 3000;
+    make1(&s, r, 1, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "sleep a(l1), start b(ok)");
+    assert_int_equal(P.steps[0].expect_ms, PLAN_SLEEP_PRIOR_MS);
+    assert_int_equal(P.steps[1].expect_ms, 3000);
+    assert_int_equal(P.expect_ms, PLAN_SLEEP_PRIOR_MS + 3000);
+    assert_false(P.expect_partial);
+    /* GPU: 26 + 19.5 freed; host: 64 - 19.5 (the weights copied out) */
+    assert_int_equal(P.steps[0].after.gpu_free_bytes[0], 26 * GIB + 20 * GIB - 512 * MIB);
+    assert_int_equal(P.steps[0].after.host_available_bytes, 64 * GIB - (20 * GIB - 512 * MIB));
+    assert_true(P.steps[0].v.ok);
+    /* a measured sleep time is the step's */
+    r[0].sleep_ms = 750;
+    make1(&s, r, 1, t, 1);
+    assert_int_equal(P.steps[0].expect_ms, 750);
+    /* a start of unknown time: the total is partial */
+    t[0].expect_ms = -1;
+    make1(&s, r, 1, t, 1);
+    assert_int_equal(P.expect_ms, 750);
+    assert_true(P.expect_partial);
+}
+
+/* B -> A: the sleeper with the target's hash is woken (gated on its need
+ * minus what it holds asleep), the other leaves by sleep. */
+static void tier_wake(void **state)
+{
+    (void)state;
+    snapshot s;
+    host_ok(&s);
+    /* a asleep (0.5 GiB) and b awake (20 GiB) on a 24 GiB device: 3.5 GiB free */
+    add_gpu(&s, 0, 24 * GIB, 3 * GIB + 512 * MIB, false);
+    plan_running r[] = {asleep_("a", "h-a", 200, 3000), sleeper("b", "h-b", 200, 3000)};
+    plan_target t[] = {tgt("a", "h-a", 2 * GIB, 0, 20 * GIB)};
+    t[0].expect_ms = 3000;
+    make1(&s, r, 2, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "sleep b(l1), wake a(l1 ok)");
+    assert_int_equal(P.nkeep, 0);
+    assert_int_equal(P.nasleep, 0);
+    assert_int_equal(P.steps[1].expect_ms, 200);
+    assert_int_equal(P.expect_ms, PLAN_SLEEP_PRIOR_MS + 200);
+    /* the wake reserves 19.5 GiB on the GPU, not 20 */
+    assert_int_equal(P.steps[1].after.reserved_bytes[0], 20 * GIB - 512 * MIB);
+    /* the same record with another hash: stopped and started cold */
+    t[0].hash = "h-a2";
+    make1(&s, r, 2, t, 1);
+    assert_string_equal(steps_str(&P), "stop a, sleep b(l1), start a(ok)");
+    /* no_keep: also stopped and started */
+    t[0].hash = "h-a";
+    r[0].no_keep = true;
+    make1(&s, r, 2, t, 1);
+    assert_string_equal(steps_str(&P), "stop a, sleep b(l1), start a(ok)");
+}
+
+/* A sleeper not in the target stays asleep (no step) while the target
+ * fits beside it, and is stopped when it does not. */
+static void tier_asleep_stays_or_stops(void **state)
+{
+    (void)state;
+    snapshot s;
+    host_ok(&s);
+    add_gpu(&s, 0, 24 * GIB, 23 * GIB + 512 * MIB, false);
+    plan_running r[] = {asleep_("a", "h-a", 200, 3000)};
+    plan_target t[] = {tgt("b", "h-b", 2 * GIB, 0, 20 * GIB)};
+    make1(&s, r, 1, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "start b(ok)");
+    assert_int_equal(P.nasleep, 1);
+    assert_string_equal(P.asleep[0], "a");
+    /* a measured residue of 6 GiB: 17.5 GiB free does not hold b */
+    r[0].held.gpu[0].bytes = 6 * GIB;
+    s.gpus[0].free_bytes = 18 * GIB;
+    make1(&s, r, 1, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "stop a, start b(ok)");
+    assert_int_equal(P.nasleep, 0);
+    assert_non_null(strstr(P.steps[0].note, "does not fit beside it asleep"));
+}
+
+/* A leaving sleeper whose asleep figures leave no room is stopped instead;
+ * so is one whose wake is not cheaper than its load, and one of tier stop. */
+static void tier_stop_instead(void **state)
+{
+    (void)state;
+    snapshot s;
+    host_ok(&s);
+    add_gpu(&s, 0, 24 * GIB, 4 * GIB, false);
+    plan_running r[] = {sleeper("a", "h-a", 200, 3000)};
+    r[0].asleep_need.gpu[0].bytes = 6 * GIB; /* measured: it keeps 6 GiB asleep */
+    plan_target t[] = {tgt("b", "h-b", 2 * GIB, 0, 20 * GIB)};
+    make1(&s, r, 1, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "stop a, start b(ok)");
+    assert_string_equal(P.steps[0].note,
+                        "stopped, not slept: the target does not fit beside it asleep");
+    /* the wake costs more than the load */
+    r[0] = sleeper("a", "h-a", 5000, 3000);
+    make1(&s, r, 1, t, 1);
+    assert_string_equal(steps_str(&P), "stop a, start b(ok)");
+    assert_non_null(strstr(P.steps[0].note, "a wake (5000 ms) is not expected to be cheaper"));
+    /* a load never measured: the wake is cheaper (tier_sleep_cheaper) */
+    r[0] = sleeper("a", "h-a", 5000, -1);
+    make1(&s, r, 1, t, 1);
+    assert_string_equal(steps_str(&P), "sleep a(l1), start b(ok)");
+    /* tier stop */
+    r[0].tier = TIER_STOP;
+    make1(&s, r, 1, t, 1);
+    assert_string_equal(steps_str(&P), "stop a, start b(ok)");
+    assert_string_equal(P.steps[0].note, "");
+}
+
+/* An l1 sleep's host increase is gated: a host without room for the
+ * weights stops the service instead (as the supervisor would). */
+static void tier_sleep_gate_refused(void **state)
+{
+    (void)state;
+    snapshot s;
+    host_ok(&s);
+    s.host.mem_available = 8 * GIB;
+    add_gpu(&s, 0, 48 * GIB, 26 * GIB, false);
+    plan_running r[] = {sleeper("a", "h-a", 200, 3000)};
+    plan_target t[] = {tgt("b", "h-b", 2 * GIB, 0, 20 * GIB)};
+    make1(&s, r, 1, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "stop a, start b(ok)");
+    assert_non_null(strstr(P.steps[0].note, "sleep refused by the gate: "));
+    assert_non_null(strstr(P.steps[0].note, "; stopped instead"));
+    /* l2 moves nothing onto the host: it sleeps */
+    r[0].tier = TIER_L2;
+    tier_asleep_need(TIER_L2, &r[0].held, 0, false, &r[0].asleep_need);
+    make1(&s, r, 1, t, 1);
+    assert_string_equal(steps_str(&P), "sleep a(l2), start b(ok)");
+}
+
+/* Two sleepers, room for one beside the target: the one with the least
+ * benefit (load - wake) is stopped. */
+static void tier_least_benefit_first(void **state)
+{
+    (void)state;
+    snapshot s;
+    host_ok(&s);
+    add_gpu(&s, 0, 48 * GIB, 8 * GIB, false);
+    plan_running r[] = {sleeper("a", "h-a", 200, 60000), sleeper("b", "h-b", 200, 3000)};
+    r[0].asleep_need.gpu[0].bytes = 4 * GIB;
+    r[1].asleep_need.gpu[0].bytes = 4 * GIB;
+    plan_target t[] = {tgt("c", "h-c", 2 * GIB, 0, 40 * GIB)};
+    make1(&s, r, 2, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "stop b, sleep a(l1), start c(ok)");
+    /* benefits the other way round */
+    r[0].load_ms = 3000;
+    r[1].load_ms = 60000;
+    make1(&s, r, 2, t, 1);
+    assert_string_equal(steps_str(&P), "stop a, sleep b(l1), start c(ok)");
+    /* a target that fits with neither: both stop, still refused */
+    t[0].need.gpu[0].bytes = 60 * GIB;
+    make1(&s, r, 2, t, 1);
+    assert_false(P.ok);
+    assert_string_equal(steps_str(&P), "stop b, stop a, start c(refused gpu.0.free)");
+}
+
+/* On a unified host an l1 sleeper is predicted to free nothing. */
+static void tier_unified_frees_nothing(void **state)
+{
+    (void)state;
+    snapshot s;
+    host_ok(&s);
+    add_gpu(&s, 0, 128 * GIB, 0, true);
+    plan_running r[] = {sleeper("a", "h-a", 200, 3000)};
+    tier_asleep_need(TIER_L1, &r[0].held, 0, true, &r[0].asleep_need);
+    plan_target t[] = {tgt("b", "h-b", 2 * GIB, 0, 40 * GIB)};
+    s.host.mem_available = 30 * GIB;
+    make1(&s, r, 1, t, 1);
+    assert_true(P.ok);
+    assert_string_equal(steps_str(&P), "stop a, start b(ok)");
+    assert_non_null(strstr(P.steps[0].note, "does not fit beside it asleep"));
+}
+
+static void rank_wakes(void **state)
+{
+    (void)state;
+    plan_choice c[] = {
+        {.mode = "cold", .ok = true, .nstops = 1, .nservices = 1},
+        {.mode = "wakes", .ok = true, .nstops = 1, .nwakes = 1, .nservices = 2},
+        {.mode = "fewer-stops", .ok = true, .nstops = 0, .nservices = 3},
+    };
+    plan_rank(c, 3);
+    assert_string_equal(c[0].mode, "fewer-stops");
+    assert_string_equal(c[1].mode, "wakes");
+    assert_string_equal(c[2].mode, "cold");
+    assert_string_equal(plan_step_names[PLAN_SLEEP], "sleep");
+    assert_string_equal(plan_step_names[PLAN_WAKE], "wake");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -723,6 +969,14 @@ int main(void)
         cmocka_unit_test(remote_target),
         cmocka_unit_test(bad_inputs),
         cmocka_unit_test(rank_choices),
+        cmocka_unit_test(tier_sleep_leaving),
+        cmocka_unit_test(tier_wake),
+        cmocka_unit_test(tier_asleep_stays_or_stops),
+        cmocka_unit_test(tier_stop_instead),
+        cmocka_unit_test(tier_sleep_gate_refused),
+        cmocka_unit_test(tier_least_benefit_first),
+        cmocka_unit_test(tier_unified_frees_nothing),
+        cmocka_unit_test(rank_wakes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
