@@ -16,6 +16,7 @@
  * backend's body except where docs/router.md says otherwise (the SSE
  * loading comments and error events of a request that waited, an error
  * event when the backend dies inside a stream). */
+#include "router/keepalive.h"
 #include "router/rint.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -33,6 +34,7 @@ typedef enum rphase {
     RP_PARKED,   /* its service drains: waiting for that to end */
     RP_RESOLVE,  /* waiting for the remote's address */
     RP_LIST,     /* waiting for a router-mode service's list: which model to send */
+    RP_BODY,     /* ready: waiting for the rest of the body (keep_alive is cut out of it) */
     RP_UP,       /* the upstream request is under way */
 } rphase;
 
@@ -55,6 +57,9 @@ struct relay {
     route_kind kind;                    /* how model matched */
     char send[MODELSCAN_MAX_MODEL + 1]; /* the model the engine gets instead, "" for model itself */
     bool list_asked;                    /* a list was fetched for it once */
+    bool ka_present, ka_found;          /* a top-level keep_alive (found: not null) */
+    int64_t ka_ms;                      /* its value (keepalive.h) */
+    bool forwarded;                     /* its upstream request started: activity on svc */
     char *target;
     buf held;       /* body bytes held until the upstream starts */
     size_t counted; /* of them, counted in rt->body_held */
@@ -141,6 +146,7 @@ static void finish(relay *x)
         x->aw = NULL;
     }
     unlist(x);
+    if (x->forwarded && x->svc) idle_request_ended(rt, x->svc);
     held_release(x);
     buf_release(&x->errbody);
     uint64_t now = uv_hrtime();
@@ -418,6 +424,34 @@ static bool scan_feed(relay *x, const view *chunk)
     return true;
 }
 
+/* The body's keep_alive, read once the body is complete: false when it
+ * was refused (answered 400). */
+static bool ka_take(relay *x)
+{
+    if (!x->scan) return true;
+    ka_member k;
+    char err[600];
+    if (ka_find(x->held.p, x->held.len, &k, err, sizeof err)) {
+        fail(x, 400, "invalid_keep_alive", err, 0);
+        return false;
+    }
+    x->ka_present = k.present;
+    x->ka_found = k.found;
+    x->ka_ms = k.ms;
+    return true;
+}
+
+/* keep_alive is the router's: the engine never sees it. */
+static void ka_strip(relay *x)
+{
+    ka_member k;
+    char err[600];
+    if (!x->ka_present || ka_find(x->held.p, x->held.len, &k, err, sizeof err) || !k.present) return;
+    memmove(x->held.p + k.cut_start, x->held.p + k.cut_end, x->held.len - k.cut_end);
+    x->held.len -= k.cut_end - k.cut_start;
+    x->held.p[x->held.len] = 0;
+}
+
 static void start_upstream(relay *x, upstream_pool *pool)
 {
     router *rt = x->rt;
@@ -433,6 +467,14 @@ static void start_upstream(relay *x, upstream_pool *pool)
         } else {
             buf_release(&out);
         }
+    }
+    if (x->scan) {
+        ka_strip(x);
+        x->content_length = (int64_t)x->held.len; /* the whole body is held */
+    }
+    if (x->ka_found) { /* the last request's keep_alive wins */
+        s->ka_set = true;
+        s->ka_ms = x->ka_ms;
     }
     http_field stackf[64];
     size_t cap = m->n_fields;
@@ -454,6 +496,8 @@ static void start_upstream(relay *x, upstream_pool *pool)
     x->phase = RP_UP;
     relay_list_add(&s->inflight, x);
     s->n_inflight++;
+    x->forwarded = true;
+    idle_touch(s);
     if (x->held.len) upstream_write(x->up, x->held.p, x->held.len);
     held_release(x);
     if (x->body_last) {
@@ -498,9 +542,13 @@ static int choose_model(relay *x)
 static void go(relay *x)
 {
     rsvc *s = x->svc;
-    if (s->draining) { /* a leaving service gets no new request */
+    if (s->draining || s->idle_op) { /* a leaving service gets no new request */
         x->phase = RP_PARKED;
         relay_list_add(&s->parked, x);
+        return;
+    }
+    if (x->scan && !x->body_last) { /* the whole body first: its keep_alive is cut out */
+        x->phase = RP_BODY;
         return;
     }
     if (choose_model(x) <= 0) return;
@@ -612,7 +660,7 @@ static void dispatch(relay *x)
         fail(x, 503, "tune_in_progress", msg, retry);
         return;
     }
-    if (s->draining) {
+    if (s->draining || s->idle_op) { /* a drain, or an idle unload in flight: wait for its end */
         x->phase = RP_PARKED;
         relay_list_add(&s->parked, x);
         return;
@@ -700,10 +748,14 @@ void relay_body(relay *x, const view *chunk, bool last)
     }
     if (last) {
         x->body_last = true;
-        if (!scan_finish(x)) return;
+        if (!scan_finish(x) || !ka_take(x)) return;
     }
     if (x->phase == RP_SCAN && (x->ms.found || !x->scan)) {
         route(x);
+        return;
+    }
+    if (last && x->phase == RP_BODY) {
+        dispatch(x); /* its service may have changed meanwhile */
         return;
     }
     if (last) maybe_own_sse(x);
