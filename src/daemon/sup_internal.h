@@ -140,6 +140,20 @@ struct sup_svc {
     int64_t kill_t0, kill_deadline;
     pid_t seen[MAX_SEEN];
     size_t nseen;
+
+    /* residency (sup_sleep.c): the sleep in flight, what it holds asleep, the wake */
+    waiter *sleeps;           /* answered when the sleep in flight ends */
+    struct sleep_op *sop;     /* the sleep or wake in flight; NULL: none */
+    int zz_tier;              /* tier it sleeps at (tier); valid while sleeping */
+    int64_t zz_since_ms;      /* wall clock: confirmed asleep */
+    int64_t zz_ms;            /* the last sleep's request to confirmed */
+    need zz_held;             /* what it holds asleep: measured or predicted */
+    bool zz_measured;
+    bool zz_unsupported;      /* the engine answered 404/405 to a sleep: this run stops instead */
+    char zz_models[512];      /* router tier: the models loaded before the sleep, comma-separated */
+    bool waking;              /* this start wakes a sleeper (set from SLEEPING + start) */
+    bool cold_after_stop;     /* a failed wake: start cold once the stop completes */
+    char *wake_fail;          /* why the wake failed, for the cold start's message */
 };
 
 struct sup {
@@ -255,6 +269,19 @@ void sv_cancel_restart(svc *v, sup_outcome res, const char *msg);
 void sv_cancel_restart_for(svc *v, const char *by);
 /* The restart policy's decision after an exit or a health failure. */
 void sv_policy_restart(svc *v);
+
+/* ---- sup_sleep.c: residency tiers (sleep, wake) ---- */
+
+/* The tier v runs at now (its running preset, the last snapshot). */
+int sv_tier_of(const svc *v);
+/* The residency fields of a holding (sup_holding's tier, asleep, ...). */
+void sv_holding_tiers(svc *v, sup_holding *h);
+/* The admission of a wake (v->waking): the need minus what it holds asleep. */
+void sv_wake_need(const svc *v, need *n);
+/* A wake admitted: the tier's wake calls, then the readiness probe. */
+void sv_wake_it(svc *v, const preset *p);
+/* The stop of a failed wake completed: the cold start (false: none pending). */
+bool sv_wake_cold_start(svc *v);
 
 /* ---- sup_kill.c: killing and verify-freed ---- */
 

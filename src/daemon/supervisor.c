@@ -951,7 +951,7 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
         bool live = v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
                     v->state == SVC_STOPPING || v->killing;
         bool restart = v->state == SVC_DOWN && v->next_restart_ms > 0;
-        if (!live && !restart) continue;
+        if (!live && !restart && v->state != SVC_SLEEPING) continue;
         sup_holding *h = &out[n++];
         memset(h, 0, sizeof *h);
         h->id = v->id;
@@ -961,6 +961,12 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
         h->load_ms = v->state == SVC_STARTING ? -1 : v->load_ms;
         h->restart_pending = restart;
         h->killing = v->killing;
+        sv_holding_tiers(v, h);
+        if (v->state == SVC_SLEEPING) {
+            h->held = h->asleep_need;
+            h->measured = h->asleep_measured;
+            continue;
+        }
         if (!live) continue; /* down, waiting for its restart: holds nothing yet */
         if (v->has_fp && v->run_hash[0] && !strcmp(v->fp.hash, v->run_hash) && v->state != SVC_STARTING) {
             snprintf(h->held.source, sizeof h->held.source, "measured");
