@@ -71,21 +71,24 @@ static void slept(const rh_result *r, void *ud)
         if (r->status == 200) {
             log_info("router: '%s' %s (%s, idle %lld ms, timeout %lld ms)%s%s", s->id,
                      r->slept ? "is asleep" : "was stopped", op->origin, (long long)op->idle_ms,
-                     (long long)op->timeout_ms, r->message ? ": " : "", r->message ? r->message : "");
+                     (long long)op->timeout_ms, r->message ? ": " : "",
+                     r->message ? r->message : "");
             /* the supervisor's state now, should its event come later */
             rh_svc *h = rt->h.lookup ? rt->h.lookup(rt->h.ud, s->id) : NULL;
             rh_state i;
             if (h && rt->h.state && rt->h.state(rt->h.ud, h, &i)) s->state = i.state;
         } else {
-            log_warn("router: '%s': the %s unload failed (%d %s): %s; tried again after another idle "
-                     "timeout",
-                     s->id, op->origin, r->status, r->code ? r->code : "",
-                     r->message ? r->message : "no message");
+            log_warn(
+                "router: '%s': the %s unload failed (%d %s): %s; tried again after another idle "
+                "timeout",
+                s->id, op->origin, r->status, r->code ? r->code : "",
+                r->message ? r->message : "no message");
             idle_touch(s);
             if (s->ka_set && s->ka_ms == 0) s->ka_set = false;
         }
         if (!s->draining)
-            while (s->parked) relay_redispatch(s->parked); /* they wake it again */
+            while (s->parked)
+                relay_redispatch(s->parked); /* they wake it again */
     }
     rsvc_unref(s);
     free(op);
@@ -105,7 +108,10 @@ static void idle_sleep(router *rt, rsvc *s, int64_t now)
     op->timeout_ms = idle_timeout_of(rt, s);
     s->idle_op = op;
     log_info("router: '%s' had no request for %lld ms (%s %lld ms): unloading it", s->id,
-             (long long)op->idle_ms, ka0 ? "keep_alive" : s->ka_set ? "keep_alive" : "idle timeout",
+             (long long)op->idle_ms,
+             ka0         ? "keep_alive"
+             : s->ka_set ? "keep_alive"
+                         : "idle timeout",
              (long long)op->timeout_ms);
     rt->h.sleep(rt->h.ud, h, op->origin, slept, op);
 }
@@ -127,8 +133,10 @@ static void m_head(upstream_req *r, const http_msg *m, void *ud)
 static void m_data(upstream_req *r, const view *d, void *ud)
 {
     rsvc *s = ud;
-    if (s->m_over || s->mbody.len + d->len > IDLE_METRICS_MAX) s->m_over = true;
-    else buf_add(&s->mbody, d->p, d->len);
+    if (s->m_over || s->mbody.len + d->len > IDLE_METRICS_MAX)
+        s->m_over = true;
+    else
+        buf_add(&s->mbody, d->p, d->len);
 }
 
 static void m_end(upstream_req *r, int err, const char *msg, void *ud)
@@ -144,9 +152,11 @@ static void m_end(upstream_req *r, int err, const char *msg, void *ud)
     bool go = s->m_confirm;
     if (!ok || !a.n) {
         if (!s->m_none)
-            log_info("router: '%s': its engine's /metrics gives no request counters (%s%s%d); idle is "
-                     "judged on the router's requests alone until it starts again",
-                     s->id, err ? (msg ? msg : "failed") : "", err ? "" : "status ", err ? 0 : s->m_status);
+            log_info(
+                "router: '%s': its engine's /metrics gives no request counters (%s%s%d); idle is "
+                "judged on the router's requests alone until it starts again",
+                s->id, err ? (msg ? msg : "failed") : "", err ? "" : "status ",
+                err ? 0 : s->m_status);
         s->m_none = true;
     } else {
         bool grew = s->m_known && a.total != s->m_total;
@@ -196,7 +206,8 @@ static void metrics_abort(rsvc *s)
 static void check(router *rt, rsvc *s, int64_t now, bool moving)
 {
     if (s->mreq && now - s->m_t0_ms > IDLE_METRICS_DEADLINE_MS) {
-        log_warn("router: '%s': GET /metrics did not answer within %d ms", s->id, IDLE_METRICS_DEADLINE_MS);
+        log_warn("router: '%s': GET /metrics did not answer within %d ms", s->id,
+                 IDLE_METRICS_DEADLINE_MS);
         metrics_abort(s);
         s->m_none = true;
     }
@@ -208,11 +219,15 @@ static void check(router *rt, rsvc *s, int64_t now, bool moving)
     int64_t to = idle_timeout_of(rt, s);
     if (to < 0 || moving) return;
     if (now - s->idle_last_ms >= to) {
-        if (to == 0 || s->m_none) idle_sleep(rt, s, now);
-        else metrics_read(rt, s, true, now);
+        if (to == 0 || s->m_none)
+            idle_sleep(rt, s, now);
+        else
+            metrics_read(rt, s, true, now);
         return;
     }
-    int64_t poll = to / 4 < IDLE_POLL_MIN_MS ? IDLE_POLL_MIN_MS : to / 4 > IDLE_POLL_MAX_MS ? IDLE_POLL_MAX_MS : to / 4;
+    int64_t poll = to / 4 < IDLE_POLL_MIN_MS   ? IDLE_POLL_MIN_MS
+                   : to / 4 > IDLE_POLL_MAX_MS ? IDLE_POLL_MAX_MS
+                                               : to / 4;
     if (!s->m_none && now - s->m_read_ms >= poll) metrics_read(rt, s, false, now);
 }
 
@@ -221,9 +236,10 @@ static void tick(uv_timer_t *t)
     router *rt = t->data;
     if (rt->closing || !rt->h.sleep) return;
     int64_t now = clock_mono_ms();
-    char mode[256];
-    bool moving = rt->draining || (rt->h.switching && rt->h.switching(rt->h.ud, mode, sizeof mode));
-    for (size_t i = 0; i < rt->n_svcs; i++) check(rt, rt->svcs[i], now, moving);
+    char cur[256];
+    bool moving = rt->draining || (rt->h.switching && rt->h.switching(rt->h.ud, cur, sizeof cur));
+    for (size_t i = 0; i < rt->n_svcs; i++)
+        check(rt, rt->svcs[i], now, moving);
 }
 
 void idle_request_ended(router *rt, rsvc *s)
