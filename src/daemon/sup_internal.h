@@ -152,6 +152,8 @@ struct sup_svc {
     bool zz_unsupported;      /* the engine answered 404/405 to a sleep: this run stops instead */
     char zz_models[512];      /* router tier: the models loaded before the sleep, comma-separated */
     bool waking;              /* this start wakes a sleeper (set from SLEEPING + start) */
+    int64_t wake_t0;          /* mono: the wake was asked */
+    int64_t zz_load_ms;       /* load_ms before the wake (the cold load's) */
     bool cold_after_stop;     /* a failed wake: start cold once the stop completes */
     char *wake_fail;          /* why the wake failed, for the cold start's message */
 };
@@ -280,8 +282,14 @@ void sv_holding_tiers(svc *v, sup_holding *h);
 void sv_wake_need(const svc *v, need *n);
 /* A wake admitted: the tier's wake calls, then the readiness probe. */
 void sv_wake_it(svc *v, const preset *p);
-/* The stop of a failed wake completed: the cold start (false: none pending). */
-bool sv_wake_cold_start(svc *v);
+/* A start ends (sv_end_result): a wake's result fields and events; true
+ * when a failed wake falls back: the caller keeps the waiters and starts
+ * cold (sv_do_start). */
+bool sv_wake_end(svc *v, const char *outcome, sup_result *r);
+/* Shutdown: the tier call in flight cancelled, the sleep's waiters answered. */
+void sv_sleep_cancel(svc *v);
+/* The service's view: tier, asleep, wake_ms. */
+void sv_sleep_view(svc *v, sup_svc_view *o);
 
 /* ---- sup_kill.c: killing and verify-freed ---- */
 

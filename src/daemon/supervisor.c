@@ -181,9 +181,16 @@ void sv_end_result(svc *v, const char *outcome, const sup_result *r)
     bool held = v->slot;
     v->slot = false;
     if (held && s->holder == v) s->holder = NULL;
-    waiter *w = v->starts;
-    v->starts = NULL;
-    sv_call_waiters(w, r);
+    sup_result rr = *r;
+    if (sv_wake_end(v, outcome, &rr)) { /* a failed wake: its waiters wait for the cold start */
+        char origin[sizeof v->origin];
+        snprintf(origin, sizeof origin, "%s", v->origin);
+        sv_do_start(v, origin, NULL);
+    } else {
+        waiter *w = v->starts;
+        v->starts = NULL;
+        sv_call_waiters(w, &rr);
+    }
     if (held) sv_slot_next(s);
 }
 
@@ -305,7 +312,7 @@ void sv_do_start(svc *v, const char *origin, const overrides *ov)
     sv_set_str(&v->res_msg, NULL);
     sv_set_pending(v, SUP_OK, NULL);
     v->start_at_ms = sv_wall_ms();
-    v->run_hash[0] = 0; /* set at admission, from the config of that moment */
+    if (!v->waking) v->run_hash[0] = 0; /* set at admission, from the config of that moment (a wake compares) */
     v->run_ctx = 0;
     if (ov) overrides_copy(&v->ov, ov);
     v->ran = false;
@@ -497,6 +504,12 @@ static uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const
     }
     if (guarded(s, id, origin, cb, ud)) return 0;
     push_waiter(&v->starts, cb, ud);
+    if (v->state == SVC_SLEEPING) { /* a wake: admitted, then the tier's wake calls (sup_sleep.c) */
+        v->waking = true;
+        v->wake_t0 = clock_mono_ms();
+        v->zz_load_ms = v->load_ms;
+        sv_set_str(&v->wake_fail, NULL);
+    }
     sv_do_start(v, origin ? origin : "api", ov);
     return v->seq;
 }
@@ -766,6 +779,7 @@ bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
     o->port = p ? (int)p->port : v->port;
     o->configured = p != NULL;
     o->state = v->state;
+    sv_sleep_view(v, o);
     o->since_ms = v->since_ms;
     if (v->pgid > 0) {
         v->pid = s->run && v->h && !v->exited ? s->run->pid(v->h) : v->pgid; /* the exit event names it too */
@@ -891,8 +905,9 @@ void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud)
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
         sv_cancel_restart(v, SUP_SHUTTING_DOWN, "the daemon is shutting down");
+        sv_sleep_cancel(v);
         if (v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
-            v->state == SVC_STOPPING || v->killing) {
+            v->state == SVC_STOPPING || v->state == SVC_SLEEPING || v->killing) {
             s->shut_pending++;
             sup_stop(s, v->id, "shutdown", shut_stopped, s);
         }
@@ -914,6 +929,10 @@ void sup_free(sup *s)
         w = v->stops;
         v->stops = NULL;
         sv_call_waiters(w, &down);
+        w = v->sleeps;
+        v->sleeps = NULL;
+        sv_call_waiters(w, &down);
+        free(v->wake_fail);
         logring_free(v->log);
         free(v->id);
         free(v->host);

@@ -288,6 +288,12 @@ typedef struct sup_svc_view {
     bool canary_running;        /* the canary is asking its prompts now */
     const canary_report *canary; /* the last canary's report; NULL: none ran */
     int64_t canary_at_ms;       /* wall clock of that report */
+    int tier;                   /* core/tier.h: its tier now (asleep: the one it sleeps at) */
+    bool asleep;                /* sleeping: */
+    int64_t asleep_since_ms;    /* wall clock: confirmed asleep */
+    need asleep_held;           /* what it holds asleep */
+    bool asleep_measured;       /* asleep_held measured (else predicted) */
+    int64_t wake_ms;            /* the last wake measured for its hash and tier; -1: none */
     char log_file[4096];
     char hash_buf[65];          /* config_hash's storage */
 } sup_svc_view;
