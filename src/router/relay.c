@@ -1,7 +1,9 @@
-/* relay.c - one request through the router: read the body only until its
- * top-level "model" is known (modelscan), route it, wait for the service
- * if it is not ready (the activator), then stream the rest of the body to
- * the backend and the backend's answer to the client.
+/* relay.c - one request through the router: read the whole body (its
+ * top-level "model" through modelscan, and keep_alive, which the router
+ * takes out: keepalive.h), route it, wait for the service if it is not
+ * ready (the activator), then send the body to the backend and stream the
+ * backend's answer to the client.  /upstream/{service}/... bodies are not
+ * read: they stream to the backend as they come.
  *
  * Design: a relay is a small state machine driven by four sources of
  * callbacks (the client's body, the activator, the upstream, the
@@ -29,12 +31,11 @@
 #include <strings.h>
 
 typedef enum rphase {
-    RP_SCAN,     /* reading the body until the model is known */
+    RP_SCAN,     /* reading the whole body (the model, keep_alive) */
     RP_ACTIVATE, /* waiting for the activator */
     RP_PARKED,   /* its service drains: waiting for that to end */
     RP_RESOLVE,  /* waiting for the remote's address */
     RP_LIST,     /* waiting for a router-mode service's list: which model to send */
-    RP_BODY,     /* ready: waiting for the rest of the body (keep_alive is cut out of it) */
     RP_UP,       /* the upstream request is under way */
 } rphase;
 
@@ -547,10 +548,6 @@ static void go(relay *x)
         relay_list_add(&s->parked, x);
         return;
     }
-    if (x->scan && !x->body_last) { /* the whole body first: its keep_alive is cut out */
-        x->phase = RP_BODY;
-        return;
-    }
     if (choose_model(x) <= 0) return;
     upstream_pool *pool = NULL;
     char err[512];
@@ -750,12 +747,8 @@ void relay_body(relay *x, const view *chunk, bool last)
         x->body_last = true;
         if (!scan_finish(x) || !ka_take(x)) return;
     }
-    if (x->phase == RP_SCAN && (x->ms.found || !x->scan)) {
+    if (x->phase == RP_SCAN && x->scan && x->body_last) { /* the whole body: a bad keep_alive activates nothing */
         route(x);
-        return;
-    }
-    if (last && x->phase == RP_BODY) {
-        dispatch(x); /* its service may have changed meanwhile */
         return;
     }
     if (last) maybe_own_sse(x);
