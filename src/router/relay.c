@@ -471,7 +471,7 @@ static void start_upstream(relay *x, upstream_pool *pool)
     }
     if (x->scan) {
         ka_strip(x);
-        x->content_length = (int64_t)x->held.len; /* the whole body is held */
+        if (x->content_length >= 0) x->content_length = (int64_t)x->held.len; /* the whole body is held */
     }
     if (x->ka_found) { /* the last request's keep_alive wins */
         s->ka_set = true;
