@@ -156,6 +156,7 @@ struct sup_svc {
     int64_t zz_load_ms;       /* load_ms before the wake (the cold load's) */
     bool cold_after_stop;     /* a failed wake: start cold once the stop completes */
     char *wake_fail;          /* why the wake failed, for the cold start's message */
+    bool st_woke, st_fell_back; /* how the last start ended (sup_svc_view start_woke ...) */
 };
 
 struct sup {

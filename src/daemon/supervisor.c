@@ -187,6 +187,8 @@ void sv_end_result(svc *v, const char *outcome, const sup_result *r)
         snprintf(origin, sizeof origin, "%s", v->origin);
         sv_do_start(v, origin, NULL);
     } else {
+        v->st_woke = rr.woke;
+        v->st_fell_back = rr.fell_back;
         waiter *w = v->starts;
         v->starts = NULL;
         sv_call_waiters(w, &rr);
@@ -780,6 +782,8 @@ bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
     o->configured = p != NULL;
     o->state = v->state;
     sv_sleep_view(v, o);
+    o->start_woke = v->st_woke;
+    o->start_fell_back = v->st_fell_back;
     o->since_ms = v->since_ms;
     if (v->pgid > 0) {
         v->pid = s->run && v->h && !v->exited ? s->run->pid(v->h) : v->pgid; /* the exit event names it too */

@@ -294,6 +294,8 @@ typedef struct sup_svc_view {
     need asleep_held;           /* what it holds asleep */
     bool asleep_measured;       /* asleep_held measured (else predicted) */
     int64_t wake_ms;            /* the last wake measured for its hash and tier; -1: none */
+    bool start_woke;            /* the last start woke a sleeper */
+    bool start_fell_back;       /* the last start was a wake that failed: stopped and started cold */
     char log_file[4096];
     char hash_buf[65];          /* config_hash's storage */
 } sup_svc_view;
