@@ -112,6 +112,21 @@ static void cancel_load(void *ud, uint64_t ticket)
     free(rmodels_cancel(gl->g->rm, ticket));
 }
 
+static void slept(const sup_result *r, void *ud)
+{
+    rh_call *c = ud;
+    rh_result res = {sup_outcome_status(r->outcome), sup_outcome_code(r->outcome), r->message,
+                     r->outcome == SUP_NEEDS_PERSON, r->slept};
+    c->done(&res, c->ud);
+    free(c);
+}
+
+static void sleep_svc(void *ud, rh_svc *svc, const char *origin, rh_done cb, void *cb_ud)
+{
+    rhost_glue *gl = ud;
+    sup_sleep_svc(gl->g->sup, (sup_svc *)svc, origin, slept, call_new(cb, NULL, cb_ud));
+}
+
 static const snapshot *last_snapshot(void *ud)
 {
     rhost_glue *gl = ud;
@@ -211,6 +226,7 @@ rhost_glue *rhost_fill(router_host *h, gpumodd *g)
                        .lookup = lookup,
                        .state = state,
                        .start = start,
+                       .sleep = sleep_svc,
                        .last_snapshot = last_snapshot,
                        .switching = switching,
                        .committed = committed,

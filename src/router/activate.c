@@ -493,7 +493,7 @@ static void on_switch(const rh_result *r, void *ud)
 static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
 {
     const mode *md = NULL;
-    if (policy == ACT_SWITCH && st == SVC_DOWN && can_switch(a)) {
+    if (policy == ACT_SWITCH && (st == SVC_DOWN || st == SVC_SLEEPING) && can_switch(a)) {
         /* a switch in progress owns the memory: ours joins it when its mode
          * has the service (a no-op once it is committed); else nothing is
          * judged on memory in motion: the tick drives again once it ended */
@@ -515,7 +515,7 @@ static void begin_load(activator *a, act_svc *v, int policy, svc_state st)
         begin_switch(op, md->id);
         return;
     }
-    if (policy == ACT_SWITCH && st == SVC_DOWN && can_switch(a)) {
+    if (policy == ACT_SWITCH && (st == SVC_DOWN || st == SVC_SLEEPING) && can_switch(a)) {
         op->stage = OP_START_FIRST;
     } else {
         op->stage = policy == ACT_SWITCH ? OP_START_FIRST : OP_START_ONLY;

@@ -3,9 +3,8 @@
  * building a tree and without copying the body.  Pure: no I/O, no clock,
  * no allocation; the state is one fixed-size struct.
  *
- * The router reads a request body only until the model is known, then
- * streams the rest to the backend.  It keeps feeding every later piece to
- * the scanner before forwarding it, so the whole body is validated:
+ * The router feeds it every piece of a request body and routes once the
+ * whole body is in (relay.c), so the whole body is validated first:
  *
  *   - the body must be one JSON object (RFC 8259), optionally preceded by
  *     one UTF-8 BOM (RFC 8259 8.1 lets a parser ignore it; Python's

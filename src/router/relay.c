@@ -1,7 +1,9 @@
-/* relay.c - one request through the router: read the body only until its
- * top-level "model" is known (modelscan), route it, wait for the service
- * if it is not ready (the activator), then stream the rest of the body to
- * the backend and the backend's answer to the client.
+/* relay.c - one request through the router: read the whole body (its
+ * top-level "model" through modelscan, and keep_alive, which the router
+ * takes out: keepalive.h), route it, wait for the service if it is not
+ * ready (the activator), then send the body to the backend and stream the
+ * backend's answer to the client.  /upstream/{service}/... bodies are not
+ * read: they stream to the backend as they come.
  *
  * Design: a relay is a small state machine driven by four sources of
  * callbacks (the client's body, the activator, the upstream, the
@@ -16,6 +18,7 @@
  * backend's body except where docs/router.md says otherwise (the SSE
  * loading comments and error events of a request that waited, an error
  * event when the backend dies inside a stream). */
+#include "router/keepalive.h"
 #include "router/rint.h"
 #include "util/log.h"
 #include "util/clock.h"
@@ -28,7 +31,7 @@
 #include <strings.h>
 
 typedef enum rphase {
-    RP_SCAN,     /* reading the body until the model is known */
+    RP_SCAN,     /* reading the whole body (the model, keep_alive) */
     RP_ACTIVATE, /* waiting for the activator */
     RP_PARKED,   /* its service drains: waiting for that to end */
     RP_RESOLVE,  /* waiting for the remote's address */
@@ -56,6 +59,9 @@ struct relay {
     route_kind kind;                    /* how model matched */
     char send[MODELSCAN_MAX_MODEL + 1]; /* the model the engine gets instead, "" for model itself */
     bool list_asked;                    /* a list was fetched for it once */
+    bool ka_present, ka_found;          /* a top-level keep_alive (found: not null) */
+    int64_t ka_ms;                      /* its value (keepalive.h) */
+    bool forwarded;                     /* its upstream request started: activity on svc */
     char *target;
     buf held;       /* body bytes held until the upstream starts */
     size_t counted; /* of them, counted in rt->body_held */
@@ -147,6 +153,7 @@ static void finish(relay *x)
     if (x->load_ticket && rt->h.cancel_load) rt->h.cancel_load(rt->h.ud, x->load_ticket);
     x->load_ticket = 0;
     unlist(x);
+    if (x->forwarded && x->svc) idle_request_ended(rt, x->svc);
     held_release(x);
     buf_release(&x->errbody);
     uint64_t now = uv_hrtime();
@@ -424,6 +431,34 @@ static bool scan_feed(relay *x, const view *chunk)
     return true;
 }
 
+/* The body's keep_alive, read once the body is complete: false when it
+ * was refused (answered 400). */
+static bool ka_take(relay *x)
+{
+    if (!x->scan) return true;
+    ka_member k;
+    char err[600];
+    if (ka_find(x->held.p, x->held.len, &k, err, sizeof err)) {
+        fail(x, 400, "invalid_keep_alive", err, 0);
+        return false;
+    }
+    x->ka_present = k.present;
+    x->ka_found = k.found;
+    x->ka_ms = k.ms;
+    return true;
+}
+
+/* keep_alive is the router's: the engine never sees it. */
+static void ka_strip(relay *x)
+{
+    ka_member k;
+    char err[600];
+    if (!x->ka_present || ka_find(x->held.p, x->held.len, &k, err, sizeof err) || !k.present) return;
+    memmove(x->held.p + k.cut_start, x->held.p + k.cut_end, x->held.len - k.cut_end);
+    x->held.len -= k.cut_end - k.cut_start;
+    x->held.p[x->held.len] = 0;
+}
+
 static void start_upstream(relay *x, upstream_pool *pool)
 {
     router *rt = x->rt;
@@ -439,6 +474,14 @@ static void start_upstream(relay *x, upstream_pool *pool)
         } else {
             buf_release(&out);
         }
+    }
+    if (x->scan) {
+        ka_strip(x);
+        if (x->content_length >= 0) x->content_length = (int64_t)x->held.len; /* the whole body is held */
+    }
+    if (x->ka_found) { /* the last request's keep_alive wins */
+        s->ka_set = true;
+        s->ka_ms = x->ka_ms;
     }
     http_field stackf[64];
     size_t cap = m->n_fields;
@@ -460,6 +503,8 @@ static void start_upstream(relay *x, upstream_pool *pool)
     x->phase = RP_UP;
     relay_list_add(&s->inflight, x);
     s->n_inflight++;
+    x->forwarded = true;
+    idle_touch(s);
     if (x->held.len) upstream_write(x->up, x->held.p, x->held.len);
     held_release(x);
     if (x->body_last) {
@@ -539,7 +584,7 @@ static int model_gate(relay *x)
 static void go(relay *x)
 {
     rsvc *s = x->svc;
-    if (s->draining) { /* a leaving service gets no new request */
+    if (s->draining || s->idle_op) { /* a leaving service gets no new request */
         x->phase = RP_PARKED;
         relay_list_add(&s->parked, x);
         return;
@@ -654,7 +699,7 @@ static void dispatch(relay *x)
         fail(x, 503, "tune_in_progress", msg, retry);
         return;
     }
-    if (s->draining) {
+    if (s->draining || s->idle_op) { /* a drain, or an idle unload in flight: wait for its end */
         x->phase = RP_PARKED;
         relay_list_add(&s->parked, x);
         return;
@@ -742,9 +787,9 @@ void relay_body(relay *x, const view *chunk, bool last)
     }
     if (last) {
         x->body_last = true;
-        if (!scan_finish(x)) return;
+        if (!scan_finish(x) || !ka_take(x)) return;
     }
-    if (x->phase == RP_SCAN && (x->ms.found || !x->scan)) {
+    if (x->phase == RP_SCAN && x->scan && x->body_last) { /* the whole body: a bad keep_alive activates nothing */
         route(x);
         return;
     }

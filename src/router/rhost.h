@@ -50,6 +50,7 @@ typedef struct rh_result {
     const char *code;
     const char *message;
     bool needs_person;
+    bool slept; /* sleep: confirmed asleep (false: stopped instead, or already down) */
 } rh_result;
 typedef void (*rh_done)(const rh_result *r, void *ud);
 
@@ -75,6 +76,9 @@ typedef struct router_host {
     bool (*state)(void *ud, rh_svc *svc, rh_state *out);
     /* start one beside the others (the gate decides); cb exactly once */
     void (*start)(void *ud, rh_svc *svc, const char *origin, rh_done cb, void *cb_ud);
+    /* put one to sleep at its tier, or stop it where it has none or the
+     * sleep falls back (the supervisor decides); cb exactly once */
+    void (*sleep)(void *ud, rh_svc *svc, const char *origin, rh_done cb, void *cb_ud);
     /* the host monitor's last snapshot, or NULL */
     const snapshot *(*last_snapshot)(void *ud);
     /* the mode of the switch in progress (true), or none (false) */

@@ -56,6 +56,18 @@ typedef struct rsvc {
     relay *listwait;        /* relays waiting for that list to know which model to send */
     buf list_body;
     bool list_over;         /* the answer passed ROUTER_LIST_MAX: dropped */
+    /* idle unload (idle.c) */
+    int64_t idle_last_ms;   /* clock_mono_ms of the last activity: a request forwarded or ended, a
+                               counter that grew, ready */
+    bool ka_set;            /* a request's keep_alive overrides the idle timeout (until it leaves) */
+    int64_t ka_ms;          /* that keep_alive: 0 unload when idle, KA_KEEP never, > 0 the timeout */
+    struct idle_op *idle_op; /* the sleep in flight: new requests park until it ends */
+    upstream_req *mreq;     /* GET /metrics in flight */
+    buf mbody;
+    bool m_over, m_confirm, m_known, m_none;
+    int m_status;
+    int64_t m_t0_ms, m_read_ms;
+    double m_total;
 } rsvc;
 
 struct router {
@@ -81,6 +93,9 @@ struct router {
     uint64_t drain_ticket;
     uv_timer_t drain_timer;
     bool drain_timer_init;
+    /* idle unload */
+    uv_timer_t idle_timer, idle_kick;
+    bool idle_init;
     /* close */
     bool closing;
     int pending;
@@ -128,6 +143,21 @@ void rsvc_unref(rsvc *s);
 void rsvc_list_fetch(router *rt, rsvc *s);
 /* A relay started or finished its upstream request for s. */
 void router_inflight_changed(router *rt, rsvc *s);
+
+/* ---- idle.c ---- */
+/* Start the 1 s idle check (router_new) / close it and forget every sleep
+ * in flight (router_close; cb-counted like the drain timer). */
+void idle_init(router *rt);
+void idle_close(router *rt, void (*closed)(uv_handle_t *h));
+/* s's activity now (a request forwarded or ended). */
+void idle_touch(rsvc *s);
+/* A request ended on s: a keep_alive 0 unloads it once nothing runs. */
+void idle_request_ended(router *rt, rsvc *s);
+/* A state event for s (ready: a new run, its counters unknown; down or
+ * sleeping: a keep_alive override ends). */
+void idle_on_state(router *rt, rsvc *s, svc_state st);
+/* The idle timeout in force for s: -1 never, 0 at once, else ms. */
+int64_t idle_timeout_of(router *rt, const rsvc *s);
 
 /* ---- relay.c ---- */
 void relay_begin(router *rt, srv_conn *c, const http_msg *m, rep ep, rsvc *svc, const char *target);

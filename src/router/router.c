@@ -65,6 +65,7 @@ void rsvc_unref(rsvc *s)
     free(s->auth);
     free(s->key_env);
     buf_release(&s->list_body);
+    buf_release(&s->mbody);
     free(s);
 }
 
@@ -448,6 +449,8 @@ static void apply_config(router *rt, const config *cfg)
             s->id = xstrdup(p->id);
             s->state = SVC_DOWN;
             s->list_body = (buf)BUF_INIT;
+            s->mbody = (buf)BUF_INIT;
+            s->idle_last_ms = clock_mono_ms();
         }
         s->live = true;
         char *oh = s->host ? xstrdup(s->host) : NULL, *op = s->prefix ? xstrdup(s->prefix) : NULL;
@@ -602,6 +605,7 @@ void router_on_event(router *rt, const store_event *e)
     int st = state_from_name(e->to);
     if (!s || st < 0) return;
     s->state = (svc_state)st;
+    idle_on_state(rt, s, s->state);
     size_t idx = svc_index(rt, s);
     if (s->router_mode && st == SVC_READY) list_fetch(rt, s);
     if (s->router_mode && (st == SVC_DOWN || st == SVC_FAILED)) route_table_set_listed(&rt->table, idx, NULL, 0);
@@ -1155,6 +1159,7 @@ router *router_new(const router_env *env, const config *cfg)
     uv_timer_init(rt->loop, &rt->drain_timer);
     rt->drain_timer.data = rt;
     rt->drain_timer_init = true;
+    idle_init(rt);
     apply_config(rt, cfg);
     if (rt->h.set_drain) {
         rt->h.set_drain(rt->h.ud, on_drain_hook, on_undrain_hook, rt);
@@ -1245,6 +1250,8 @@ void router_close(router *rt, void (*cb)(void *ud), void *ud)
         act_free(rt->act);
         rt->act = NULL;
     }
+    if (rt->idle_init) rt->pending += 2; /* its two timers */
+    idle_close(rt, timer_closed);
     for (size_t i = 0; i < rt->n_svcs; i++) {
         rsvc *s = rt->svcs[i];
         if (s->listing) {
