@@ -114,7 +114,7 @@ help:
 	@echo "make bench-tui  N (200) events while gpumod tui runs in tmux: event-to-screen latency median/p90/max"
 	@echo "make bench-agree  gpumod-bench's TTFT, TPOT and throughput against fakellm's own log (within 2 %, 2 ms)"
 	@echo "make bench-estimate  the estimator beside llama-server's own bytes, for every recorded run"
-	@echo "make test-real  gpumod-bench, the canary, eval and tune against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
+	@echo "make test-real  gpumod-bench, the canary, eval, tune and router mode against a real llama-server (LLAMA_SERVER=/path/to/llama-server; else skipped)"
 	@echo "make fuzz       the GGUF, HTTP and model-scanner parsers under libFuzzer, FUZZ_SECONDS (600) each"
 
 deps:
@@ -259,6 +259,7 @@ test-real: $(GPUMOD) $(HELPERS)
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/canary-real.sh
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/eval-real.sh
 	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/tune-real.sh
+	@BUILD=$(BUILD) LLAMA_SERVER=$(LLAMA_SERVER) tests/real/router-real.sh
 
 # Start-up cost of the CLI against /bin/true, same machine, same run.
 bench-startup: $(GPUMOD) $(BUILD)/bench-startup
