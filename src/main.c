@@ -152,7 +152,7 @@ static const cmd commands[] = {
      "      One request to the daemon.  Exit 3 when no daemon is running.\n",
      cmd_status},
     {"service",
-     "list | show ID | start ID [--no-wait] [--timeout S] [--ctx N] [--set K=V] [--env N=V] | stop ID | "
+     "list | show ID | start ID [--no-wait] [--timeout S] [--ctx N] [--set K=V] [--env N=V] | stop ID | sleep ID | "
      "restart ID [--ctx N] [--set K=V] [--env N=V] | logs ID [-f] [-n N] | load ID MODEL | unload ID MODEL",
      "start, stop and inspect services through the daemon",
      "  service list [--json]          every service with its state, pid, port\n"
@@ -172,6 +172,10 @@ static const cmd commands[] = {
      "      --env NAME=VALUE: an environment variable over the preset's env.\n"
      "  service stop ID [--timeout S]  SIGTERM to its process group, SIGKILL after\n"
      "                                 stop_timeout, then wait until its memory is freed\n"
+     "  service sleep ID [--timeout S] put it to sleep at its tier (sleep_mode: l1, l2,\n"
+     "                                 router; docs/modes.md), or stop it where it cannot\n"
+     "                                 sleep (the reason is printed); exit 0 either way.\n"
+     "                                 `service start` on a sleeper wakes it\n"
      "  service restart ID [--ctx N] [--set K=V]... [--env N=V]...   stop, then start as above\n"
      "  service logs ID [-f] [-n N]    the last N lines (100) of its output; -f follows\n"
      "  service load ID MODEL [--timeout S]     a llama.cpp router-mode service loads MODEL\n"

@@ -28,7 +28,13 @@ void service_row(buf *b, const cJSON *svc)
     char pid[24] = "-", port[24] = "-";
     if (!jnull(svc, "pid")) snprintf(pid, sizeof pid, "%.0f", jnum(svc, "pid", 0));
     if (jnum(svc, "port", 0) > 0) snprintf(port, sizeof port, "%.0f", jnum(svc, "port", 0));
-    buf_printf(b, "%-20s %-10s %-8s %-6s ", id ? id : "?", state ? state : "?", pid, port);
+    char st[48];
+    const cJSON *zz = cJSON_GetObjectItemCaseSensitive(svc, "asleep");
+    if (state && !strcmp(state, "sleeping") && jstr(zz, "tier")) /* "sleeping (l1)" */
+        snprintf(st, sizeof st, "sleeping (%s)", jstr(zz, "tier"));
+    else
+        snprintf(st, sizeof st, "%s", state ? state : "?");
+    buf_printf(b, "%-20s %-10s %-8s %-6s ", id ? id : "?", st, pid, port);
     fmt_age(b, jstr(svc, "since"));
     if (!jnull(svc, "progress_pct") && state && !strcmp(state, "starting"))
         buf_printf(b, "  loading %.0f%%", jnum(svc, "progress_pct", 0));

@@ -1,5 +1,6 @@
 /* service.c - `gpumod service list | show ID | start ID | stop ID |
- * restart ID | logs ID | load ID MODEL | unload ID MODEL`, each a request to the daemon (docs/api.md).
+ * sleep ID | restart ID | logs ID | load ID MODEL | unload ID MODEL`, each a request to the daemon
+ * (docs/api.md).
  *
  * `service start` does not hold one request open for the whole load: it
  * asks for a start ticket (POST start?wait=0) and waits on the event
@@ -202,6 +203,13 @@ static int report_outcome(cli *c, const cJSON *s, const char *id, double t0, boo
         free(t);
     }
     if (outcome && !strcmp(outcome, "ready")) {
+        if (!c->json && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ls, "woke"))) {
+            printf("'%s' woke (%s) in %.1f s\n", id, jstr(s, "tier") ? jstr(s, "tier") : "?",
+                   (clock_mono_ms_f() - t0) / 1000.0);
+            return EXIT_OK;
+        }
+        if (!c->json && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ls, "fell_back")))
+            printf("'%s': the wake failed: stopped and started cold\n", id);
         if (!c->json) {
             printf("ready: %s (", id);
             if (!jnull(s, "pid")) printf("pid %.0f, ", jnum(s, "pid", 0));
@@ -305,6 +313,13 @@ static int do_blocking(cli *c, const char *id, const char *verb, int64_t timeout
         cJSON *j = ctl_json(&r, what);
         if (!j) {
             rc = EXIT_REFUSED;
+        } else if (!strcmp(verb, "sleep")) {
+            const char *m = jstr(j, "message");
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "slept")))
+                printf("'%s' is asleep (%s, %.1f s)\n", id, jstr(j, "tier") ? jstr(j, "tier") : "?",
+                       jnum(j, "ms", 0) / 1000.0);
+            else
+                printf("'%s' stopped: %s\n", id, m ? m : "it was not running");
         } else if (!strcmp(verb, "stop")) {
             printf("stopped: %s (%s) in %.2f s\n", id, jstr(j, "state") ? jstr(j, "state") : "?",
                    (clock_mono_ms_f() - t0) / 1000.0);
@@ -448,7 +463,7 @@ static int service_act(cli *c, const cmd *k, const svc_args *s)
         if (id) return cli_usage_error(c, k, "service list: unexpected argument '%s'", id);
         return do_list(c);
     }
-    static const char *const with_id[] = {"show", "start", "stop", "restart", "logs", "load", "unload", NULL};
+    static const char *const with_id[] = {"show", "start", "stop", "restart", "logs", "sleep", "load", "unload", NULL};
     bool known = false;
     for (int i = 0; with_id[i]; i++) known = known || !strcmp(act, with_id[i]);
     if (!known) return cli_usage_error(c, k, "service: unknown action '%s'", act);
@@ -466,7 +481,8 @@ static int service_act(cli *c, const cmd *k, const svc_args *s)
 int cmd_service(cli *c, int argc, char **argv)
 {
     const cmd *k = cli_find("service");
-    if (argc < 2) return cli_usage_error(c, k, "service: which action? list, show, start, stop, restart, logs, load or unload");
+    if (argc < 2)
+        return cli_usage_error(c, k, "service: which action? list, show, start, stop, sleep, restart, logs, load or unload");
     svc_args s = {.act = argv[1], .n = 100, .ov = cJSON_CreateObject()};
     int rc = service_args(c, k, argc, argv, &s);
     if (rc == EXIT_OK) rc = service_act(c, k, &s);

@@ -10,7 +10,7 @@
 const char *const svc_state_names[] = {"down", "starting", "ready", "unhealthy", "stopping", "failed", "sleeping"};
 const char *const svc_event_names[] = {"start",   "refused",     "ready", "start_timeout", "exited", "health_failed",
                                        "health_ok", "stop", "stopped", "watchdog", "reset", "give_up",
-                                       "respawned", "canary_failed"};
+                                       "respawned", "canary_failed", "slept"};
 const char *const svc_action_names[] = {"none", "admit", "kill", "restart", "record"};
 
 #define T(s, e, n, a) [s][e] = {n, a, 1}
@@ -78,10 +78,17 @@ static const row table[SVC__STATES][EV__EVENTS] = {
     T(SVC_FAILED, EV_STOPPED, SVC_FAILED, ACT_RECORD), /* the kill after a failure completed */
     T(SVC_FAILED, EV_EXITED, SVC_FAILED, ACT_NONE),
 
-    /* sleeping (reserved for sleep mode) */
+    /* sleeping: confirmed asleep; a start wakes it (admitted like a start) */
+    T(SVC_READY, EV_SLEPT, SVC_SLEEPING, ACT_RECORD),
+    T(SVC_STARTING, EV_SLEPT, SVC_SLEEPING, ACT_RECORD), /* a wake refused: it sleeps on */
     T(SVC_SLEEPING, EV_START, SVC_STARTING, ACT_ADMIT),
     T(SVC_SLEEPING, EV_STOP, SVC_STOPPING, ACT_KILL),
-    T(SVC_SLEEPING, EV_EXITED, SVC_DOWN, ACT_RECORD),
+    T(SVC_SLEEPING, EV_WATCHDOG, SVC_STOPPING, ACT_KILL),
+    T(SVC_SLEEPING, EV_EXITED, SVC_DOWN, ACT_RECORD), /* not restarted: nobody was using it */
+    T(SVC_SLEEPING, EV_SLEPT, SVC_SLEEPING, ACT_NONE),
+    T(SVC_SLEEPING, EV_HEALTH_OK, SVC_SLEEPING, ACT_NONE),
+    T(SVC_SLEEPING, EV_HEALTH_FAILED, SVC_SLEEPING, ACT_NONE), /* a sleeper is not unhealthy */
+    T(SVC_SLEEPING, EV_RESPAWNED, SVC_STARTING, ACT_RECORD),
 };
 
 bool lifecycle_step(svc_state state, svc_event ev, svc_transition *out)

@@ -17,7 +17,7 @@ typedef enum {
     SVC_UNHEALTHY, /* was ready; health_failures probes in a row failed */
     SVC_STOPPING,  /* SIGTERM sent to the group, waiting for it and its memory */
     SVC_FAILED,    /* gave up: start failed or restarts exhausted; a person must act */
-    SVC_SLEEPING,  /* reserved: vLLM sleep mode / llama.cpp router unload */
+    SVC_SLEEPING,  /* confirmed asleep at its tier (core/tier.h): vLLM sleep, llama.cpp router unload */
     SVC__STATES
 } svc_state;
 extern const char *const svc_state_names[]; /* lowercase, as in the JSON */
@@ -38,6 +38,8 @@ typedef enum {
     EV_RESPAWNED,     /* the runner runs it again on its own (systemd's Restart=), or it was found
                          running (a unit adopted at reconcile): loading, no admission of ours */
     EV_CANARY_FAILED, /* ready, but the canary's answer was wrong, empty or an error: failed, not restarted */
+    EV_SLEPT,         /* the engine confirmed its sleep (GET /is_sleeping true, no model loaded); from
+                         starting: a wake the gate refused, the engine sleeps on */
     EV__EVENTS
 } svc_event;
 extern const char *const svc_event_names[];

@@ -1712,6 +1712,41 @@ static void tune_get(req *r) { api_tune_get(r->d, r->c); }
 static void tune_put(req *r) { api_tune_put(r->d, r->c, r->seg[1], r->body); }
 static void tune_delete(req *r) { api_tune_delete(r->d, r->c, r->seg[1]); }
 
+/* ---- sleep ---- */
+
+typedef struct sleep_req {
+    srv_conn *c;
+    char *id;
+} sleep_req;
+
+static void sleep_done(const sup_result *res, void *ud)
+{
+    sleep_req *q = ud;
+    buf b = BUF_INIT;
+    if (res->outcome == SUP_OK) {
+        api_sleep_json(&b, q->id, res);
+    } else {
+        buf d = BUF_INIT;
+        api_result_detail_json(&d, res);
+        api_error_body(&b, sup_outcome_code(res->outcome), res->message ? res->message : "failed", d.p);
+        buf_release(&d);
+    }
+    api_reply(q->c, sup_outcome_status(res->outcome), &b);
+    buf_release(&b);
+    free(q->id);
+    free(q);
+}
+
+static void post_sleep(req *r)
+{
+    const char *origin = qget(r, "origin");
+    if (!origin || (strcmp(origin, "cli") && strcmp(origin, "api"))) origin = "api";
+    sleep_req *q = xcalloc(1, sizeof *q);
+    q->c = r->c;
+    q->id = xstrdup(r->seg[1]);
+    sup_sleep(r->d->sup, q->id, origin, sleep_done, q);
+}
+
 static void post_engine_bench(req *r) { api_ebench_post(r->d, r->c, r->seg[1], r->body); }
 static void post_start(req *r) { post_op(r, OP_START); }
 static void post_stop(req *r) { post_op(r, OP_STOP); }
@@ -1775,6 +1810,7 @@ static const route routes[] = {
     {"POST", {"services", "*", "start"}, post_start},
     {"POST", {"services", "*", "stop"}, post_stop},
     {"POST", {"services", "*", "restart"}, post_restart},
+    {"POST", {"services", "*", "sleep"}, post_sleep},
     {"POST", {"services", "*", "engine-bench"}, post_engine_bench},
     {"POST", {"services", "*", "models", "*", "load"}, post_model_load},
     {"POST", {"services", "*", "models", "*", "unload"}, post_model_unload},

@@ -91,6 +91,8 @@ static void history_json(buf *out, const sup_svc_view *v)
         buf_json_str_or_null(out, sup_outcome_code(v->start_result));
         buf_adds(out, ",\"message\":");
         buf_json_str_or_null(out, v->start_message);
+        buf_printf(out, ",\"woke\":%s,\"fell_back\":%s", v->start_woke ? "true" : "false",
+                   v->start_fell_back ? "true" : "false");
         buf_adds(out, ",\"at\":");
         buf_json_time(out, v->start_at_ms);
         buf_adds(out, "}");
@@ -140,6 +142,38 @@ int api_overrides_parse(const char *what, const view *body, int driver, override
     return rc;
 }
 
+void api_sleep_json(buf *out, const char *id, const sup_result *r)
+{
+    buf_adds(out, "{\"service\":");
+    buf_json_str(out, id);
+    int t = r->tier >= 0 && r->tier < TIER__COUNT ? r->tier : TIER_STOP;
+    buf_printf(out, ",\"slept\":%s,\"tier\":\"%s\",\"fell_back\":%s,\"ms\":%lld,\"message\":",
+               r->slept ? "true" : "false", tier_names[r->slept ? t : TIER_STOP], r->fell_back ? "true" : "false",
+               (long long)r->ms);
+    buf_json_str_or_null(out, r->message);
+    buf_addc(out, '}');
+}
+
+/* ,"tier","asleep","wake_ms" (docs/api.md) */
+static void tier_json(buf *out, const sup_svc_view *v)
+{
+    int t = v->tier >= 0 && v->tier < TIER__COUNT ? v->tier : TIER_STOP;
+    buf_printf(out, ",\"tier\":\"%s\",\"asleep\":", tier_names[t]);
+    if (v->asleep) {
+        buf_printf(out, "{\"tier\":\"%s\",\"since\":", tier_names[t]);
+        buf_json_time(out, v->asleep_since_ms);
+        buf_adds(out, ",\"held\":");
+        need_json(out, &v->asleep_held);
+        buf_printf(out, ",\"measured\":%s}", v->asleep_measured ? "true" : "false");
+    } else {
+        buf_adds(out, "null");
+    }
+    if (v->wake_ms >= 0)
+        buf_printf(out, ",\"wake_ms\":%lld", (long long)v->wake_ms);
+    else
+        buf_adds(out, ",\"wake_ms\":null");
+}
+
 static void service_json(sup *s, buf *out, const sup_svc_view *v)
 {
     buf_adds(out, "{\"id\":");
@@ -179,6 +213,7 @@ static void service_json(sup *s, buf *out, const sup_svc_view *v)
         footprint_json(out, v->footprint, v->load_ms);
     else
         buf_adds(out, "null");
+    tier_json(out, v);
     history_json(out, v);
     sup_json_ext(s, v->id, out);
     buf_adds(out, "}");

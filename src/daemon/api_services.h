@@ -19,6 +19,10 @@ void api_slot_json(sup *s, buf *out);
  * object): the gate's verdict, the port's holder {"pid","cmdline","port"},
  * or a start guard's own JSON; nothing for any other result. */
 void api_result_detail_json(buf *out, const sup_result *r);
+/* POST /services/ID/sleep's answer (docs/api.md): {"service", "slept",
+ * "tier", "fell_back", "ms", "message"} - tier the one it sleeps at, or
+ * "stop" when it was stopped (or was down); ms 0 when nothing ran. */
+void api_sleep_json(buf *out, const char *id, const sup_result *r);
 
 /* The body of POST /services/ID/start (and /restart): nothing, or
  * {"overrides": {...}} (config/overrides.h) with "overrides" null or {}

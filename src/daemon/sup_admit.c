@@ -91,7 +91,10 @@ bool sv_port_surely_free(const sup *s, const char *host, int port)
 
 static void refuse(svc *v, const sup_result *r, const char *words)
 {
-    sv_feed(v, EV_REFUSED, words);
+    if (v->waking) /* a wake refused: the engine sleeps on, untouched */
+        sv_feed(v, EV_SLEPT, words);
+    else
+        sv_feed(v, EV_REFUSED, words);
     sv_release_reservation(v);
     sv_end_result(v, "refused", r);
 }
@@ -118,6 +121,8 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
 {
     sup *s = v->s;
     const settings *st = sv_set_of(s);
+    char was_hash[65];
+    snprintf(was_hash, sizeof was_hash, "%s", v->run_hash);
     sv_copy_running(v, p, st);
     char err[512];
     if (health_check_host(v->host, err, sizeof err) != 0) {
@@ -127,6 +132,12 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
         return;
     }
     if (config_hash(p, st, v->run_hash, NULL, err, sizeof err) != 0) v->run_hash[0] = 0;
+    if (v->waking && strcmp(was_hash, v->run_hash) != 0) { /* a sleeper of an older configuration */
+        sv_set_str(&v->wake_fail, "its configuration changed since it went to sleep");
+        sv_set_pending(v, SUP_START_FAILED, "the configuration changed since it went to sleep");
+        sv_feed(v, EV_EXITED, "a wake of an older configuration: stopped, then started cold");
+        return;
+    }
 
     need_detail nd;
     memset(&nd, 0, sizeof nd);
@@ -141,6 +152,7 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
     gate_policy pol;
     policy_from_settings(st, &pol);
     verdict vd;
+    if (v->waking) sv_wake_need(v, &nd.n); /* what it holds asleep is there already */
     gate_check(snap, &nd.n, res, nres, v->id, &pol, &vd);
     buf vj = BUF_INIT;
     verdict_json(&vj, "daemon", v->id, &vd, &nd, snap);
@@ -158,7 +170,7 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
     buf_release(&vj);
 
     port_owner o;
-    int held = v->port > 0 && !sv_port_surely_free(s, v->host, v->port)
+    int held = v->port > 0 && !v->waking && !sv_port_surely_free(s, v->host, v->port)
                    ? ports_owner(s->proc_root, v->host, (uint16_t)v->port, &o, err, sizeof err)
                    : 0;
     if (held < 0) log_warn("supervisor: '%s': cannot check port %d: %s", v->id, v->port, err);
@@ -175,7 +187,10 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
     v->adm_mem_available = snap->host.mem_available;
     v->adm_meminfo_ok = snap->host.meminfo_ok;
     v->reserved = true;
-    sv_spawn_it(v, p);
+    if (v->waking)
+        sv_wake_it(v, p);
+    else
+        sv_spawn_it(v, p);
 }
 
 static void admit_with(svc *v, const snapshot *snap)

@@ -140,6 +140,23 @@ struct sup_svc {
     int64_t kill_t0, kill_deadline;
     pid_t seen[MAX_SEEN];
     size_t nseen;
+
+    /* residency (sup_sleep.c): the sleep in flight, what it holds asleep, the wake */
+    waiter *sleeps;           /* answered when the sleep in flight ends */
+    struct sleep_op *sop;     /* the sleep or wake in flight; NULL: none */
+    int zz_tier;              /* tier it sleeps at (tier); valid while sleeping */
+    int64_t zz_since_ms;      /* wall clock: confirmed asleep */
+    int64_t zz_ms;            /* the last sleep's request to confirmed */
+    need zz_held;             /* what it holds asleep: measured or predicted */
+    bool zz_measured;
+    bool zz_unsupported;      /* the engine answered 404/405 to a sleep: this run stops instead */
+    char zz_models[512];      /* router tier: the models loaded before the sleep, comma-separated */
+    bool waking;              /* this start wakes a sleeper (set from SLEEPING + start) */
+    int64_t wake_t0;          /* mono: the wake was asked */
+    int64_t zz_load_ms;       /* load_ms before the wake (the cold load's) */
+    bool cold_after_stop;     /* a failed wake: start cold once the stop completes */
+    char *wake_fail;          /* why the wake failed, for the cold start's message */
+    bool st_woke, st_fell_back; /* how the last start ended (sup_svc_view start_woke ...) */
 };
 
 struct sup {
@@ -257,6 +274,25 @@ void sv_cancel_restart(svc *v, sup_outcome res, const char *msg);
 void sv_cancel_restart_for(svc *v, const char *by);
 /* The restart policy's decision after an exit or a health failure. */
 void sv_policy_restart(svc *v);
+
+/* ---- sup_sleep.c: residency tiers (sleep, wake) ---- */
+
+/* The tier v runs at now (its running preset, the last snapshot). */
+int sv_tier_of(const svc *v);
+/* The residency fields of a holding (sup_holding's tier, asleep, ...). */
+void sv_holding_tiers(svc *v, sup_holding *h);
+/* The admission of a wake (v->waking): the need minus what it holds asleep. */
+void sv_wake_need(const svc *v, need *n);
+/* A wake admitted: the tier's wake calls, then the readiness probe. */
+void sv_wake_it(svc *v, const preset *p);
+/* A start ends (sv_end_result): a wake's result fields and events; true
+ * when a failed wake falls back: the caller keeps the waiters and starts
+ * cold (sv_do_start). */
+bool sv_wake_end(svc *v, const char *outcome, sup_result *r);
+/* Shutdown: the tier call in flight cancelled, the sleep's waiters answered. */
+void sv_sleep_cancel(svc *v);
+/* The service's view: tier, asleep, wake_ms. */
+void sv_sleep_view(svc *v, sup_svc_view *o);
 
 /* ---- sup_kill.c: killing and verify-freed ---- */
 

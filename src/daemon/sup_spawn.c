@@ -566,7 +566,7 @@ void sv_on_exit_cb(int code, int sig, void *ud)
         free(msg);
         return;
     }
-    if (v->state == SVC_READY || v->state == SVC_UNHEALTHY) {
+    if (v->state == SVC_READY || v->state == SVC_UNHEALTHY || v->state == SVC_SLEEPING) {
         /* the helper killed and reaped what was left of the group before
          * it exited (docs/exec.md): the process is over */
         v->gen++;

@@ -181,9 +181,18 @@ void sv_end_result(svc *v, const char *outcome, const sup_result *r)
     bool held = v->slot;
     v->slot = false;
     if (held && s->holder == v) s->holder = NULL;
-    waiter *w = v->starts;
-    v->starts = NULL;
-    sv_call_waiters(w, r);
+    sup_result rr = *r;
+    if (sv_wake_end(v, outcome, &rr)) { /* a failed wake: its waiters wait for the cold start */
+        char origin[sizeof v->origin];
+        snprintf(origin, sizeof origin, "%s", v->origin);
+        sv_do_start(v, origin, NULL);
+    } else {
+        v->st_woke = rr.woke;
+        v->st_fell_back = rr.fell_back;
+        waiter *w = v->starts;
+        v->starts = NULL;
+        sv_call_waiters(w, &rr);
+    }
     if (held) sv_slot_next(s);
 }
 
@@ -305,7 +314,7 @@ void sv_do_start(svc *v, const char *origin, const overrides *ov)
     sv_set_str(&v->res_msg, NULL);
     sv_set_pending(v, SUP_OK, NULL);
     v->start_at_ms = sv_wall_ms();
-    v->run_hash[0] = 0; /* set at admission, from the config of that moment */
+    if (!v->waking) v->run_hash[0] = 0; /* set at admission, from the config of that moment (a wake compares) */
     v->run_ctx = 0;
     if (ov) overrides_copy(&v->ov, ov);
     v->ran = false;
@@ -497,6 +506,12 @@ static uint64_t sup_start_svc_with(sup *s, sup_svc *v, const char *origin, const
     }
     if (guarded(s, id, origin, cb, ud)) return 0;
     push_waiter(&v->starts, cb, ud);
+    if (v->state == SVC_SLEEPING) { /* a wake: admitted, then the tier's wake calls (sup_sleep.c) */
+        v->waking = true;
+        v->wake_t0 = clock_mono_ms();
+        v->zz_load_ms = v->load_ms;
+        sv_set_str(&v->wake_fail, NULL);
+    }
     sv_do_start(v, origin ? origin : "api", ov);
     return v->seq;
 }
@@ -777,6 +792,9 @@ bool sup_svc_view_of(sup_svc *v, sup_svc_view *o)
     o->port = p ? (int)p->port : v->port;
     o->configured = p != NULL;
     o->state = v->state;
+    sv_sleep_view(v, o);
+    o->start_woke = v->st_woke;
+    o->start_fell_back = v->st_fell_back;
     o->since_ms = v->since_ms;
     if (v->pgid > 0) {
         v->pid = s->run && v->h && !v->exited ? s->run->pid(v->h) : v->pgid; /* the exit event names it too */
@@ -902,8 +920,9 @@ void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud)
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];
         sv_cancel_restart(v, SUP_SHUTTING_DOWN, "the daemon is shutting down");
+        sv_sleep_cancel(v);
         if (v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
-            v->state == SVC_STOPPING || v->killing) {
+            v->state == SVC_STOPPING || v->state == SVC_SLEEPING || v->killing) {
             s->shut_pending++;
             sup_stop(s, v->id, "shutdown", shut_stopped, s);
         }
@@ -925,6 +944,10 @@ void sup_free(sup *s)
         w = v->stops;
         v->stops = NULL;
         sv_call_waiters(w, &down);
+        w = v->sleeps;
+        v->sleeps = NULL;
+        sv_call_waiters(w, &down);
+        free(v->wake_fail);
         logring_free(v->log);
         free(v->id);
         free(v->host);
@@ -962,7 +985,7 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
         bool live = v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
                     v->state == SVC_STOPPING || v->killing;
         bool restart = v->state == SVC_DOWN && v->next_restart_ms > 0;
-        if (!live && !restart) continue;
+        if (!live && !restart && v->state != SVC_SLEEPING) continue;
         sup_holding *h = &out[n++];
         memset(h, 0, sizeof *h);
         h->id = v->id;
@@ -972,6 +995,12 @@ size_t sup_holdings(sup *s, sup_holding *out, size_t max)
         h->load_ms = v->state == SVC_STARTING ? -1 : v->load_ms;
         h->restart_pending = restart;
         h->killing = v->killing;
+        sv_holding_tiers(v, h);
+        if (v->state == SVC_SLEEPING) {
+            h->held = h->asleep_need;
+            h->measured = h->asleep_measured;
+            continue;
+        }
         if (!live) continue; /* down, waiting for its restart: holds nothing yet */
         if (v->has_fp && v->run_hash[0] && !strcmp(v->fp.hash, v->run_hash) && v->state != SVC_STARTING) {
             snprintf(h->held.source, sizeof h->held.source, "measured");

@@ -33,6 +33,7 @@
 #include "config/overrides.h"
 #include "core/gate.h"
 #include "core/lifecycle.h"
+#include "core/tier.h"
 #include "daemon/canary.h"
 #include "daemon/hostmon.h"
 #include "daemon/need.h"
@@ -85,6 +86,12 @@ typedef struct sup_result {
     const port_owner *holder;       /* SUP_PORT_HELD: who listens on port */
     int port;
     const char *detail;             /* JSON text or NULL: a start guard's own (sup_refusal) */
+    bool slept;                     /* sup_sleep: confirmed asleep (false: stopped instead, or down) */
+    bool woke;                      /* a start on a sleeper: the wake succeeded */
+    bool fell_back;                 /* sleep: a stop ran instead of the tier's sleep; start on a
+                                       sleeper: the wake failed, a stop + cold start ran */
+    int tier;                       /* sleep / wake: the tier (core/tier.h; TIER_STOP: stopped) */
+    int64_t ms;                     /* sleep / wake: request to confirmed (asleep / ready); 0: none */
 } sup_result;
 typedef void (*sup_cb)(const sup_result *r, void *ud);
 
@@ -169,6 +176,28 @@ const char *sup_svc_id(const sup_svc *v);
  * Down already: SUP_OK at once. */
 void sup_stop(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 void sup_stop_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud);
+
+/* Put v to sleep at its tier (tier_for on its running preset and the last
+ * snapshot; docs/modes.md).  cb once: SUP_OK with r->slept true when it is
+ * confirmed asleep (state sleeping; r->tier, r->ms); SUP_OK with r->slept
+ * false when it was stopped instead (tier stop, or a fallback, r->fell_back,
+ * r->message says why, e.g. "sleep refused by the gate: host: ...; stopped
+ * instead", "the engine does not support sleep (POST /sleep?level=1: 404);
+ * stopped instead", "the engine did not confirm the sleep (GET /is_sleeping:
+ * false after 10 s); stopped instead").  The stop is the verified stop of
+ * sup_stop.  Already sleeping: SUP_OK slept at once.  Down: SUP_OK, slept
+ * false.  Starting, stopping, unhealthy, failed: SUP_CONFLICT ("service 'X'
+ * is starting: ...").  A sleep in flight is joined.
+ *
+ * A start (sup_start, sup_start_svc, the router's) on a sleeping record
+ * wakes it: queued on the load slot like a start, admitted with its need
+ * minus what it holds asleep, then the tier's wake calls, the readiness
+ * probe and the canary; r->woke.  A failed wake stops it (verified) and
+ * starts it cold once: r->fell_back, the message "wake failed (...):
+ * stopped and started cold". */
+void sup_sleep_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud);
+/* The same by id: SUP_NOT_FOUND when no such service. */
+void sup_sleep(sup *s, const char *id, const char *origin, sup_cb cb, void *ud);
 
 /* After sup_reconcile: a previous daemon left services behind (it was
  * killed or crashed: their run files were still there), so GPU memory they
@@ -259,6 +288,14 @@ typedef struct sup_svc_view {
     bool canary_running;        /* the canary is asking its prompts now */
     const canary_report *canary; /* the last canary's report; NULL: none ran */
     int64_t canary_at_ms;       /* wall clock of that report */
+    int tier;                   /* core/tier.h: its tier now (asleep: the one it sleeps at) */
+    bool asleep;                /* sleeping: */
+    int64_t asleep_since_ms;    /* wall clock: confirmed asleep */
+    need asleep_held;           /* what it holds asleep */
+    bool asleep_measured;       /* asleep_held measured (else predicted) */
+    int64_t wake_ms;            /* the last wake measured for its hash and tier; -1: none */
+    bool start_woke;            /* the last start woke a sleeper */
+    bool start_fell_back;       /* the last start was a wake that failed: stopped and started cold */
     char log_file[4096];
     char hash_buf[65];          /* config_hash's storage */
 } sup_svc_view;
@@ -331,6 +368,14 @@ typedef struct sup_holding {
     int64_t load_ms;
     bool restart_pending; /* down, a restart scheduled (next_restart_ms) */
     bool killing;         /* failed, its group still being killed */
+    /* residency (core/tier.h) */
+    tier tier;            /* tier_for its running preset on the last snapshot */
+    bool asleep;          /* state sleeping: held is what it holds asleep */
+    need asleep_need;     /* measured asleep (store_sleep_get) else tier_asleep_need (predicted) */
+    bool asleep_measured;
+    int64_t wake_ms;      /* measured for its hash and tier; else tier_wake_prior_ms; -1 stop */
+    bool wake_measured;
+    need awake_need;      /* what it holds (or will hold) awake: footprint else admitted */
 } sup_holding;
 size_t sup_holdings(sup *s, sup_holding *out, size_t max);
 

@@ -155,6 +155,19 @@ static const char *const migrations[] = {
     "  doc TEXT NOT NULL,"
     "  held INTEGER NOT NULL"
     ");",
+    /* 8: what a sleeping service holds, and its sleep and wake times, per
+     * config hash and tier (docs/interfaces.md "Sleep footprints"); gpu is
+     * "INDEX:BYTES" per device, comma-separated */
+    "CREATE TABLE sleep_footprints ("
+    "  hash TEXT NOT NULL,"
+    "  tier INTEGER NOT NULL,"
+    "  measured_at_ms INTEGER NOT NULL,"
+    "  host_bytes INTEGER NOT NULL,"
+    "  gpu TEXT NOT NULL,"
+    "  sleep_ms INTEGER NOT NULL,"
+    "  wake_ms INTEGER NOT NULL,"
+    "  PRIMARY KEY (hash, tier)"
+    ");",
 };
 
 const char *const fp_gpu_how_names[] = {"nvml", "unified", "admitted", NULL};
@@ -175,7 +188,7 @@ static fp_gpu_how how_by_name(const char *n)
 
 const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
                                          "watchdog", "footprint", "switch.phase", "reload", "router.activation", "canary",
-                                         "tune", "engine_bench", NULL};
+                                         "tune", "engine_bench", "sleep", "wake", NULL};
 
 static bool kind_ok(const char *k)
 {
@@ -1057,4 +1070,73 @@ void store_results_free(store_result *v, size_t n)
         free(v[i].doc);
     }
     free(v);
+}
+
+/* ---- sleep footprints (schema v8) ------------------------------------- */
+
+int store_sleep_put(store *s, const sleep_fp *f, char *err, size_t errlen)
+{
+    buf g = BUF_INIT;
+    for (size_t i = 0; i < f->fp.ngpu && i < HOST_MAX_GPUS; i++)
+        buf_printf(&g, "%s%d:%llu", i ? "," : "", f->fp.gpu[i].index, (unsigned long long)f->fp.gpu[i].bytes);
+    sqlite3_stmt *st = NULL;
+    int rc = prep(s,
+                  "INSERT INTO sleep_footprints(hash, tier, measured_at_ms, host_bytes, gpu, sleep_ms, wake_ms) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(hash, tier) DO UPDATE SET "
+                  "measured_at_ms = ?3, host_bytes = ?4, gpu = ?5, sleep_ms = ?6, "
+                  "wake_ms = CASE WHEN ?7 < 0 THEN wake_ms ELSE ?7 END",
+                  &st, err, errlen);
+    if (!rc) {
+        sqlite3_bind_text(st, 1, f->hash, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, f->tier);
+        sqlite3_bind_int64(st, 3, f->fp.measured_at_ms);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)f->fp.host_bytes);
+        sqlite3_bind_text(st, 5, g.p ? g.p : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 6, f->sleep_ms);
+        sqlite3_bind_int64(st, 7, f->wake_ms);
+        rc = step_done(s, st, "store a sleep footprint", err, errlen);
+    }
+    buf_release(&g);
+    return rc;
+}
+
+int store_sleep_get(store *s, const char *hash, int tier, sleep_fp *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (store_schema_version(s) < 8) return 0; /* a read-only open of an older database */
+    sqlite3_stmt *st = NULL;
+    if (prep(s,
+             "SELECT measured_at_ms, host_bytes, gpu, sleep_ms, wake_ms FROM sleep_footprints "
+             "WHERE hash = ? AND tier = ?",
+             &st, err, errlen))
+        return -1;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, tier);
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        if (rc != SQLITE_DONE) snprintf(err, errlen, "state database: %s", sqlite3_errmsg(s->db));
+        sqlite3_finalize(st);
+        return rc == SQLITE_DONE ? 0 : -1;
+    }
+    snprintf(out->hash, sizeof out->hash, "%s", hash);
+    snprintf(out->fp.hash, sizeof out->fp.hash, "%s", hash);
+    out->tier = tier;
+    out->fp.measured_at_ms = sqlite3_column_int64(st, 0);
+    out->fp.host_bytes = (uint64_t)sqlite3_column_int64(st, 1);
+    const char *g = (const char *)sqlite3_column_text(st, 2);
+    while (g && *g && out->fp.ngpu < HOST_MAX_GPUS) {
+        int idx;
+        unsigned long long bytes;
+        int used = 0;
+        if (sscanf(g, "%d:%llu%n", &idx, &bytes, &used) != 2) break;
+        out->fp.gpu[out->fp.ngpu].index = idx;
+        out->fp.gpu[out->fp.ngpu].bytes = bytes;
+        out->fp.ngpu++;
+        g += used;
+        if (*g == ',') g++;
+    }
+    out->sleep_ms = sqlite3_column_int64(st, 3);
+    out->wake_ms = sqlite3_column_int64(st, 4);
+    sqlite3_finalize(st);
+    return 1;
 }

@@ -212,4 +212,19 @@ void store_results_free(store_result *v, size_t n);
 int store_tune_put(store *s, const char *doc, bool held, char *err, size_t errlen);
 int store_tune_get(store *s, char **doc, bool *held, char *err, size_t errlen);
 
+/* What a service holds asleep, per config hash and tier (schema v8,
+ * docs/interfaces.md "Sleep footprints"): measured right after a confirmed
+ * sleep (fp: host RSS of the group, GPU per device; fp.how is not kept),
+ * with the sleep's time (request to confirmed) and the last wake's
+ * (request to ready; -1: none yet).  put upserts (wake_ms -1 keeps the
+ * stored one); get: 1 found, 0 none, -1 with err. */
+typedef struct sleep_fp {
+    char hash[65];
+    int tier; /* core/tier.h tier */
+    footprint fp;
+    int64_t sleep_ms, wake_ms;
+} sleep_fp;
+int store_sleep_put(store *s, const sleep_fp *f, char *err, size_t errlen);
+int store_sleep_get(store *s, const char *hash, int tier, sleep_fp *out, char *err, size_t errlen);
+
 #endif

@@ -130,7 +130,7 @@ cat >"$T/nvml.json" <<'EOF'
  "processes": []}
 EOF
 
-t_begin "sleep (dev mode, --enable-sleep-mode) frees RAM and NVML entries; wake takes them back"
+t_begin "sleep level 2 (dev mode, --enable-sleep-mode) frees RAM and NVML entries; wake takes them back"
 P3=$(free_port)
 fakellm_spawn sleepy VLLM_SERVER_DEV_MODE=1 FAKELLM_RAM_MB=256 FAKELLM_GPU_MB=5000 GPUMOD_FAKE_NVML_STATE="$T/nvml.json" \
     -- serve m --host 127.0.0.1 --port "$P3" --enable-sleep-mode
@@ -141,7 +141,7 @@ r=$(rss_mb "$pid"); [ "$r" -ge 256 ] || t_fail "awake RSS $r MiB < 256"
 t_jq "$T/nvml.json" "[.processes[] | select(.pid == $pid) | .used_mb] | add" 5000
 http GET "$V/is_sleeping"
 t_jq out .is_sleeping false
-http POST "$V/sleep?level=1"
+http POST "$V/sleep?level=2" # level 1 keeps RAM and adds the weights: t100-fakellm-sleep
 status_is 200 "sleep"
 t_eq "$(wc -c <"$T/out")" 0 "sleep body bytes"
 http GET "$V/is_sleeping"

@@ -14,6 +14,7 @@
 
 #include "testenv.h"
 #include "store/db.h"
+#include "core/tier.h"
 
 static char dir[64];
 
@@ -28,6 +29,64 @@ static int teardown(void **state)
 {
     rm_rf(dir);
     return 0;
+}
+
+/* sleep footprints (v8): round trip, wake_ms -1 keeps, tiers apart; a v7 database migrates */
+static void sleep_footprints_round_trip_and_migrate(void **state)
+{
+    store *s;
+    char err[256];
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s/zz", dir);
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    sleep_fp g;
+    assert_int_equal(store_sleep_get(s, "h1", TIER_L1, &g, err, sizeof err), 0);
+    sleep_fp f = {.hash = "h1", .tier = TIER_L1, .sleep_ms = 1200, .wake_ms = -1};
+    f.fp.measured_at_ms = 1764000000000;
+    f.fp.host_bytes = 9ull << 30;
+    f.fp.ngpu = 2;
+    f.fp.gpu[0].index = 0;
+    f.fp.gpu[0].bytes = 512ull << 20;
+    f.fp.gpu[1].index = 3;
+    f.fp.gpu[1].bytes = 1;
+    assert_int_equal(store_sleep_put(s, &f, err, sizeof err), 0);
+    assert_int_equal(store_sleep_get(s, "h1", TIER_L1, &g, err, sizeof err), 1);
+    assert_string_equal(g.hash, "h1");
+    assert_int_equal(g.fp.host_bytes, 9ull << 30);
+    assert_int_equal(g.fp.ngpu, 2);
+    assert_int_equal(g.fp.gpu[0].bytes, 512ull << 20);
+    assert_int_equal(g.fp.gpu[1].index, 3);
+    assert_int_equal(g.fp.gpu[1].bytes, 1);
+    assert_int_equal(g.sleep_ms, 1200);
+    assert_int_equal(g.wake_ms, -1);
+    f.wake_ms = 800; /* a wake measured */
+    assert_int_equal(store_sleep_put(s, &f, err, sizeof err), 0);
+    f.wake_ms = -1; /* a later sleep keeps it */
+    f.sleep_ms = 1000;
+    f.fp.ngpu = 0;
+    assert_int_equal(store_sleep_put(s, &f, err, sizeof err), 0);
+    assert_int_equal(store_sleep_get(s, "h1", TIER_L1, &g, err, sizeof err), 1);
+    assert_int_equal(g.wake_ms, 800);
+    assert_int_equal(g.sleep_ms, 1000);
+    assert_int_equal(g.fp.ngpu, 0);
+    assert_int_equal(store_sleep_get(s, "h1", TIER_L1 + 1, &g, err, sizeof err), 0);
+    store_close(s);
+    /* back to v7: the table goes, a later open adds it again */
+    sqlite3 *db;
+    char path[256];
+    snprintf(path, sizeof path, "%s/gpumod.db", sub);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "DROP TABLE sleep_footprints; PRAGMA user_version = 7;", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open(&s, sub, false, 100, NULL, err, sizeof err), 0);
+    assert_int_equal(store_sleep_get(s, "h1", TIER_L1, &g, err, sizeof err), 0); /* read-only: v7 */
+    store_close(s);
+    assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
+    assert_int_equal(store_schema_version(s), store_schema_latest);
+    assert_int_equal(store_sleep_put(s, &f, err, sizeof err), 0);
+    assert_int_equal(store_sleep_get(s, "h1", TIER_L1, &g, err, sizeof err), 1);
+    store_close(s);
 }
 
 static void missing_db_read_only(void **state)
@@ -285,8 +344,8 @@ static void v2_database_is_migrated_keeping_events_and_footprints(void **state)
     assert_int_equal(f0.gpu[0].how, FP_GPU_NVML);
     store_close(s);
     assert_int_equal(store_open(&s, sub, true, 100, NULL, err, sizeof err), 0);
-    assert_int_equal(store_schema_version(s), 7);
-    assert_int_equal(store_schema_latest, 7);
+    assert_int_equal(store_schema_version(s), 8);
+    assert_int_equal(store_schema_latest, 8);
     footprint f;
     assert_int_equal(store_footprint_get(s, "h", &f, err, sizeof err), 1);
     assert_int_equal(f.ngpu, 1);
@@ -622,6 +681,7 @@ int main(void)
         cmocka_unit_test(events_round_trip_and_filter),
         cmocka_unit_test(events_kinds_and_hook),
         cmocka_unit_test(v1_database_is_migrated),
+        cmocka_unit_test(sleep_footprints_round_trip_and_migrate),
         cmocka_unit_test(v2_database_is_migrated_keeping_events_and_footprints),
         cmocka_unit_test(v3_journal_is_migrated_and_accepts_refused),
         cmocka_unit_test(switch_finish_is_atomic),

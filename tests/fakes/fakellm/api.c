@@ -516,12 +516,12 @@ static void h_sleep(conn *c, const struct http_req *r, cJSON *body)
 
 static void h_wake(conn *c, const struct http_req *r, cJSON *body)
 {
-    char err[256];
-    if (load_wake(err, sizeof err) < 0) {
-        api_error(c, 500, "", "%s", err);
-        return;
-    }
-    http_respond(c, 200, NULL, "", 0);
+    wake_handle(c, r->query);
+}
+
+static void h_collective_rpc(conn *c, const struct http_req *r, cJSON *body)
+{
+    wake_rpc(c, body);
 }
 
 static void h_is_sleeping(conn *c, const struct http_req *r, cJSON *body)
@@ -571,6 +571,7 @@ static const struct route routes[] = {
     {"POST", "/sleep", V, false, true, h_sleep},
     {"POST", "/wake_up", V, false, true, h_wake},
     {"GET", "/is_sleeping", V, false, true, h_is_sleeping},
+    {"POST", "/collective_rpc", V, true, true, h_collective_rpc},
     {"GET", "/version", V, false, false, h_version},
     {NULL, NULL, 0, false, false, NULL},
 };

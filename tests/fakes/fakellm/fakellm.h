@@ -17,6 +17,7 @@
  *   speed.c   the speed model: tokens/s from flags and environment
  *   load.c    the scripted load, held memory, the forked worker, sleep,
  *             router-mode models
+ *   wake.c    vLLM's timed /wake_up (tags) and /collective_rpc
  *   nvml.c    registering used memory with the fake NVML state file
  */
 #ifndef FAKELLM_H
@@ -87,6 +88,13 @@ struct fk_env {
     long gpu_grow_max_mb, ram_grow_max_mb; /* caps on what growth adds */
     long grow_interval_ms;
     bool grow_from_load;                   /* FAKELLM_GROW_FROM=load: from the load's start, else from ready */
+    /* residency (wake.c, load.c): README.md "Sleep, wake and router-mode memory" */
+    long weights_mb;    /* FAKELLM_WEIGHTS_MB; -1: FAKELLM_GPU_MB's sum, capped */
+    long sleep_gpu_mb;  /* FAKELLM_SLEEP_GPU_MB: the NVML entries' residue asleep */
+    long wake_ms;       /* FAKELLM_WAKE_MS */
+    bool wake_fail;     /* FAKELLM_WAKE_FAIL */
+    bool sleep_stuck;   /* FAKELLM_SLEEP_STUCK */
+    char *model_gpu_mb; /* FAKELLM_MODEL_GPU_MB: router mode, "N" or "name=N,..." */
 };
 
 /* Counters behind /metrics (gen.c and http.c bump them). */
@@ -222,7 +230,11 @@ int lbench_flag(const char *key, const char **val);
 /* load.c */
 void load_start(void);
 int load_sleep(int level, char *err, size_t errlen);
-int load_wake(char *err, size_t errlen);
+/* vLLM's sleeping parts, for /wake_up?tags= */
+#define FK_TAG_WEIGHTS 1u
+#define FK_TAG_KV 2u
+int load_wake_tags(unsigned tags, char *err, size_t errlen);
+int load_wake(char *err, size_t errlen); /* every part */
 void load_stop_worker(void);
 /* after the loop has ended: free what load.c holds */
 void load_release(void);
@@ -237,6 +249,12 @@ struct fk_model *load_router_at(size_t i);
 struct fk_model *load_router_find(const char *id);
 void load_router_load(struct fk_model *m);
 void load_router_unload(struct fk_model *m);
+
+/* wake.c: POST /wake_up[?tags=weights|kv_cache] (FAKELLM_WAKE_MS,
+ * FAKELLM_WAKE_FAIL) and POST /collective_rpc */
+void wake_handle(conn *c, const char *query);
+void wake_rpc(conn *c, cJSON *body);
+void wake_release(void); /* after the loop: free the wakes left */
 
 /* nvml.c: -1 with err on failure; a no-op without GPUMOD_FAKE_NVML_STATE */
 int nvml_register(pid_t pid, const char *mb_spec, char *err, size_t errlen);

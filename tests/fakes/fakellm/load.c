@@ -38,7 +38,10 @@ static bool failed_half;
 
 static char *ram;         /* FAKELLM_RAM_MB, held by this process */
 static size_t ram_len, ram_touched;
-static bool held;         /* memory (and GPU entries) currently held */
+static bool gpu_held, ram_held; /* the GPU side, FAKELLM_RAM_MB: held now */
+static char *wcopy;       /* a level-1 sleep's host copy of the weights */
+static size_t wcopy_len;
+static unsigned sleeping_tags; /* FK_TAG_* still asleep */
 static pid_t worker_pid;
 static int worker_fd = -1;
 
@@ -76,17 +79,48 @@ static void ram_unmap(void)
     ram_len = ram_touched = 0;
 }
 
+/* FAKELLM_GPU_MB's entries after a sleep: FAKELLM_SLEEP_GPU_MB per
+ * device (what the CUDA context keeps), or none. */
+static int gpu_residue(char *err, size_t errlen)
+{
+    if (fk.env.sleep_gpu_mb <= 0)
+        return nvml_unregister(getpid(), err, errlen);
+    buf b = BUF_INIT;
+    buf_printf(&b, "%ld", fk.env.sleep_gpu_mb);
+    for (const char *p = strchr(fk.env.gpu_mb, ','); p; p = strchr(p + 1, ','))
+        buf_printf(&b, ",%ld", fk.env.sleep_gpu_mb);
+    int rc = nvml_register(getpid(), b.p, err, errlen);
+    buf_release(&b);
+    return rc;
+}
+
+/* One part of what this process holds: 'G'/'g' the GPU (FAKELLM_CUDA_MB
+ * and the NVML entries; released down to the residue), 'M'/'m' the host
+ * (FAKELLM_RAM_MB, mapped but not touched: the caller touches it). */
+static int part_local(char cmd, char *err, size_t errlen)
+{
+    switch (cmd) {
+    case 'G':
+        if (cuda_hold(fk.env.cuda_mb, err, errlen) < 0)
+            return -1;
+        return fk.env.gpu_mb ? nvml_register(getpid(), fk.env.gpu_mb, err, errlen) : 0;
+    case 'g':
+        cuda_release();
+        return fk.env.gpu_mb ? gpu_residue(err, errlen) : 0;
+    case 'M':
+        return ram_map(err, errlen);
+    default:
+        ram_unmap();
+        return 0;
+    }
+}
+
 /* Acquire or release what this process itself holds. */
 static int hold_local(bool on, char *err, size_t errlen)
 {
-    if (!on) {
-        ram_unmap();
-        cuda_release();
-        return fk.env.gpu_mb ? nvml_unregister(getpid(), err, errlen) : 0;
-    }
-    if (ram_map(err, errlen) < 0 || cuda_hold(fk.env.cuda_mb, err, errlen) < 0)
-        return -1;
-    return fk.env.gpu_mb ? nvml_register(getpid(), fk.env.gpu_mb, err, errlen) : 0;
+    if (!on)
+        return part_local('m', err, errlen) < 0 ? -1 : part_local('g', err, errlen);
+    return part_local('M', err, errlen) < 0 ? -1 : part_local('G', err, errlen);
 }
 
 static void worker_main(int fd)
@@ -125,6 +159,10 @@ static void worker_main(int fd)
         } else if (cmd == 'r') {
             if (hold_local(false, err, sizeof err) < 0)
                 ack = 'e';
+        } else if (part_local(cmd, err, sizeof err) < 0) {
+            ack = 'e';
+        } else if (cmd == 'M') {
+            ram_touch(1);
         }
         if (write(3, &ack, 1) != 1)
             for (;;)
@@ -212,12 +250,19 @@ static int fork_worker(char *err, size_t errlen)
     return worker_send('a', err, errlen); /* acquired while we "load" */
 }
 
-static int hold(bool on, char *err, size_t errlen)
+/* part_local's cmd, in the worker when there is one. */
+static int part(char cmd, char *err, size_t errlen)
 {
-    int rc = worker_pid ? worker_cmd(on ? 'a' : 'r', err, errlen) : hold_local(on, err, errlen);
-    if (rc == 0)
-        held = on;
-    return rc;
+    int rc = worker_pid ? worker_cmd(cmd, err, errlen) : part_local(cmd, err, errlen);
+    if (rc < 0)
+        return -1;
+    if (cmd == 'G' || cmd == 'g')
+        gpu_held = cmd == 'G';
+    else
+        ram_held = cmd == 'M';
+    if (cmd == 'M' && !worker_pid)
+        ram_touch(1);
+    return 0;
 }
 
 /* SIGTERM, wait, SIGKILL: a clean exit takes its worker along. */
@@ -262,7 +307,7 @@ static void load_done(void)
         fk_exit(1);
         return;
     }
-    held = true;
+    gpu_held = ram_held = true;
     struct fk_config *c = &fk.cfg;
     if (c->mode == FK_VLLM) {
         fk_log('I', "gpu_model_runner.py:2602", "Model loading took %.4f GiB and %.6f seconds",
@@ -348,6 +393,8 @@ static int cmp_model(const void *a, const void *b)
     return strcmp(((const struct fk_model *)a)->id, ((const struct fk_model *)b)->id);
 }
 
+static void router_nvml(void);
+
 static void router_start(void)
 {
     DIR *d = opendir(fk.cfg.models_dir);
@@ -375,6 +422,7 @@ static void router_start(void)
         models[i].timer.data = &models[i];
     }
     fk.state = FK_READY;
+    router_nvml();
     fk_log('I', "srv:llama_server", "router mode: %zu models in '%s'", n_models, fk.cfg.models_dir);
     fk_log('I', "srv:llama_server", "listening on http://%s:%d", fk.cfg.host, fk.cfg.port);
 }
@@ -430,6 +478,61 @@ void load_start(void)
     grow_start(); /* only with FAKELLM_GROW_FROM=load */
 }
 
+/* FAKELLM_WEIGHTS_MB, else FAKELLM_GPU_MB's sum capped at
+ * WEIGHTS_DEFAULT_MAX_MB (the copy is real host memory). */
+#define WEIGHTS_DEFAULT_MAX_MB 1024
+static long weights_mb(void)
+{
+    if (fk.env.weights_mb >= 0)
+        return fk.env.weights_mb;
+    long sum = 0;
+    for (const char *p = fk.env.gpu_mb; p && *p;) {
+        char *end;
+        sum += strtol(p, &end, 10);
+        if (end == p || *end != ',')
+            break;
+        p = end + 1;
+    }
+    return sum > WEIGHTS_DEFAULT_MAX_MB ? WEIGHTS_DEFAULT_MAX_MB : sum;
+}
+
+/* Level 1 offloads the weights to (pinned) host memory: this process
+ * maps and touches that much, so the group's RSS grows by it. */
+static int weights_copy(char *err, size_t errlen)
+{
+    size_t len = (size_t)weights_mb() << 20;
+    if (!len || wcopy)
+        return 0;
+    wcopy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (wcopy == MAP_FAILED) {
+        wcopy = NULL;
+        return fk_fail(err, errlen, "mmap %ld MiB for the weights' host copy: %s", weights_mb(), strerror(errno));
+    }
+    wcopy_len = len;
+    for (size_t off = 0; off < len; off += PAGE)
+        wcopy[off] = 1;
+    return 0;
+}
+
+static void weights_drop(void)
+{
+    if (wcopy)
+        munmap(wcopy, wcopy_len);
+    wcopy = NULL;
+    wcopy_len = 0;
+}
+
+/* What a sleep frees: level 1 the GPU side (the weights go to the host
+ * copy), level 2 the GPU side and FAKELLM_RAM_MB, nothing added. */
+static int sleep_free(int level, char *err, size_t errlen)
+{
+    if (gpu_held && part('g', err, errlen) < 0)
+        return -1;
+    if (level == 1)
+        return weights_copy(err, errlen);
+    return ram_held ? part('m', err, errlen) : 0;
+}
+
 /* vLLM's sleep gives the memory back only for an engine started with
  * --enable-sleep-mode; without it the call succeeds and frees nothing,
  * which is what the real one does and what a manager must notice. */
@@ -441,30 +544,52 @@ int load_sleep(int level, char *err, size_t errlen)
         snprintf(err, errlen, "sleep level must be 1 or 2, not %d", level);
         return -1;
     }
-    if (!fk.cfg.sleep_mode) {
-        fk_log('W', "gpu_worker.py:104", "sleep mode was not enabled (--enable-sleep-mode): nothing is freed");
-    } else if (held && hold(false, err, errlen) < 0) {
-        return -1;
+    if (fk.env.sleep_stuck) {
+        fk_log('W', "gpu_worker.py:104", "FAKELLM_SLEEP_STUCK: sleep level %d acknowledged, nothing done", level);
+        return 0;
     }
+    if (!fk.cfg.sleep_mode)
+        fk_log('W', "gpu_worker.py:104", "sleep mode was not enabled (--enable-sleep-mode): nothing is freed");
+    else if (sleep_free(level, err, errlen) < 0)
+        return -1;
     fk.state = FK_SLEEPING;
-    fk_log('I', "gpu_worker.py:104", "Sleep mode freed %.2f GiB memory, level %d",
-           fk.cfg.sleep_mode ? (double)fk.env.ram_mb / 1024 : 0.0, level);
+    sleeping_tags = FK_TAG_WEIGHTS | FK_TAG_KV;
+    fk_log('I', "gpu_worker.py:104", "Sleep mode freed %.2f GiB memory, level %d (the weights' host copy: %zu MiB)",
+           fk.cfg.sleep_mode ? (double)(fk.env.ram_mb * (level == 2)) / 1024 : 0.0, level, wcopy_len >> 20);
+    return 0;
+}
+
+/* Wake the parts in tags (FK_TAG_*): the weights take back the host
+ * memory and drop the host copy; either part takes back the GPU side.
+ * Awake when no part sleeps any more. */
+int load_wake_tags(unsigned tags, char *err, size_t errlen)
+{
+    if (fk.state != FK_SLEEPING) {
+        fk_log('W', "executor_base.py:229", "Executor is not sleeping.");
+        return 0;
+    }
+    unsigned now = tags & sleeping_tags;
+    if (now != tags)
+        fk_log('W', "executor_base.py:236", "a wake_up tag is not asleep (asked %u, asleep %u): skipped", tags,
+               sleeping_tags);
+    if (now & FK_TAG_WEIGHTS) {
+        weights_drop();
+        if (!ram_held && part('M', err, errlen) < 0)
+            return -1;
+    }
+    if (now && !gpu_held && part('G', err, errlen) < 0)
+        return -1;
+    sleeping_tags &= ~now;
+    if (!sleeping_tags) {
+        fk.state = FK_READY;
+        fk_log('I', "api_server.py:1012", "wake up the engine");
+    }
     return 0;
 }
 
 int load_wake(char *err, size_t errlen)
 {
-    if (fk.state != FK_SLEEPING)
-        return 0;
-    if (!held) {
-        if (hold(true, err, errlen) < 0)
-            return -1;
-        if (!worker_pid)
-            ram_touch(1);
-    }
-    fk.state = FK_READY;
-    fk_log('I', "api_server.py:1012", "wake up the engine");
-    return 0;
+    return load_wake_tags(FK_TAG_WEIGHTS | FK_TAG_KV, err, errlen);
 }
 
 size_t load_router_count(void)
@@ -483,6 +608,51 @@ struct fk_model *load_router_find(const char *id)
         if (strcmp(models[i].id, id) == 0)
             return &models[i];
     return NULL;
+}
+
+/* FAKELLM_MODEL_GPU_MB for model id: "N" for every model, or
+ * "name=N,..." where a bare N counts for the models not named; 0 for a
+ * model it does not give. */
+static long model_gpu_mb(const char *id)
+{
+    long dflt = 0;
+    size_t idlen = strlen(id);
+    for (const char *p = fk.env.model_gpu_mb; p && *p;) {
+        size_t n = strcspn(p, ",");
+        const char *eq = memchr(p, '=', n);
+        if (!eq)
+            dflt = strtol(p, NULL, 10);
+        else if ((size_t)(eq - p) == idlen && strncmp(p, id, idlen) == 0)
+            return strtol(eq + 1, NULL, 10);
+        p += n + (p[n] == ',');
+    }
+    return dflt;
+}
+
+/* Router mode's one NVML entry per device, under our pid: FAKELLM_GPU_MB
+ * (the router itself) plus every loading or loaded model's share. */
+static void router_nvml(void)
+{
+    if (!fk.env.gpu_mb && !fk.env.model_gpu_mb)
+        return;
+    long sum = 0;
+    for (size_t i = 0; i < n_models; i++)
+        if (strcmp(models[i].status, "unloaded") != 0)
+            sum += model_gpu_mb(models[i].id);
+    buf b = BUF_INIT;
+    for (const char *p = fk.env.gpu_mb ? fk.env.gpu_mb : "0"; *p;) {
+        char *end;
+        buf_printf(&b, "%s%ld", b.len ? "," : "", strtol(p, &end, 10) + sum);
+        if (end == p || *end != ',')
+            break;
+        p = end + 1;
+    }
+    char err[256];
+    int rc = fk.env.gpu_mb || sum ? nvml_register(getpid(), b.p, err, sizeof err)
+                                  : nvml_unregister(getpid(), err, sizeof err);
+    if (rc < 0)
+        fk_log('W', "srv:models", "cannot update the fake NVML state: %s", err);
+    buf_release(&b);
 }
 
 static void on_model_loaded(uv_timer_t *t)
@@ -514,6 +684,7 @@ void load_router_load(struct fk_model *m)
         load_router_unload(lru);
     }
     m->status = "loading";
+    router_nvml();
     fk_log('I', "srv:load", "spawning server instance for model '%s'", m->id);
     uv_timer_start(&m->timer, on_model_loaded, (uint64_t)fk.env.load_ms, 0);
 }
@@ -521,14 +692,19 @@ void load_router_load(struct fk_model *m)
 void load_router_unload(struct fk_model *m)
 {
     uv_timer_stop(&m->timer);
-    if (strcmp(m->status, "unloaded") != 0)
-        fk_log('I', "srv:unload", "model '%s' unloaded", m->id);
+    bool was = strcmp(m->status, "unloaded") != 0;
     m->status = "unloaded";
+    if (was) {
+        router_nvml();
+        fk_log('I', "srv:unload", "model '%s' unloaded", m->id);
+    }
 }
 
 void load_release(void)
 {
     ram_unmap();
+    weights_drop();
+    wake_release();
     grow_release();
     if (worker_fd >= 0)
         close(worker_fd);

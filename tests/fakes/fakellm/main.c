@@ -444,6 +444,18 @@ static void read_env(void)
         e->ram_grow_max_mb = e->ram_grow_max_mb < 0 ? 0 : e->ram_grow_max_mb;
         e->grow_interval_ms = e->grow_interval_ms < 1 ? 100 : e->grow_interval_ms;
     }
+    e->weights_mb = env_long("FAKELLM_WEIGHTS_MB", -1);
+    e->sleep_gpu_mb = env_long("FAKELLM_SLEEP_GPU_MB", 0);
+    e->wake_ms = env_long("FAKELLM_WAKE_MS", 0);
+    e->wake_fail = env_flag("FAKELLM_WAKE_FAIL");
+    e->sleep_stuck = env_flag("FAKELLM_SLEEP_STUCK");
+    const char *mg = getenv("FAKELLM_MODEL_GPU_MB");
+    e->model_gpu_mb = mg && *mg ? xstrdup(mg) : NULL;
+    if (e->wake_ms < 0 || e->sleep_gpu_mb < 0) {
+        fprintf(stderr, "warning: a negative FAKELLM_WAKE_MS or FAKELLM_SLEEP_GPU_MB counts as 0\n");
+        e->wake_ms = e->wake_ms < 0 ? 0 : e->wake_ms;
+        e->sleep_gpu_mb = e->sleep_gpu_mb < 0 ? 0 : e->sleep_gpu_mb;
+    }
     if (e->load_ms < 0 || e->ram_mb < 0 || e->ttft_ms < 0) {
         fprintf(stderr, "warning: negative FAKELLM_* durations and sizes count as 0\n");
         e->load_ms = e->load_ms < 0 ? 0 : e->load_ms;
@@ -580,6 +592,7 @@ static void config_release(void)
     free(c->models_dir);
     strv_release(&c->names);
     free(fk.env.gpu_mb);
+    free(fk.env.model_gpu_mb);
 }
 
 int main(int argc, char **argv)
