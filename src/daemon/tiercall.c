@@ -33,6 +33,7 @@ enum {
 
 #define POLL_FIRST_MS 50
 #define POLL_MAX_MS 500
+#define LAST_LOOK_MS 200
 
 struct tiercall {
     uv_loop_t *loop;
@@ -306,6 +307,9 @@ static void issue(tiercall *t)
     }
     snprintf(t->last, sizeof t->last, "%s %s", method, path);
     int64_t left = t->deadline - clock_mono_ms();
+    bool poll = t->step == ST_POLL_ASLEEP || t->step == ST_POLL_AWAKE || t->step == ST_POLL_NONE ||
+                t->step == ST_POLL_LOADED;
+    if (poll && left < LAST_LOOK_MS) left = LAST_LOOK_MS; /* one last look: its answer says what was seen */
     char err[256];
     if (left <= 0) {
         char why[300];

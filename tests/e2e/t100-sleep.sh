@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Residency tiers through the daemon (gpumod service sleep, POST
+# /services/ID/sleep, a start that wakes): fakellm plays vLLM with the fake
+# NVML.  l1: the engine's GPU entries go, the service is "sleeping (l1)"
+# with its measured asleep holdings, a start wakes it (woke, the wake time
+# stored, the entries back); l2 the same; an engine without the sleep
+# endpoints (404) is stopped instead and says so, and so is one that never
+# confirms; a wake that fails falls back to a stop and a cold start; the
+# tier stop (sleep_mode none) stops; the gate refuses an l1 sleep whose
+# weights cannot fit in host RAM (stopped instead); on a unified host sleep
+# is off unless memory.unified_sleep.
+. "$(dirname "$0")/lib.sh"
+fake_gpu_24g
+. "$(dirname "$0")/sup-lib.sh"
+
+SOCK=$GPUMOD_SOCKET
+printf 'drivers:\n  llamacpp: {binary: fakellm}\n  vllm: {binary: fakellm}\nrouter: {enabled: false}\n%s\n' \
+    "supervisor: {stop_timeout: 2s, health_interval: 1s}" >"$C/gpumod.yaml"
+# vpreset ID SLEEP_MODE [ENV_YAML]: a vLLM preset played by fakellm
+vpreset() {
+    printf 'id: %s\ndriver: vllm\nport: %s\nmodel_id: org/%s-7b\ncontext_size: 128\nsleep_mode: %s\nmemory: {host_mb: 16, gpu_mb: 2000}\nenv: {FAKELLM_GPU_MB: "2000", FAKELLM_WEIGHTS_MB: "64"%s}\n' \
+        "$1" "$(free_port)" "$1" "$2" "${3:+, $3}" >"$C/presets/$1.yaml"
+}
+vpreset a l1
+vpreset b l2
+vpreset nodev l1 'VLLM_SERVER_DEV_MODE: "0"'
+vpreset stuck l1 'FAKELLM_SLEEP_STUCK: "1"'
+vpreset wfail l1 'FAKELLM_WAKE_FAIL: "1"'
+vpreset nosl none
+# gpu_mb: the GPU entries of a service's pid in the fake NVML
+gpu_mb() { jq --argjson p "$(gpumod service show "$1" --json | jq .pid)" '[.processes[] | select(.pid == $p) | .used_mb] | add // 0' "$T/nvml.json"; }
+sleep_api() {
+    curl -s -S --max-time $((30 * S)) --unix-socket "$SOCK" -o "$T/out" -w '%{http_code}' -X POST \
+        "http://gpumod/services/$1/sleep" >"$T/status" 2>"$T/err"
+}
+daemon_start
+
+t_begin "l1: sleep, the state sleeping (l1), GPU entries gone, the asleep figures measured; start wakes it"
+t_run 0 gpumod service start a
+t_eq "$(gpu_mb a)" 2000 "awake: 2000 MiB on the GPU"
+t_run 0 gpumod service sleep a
+t_has out "'a' is asleep (l1"
+t_eq "$(state_of a)" sleeping "state"
+t_eq "$(gpu_mb a)" 0 "asleep: nothing on the GPU"
+gpumod service show a --json >"$T/show"
+t_jq "$T/show" .tier l1
+t_jq "$T/show" .asleep.tier l1
+t_jq "$T/show" .asleep.measured true
+t_run 0 gpumod status
+t_has out "sleeping (l1)"
+t_eq "$(count sleep a)" 1 "one sleep event"
+t_run 0 gpumod service sleep a
+t_has out "'a' is asleep (l1"
+t_run 0 gpumod service start a
+t_has out "'a' woke (l1) in"
+t_eq "$(state_of a)" ready "state after the wake"
+t_eq "$(gpu_mb a)" 2000 "awake again: 2000 MiB"
+gpumod service show a --json >"$T/show"
+t_jq "$T/show" .last_start.woke true
+t_jq "$T/show" '.wake_ms >= 0' true
+t_jq "$T/show" .asleep null
+t_eq "$(count wake a)" 1 "one wake event"
+t_jq "$T/ev" "select(.kind == \"wake\") | .data.fell_back" false
+t_run 0 gpumod service stop a
+t_end
+
+t_begin "l2: sleep and wake (tags, reload_weights)"
+t_run 0 gpumod service start b
+t_eq "$(sleep_api b; cat "$T/status")" 200 "POST sleep"
+t_jq out .slept true
+t_jq out .tier l2
+t_eq "$(state_of b)" sleeping "state"
+t_eq "$(gpu_mb b)" 0 "asleep: nothing on the GPU"
+t_run 0 gpumod service start b
+t_has out "'b' woke (l2)"
+t_eq "$(gpu_mb b)" 2000 "awake"
+t_run 0 gpumod service stop b
+t_end
+
+t_begin "an engine without the sleep endpoints (404): stopped instead, and it says so"
+t_run 0 gpumod service start nodev
+t_run 0 gpumod service sleep nodev
+t_has out "'nodev' stopped: the engine does not support sleep (POST /sleep?level=1: 404); stopped instead"
+t_eq "$(state_of nodev)" down "state"
+t_eq "$(sleep_api nodev; cat "$T/status")" 200 "sleep of a down service"
+t_jq out .slept false
+t_end
+
+t_begin "a sleep never confirmed: stopped instead"
+t_run 0 gpumod service start stuck
+t_run 0 gpumod service sleep stuck
+t_has out "the engine did not confirm the sleep (GET /is_sleeping: false after"
+t_eq "$(state_of stuck)" down "state"
+events stuck
+t_jq "$T/ev" "select(.kind == \"sleep\") | .data.fell_back" true
+t_end
+
+t_begin "sleep_mode none: the sleep stops it"
+t_run 0 gpumod service start nosl
+t_run 0 gpumod service sleep nosl
+t_has out "'nosl' stopped: its tier is stop (sleep_mode none): stopped"
+t_eq "$(state_of nosl)" down "state"
+t_end
+
+t_begin "a wake that fails falls back to a stop and a cold start"
+t_run 0 gpumod service start wfail
+t_run 0 gpumod service sleep wfail
+t_has out "asleep (l1"
+old=$(gpumod service show wfail --json | jq .pid)
+t_run 0 gpumod service start wfail
+t_has out "the wake failed: stopped and started cold"
+t_eq "$(state_of wfail)" ready "state"
+t_jq "$(gpumod service show wfail --json >"$T/show"; echo "$T/show")" .last_start.fell_back true
+[ "$(jq .pid "$T/show")" != "$old" ] || t_fail "the same process: not a cold start"
+events wfail
+t_jq "$T/ev" "select(.kind == \"wake\") | .data.fell_back" true
+t_run 0 gpumod service stop wfail
+t_end
+
+t_begin "conflicts and unknowns"
+t_eq "$(sleep_api nosuch; cat "$T/status")" 404 "unknown service"
+t_end
+
+gpumod service stop a >/dev/null 2>&1
+gpumod service stop b >/dev/null 2>&1
+gpumod service stop wfail >/dev/null 2>&1
+daemon_stop
+t_done
