@@ -46,7 +46,7 @@ static void finish(slots_op *o)
     uv_timer_stop(&o->timer);
     if (o->ok || o->failed)
         log_info("slots: '%s': %s %d of %d slot(s) in %lld ms%s", o->sp.service,
-                 o->save ? "saved" : "restored", o->ok, o->ok + o->failed,
+                 o->save ? "saved" : "restored", o->ok, o->sp.parallel,
                  (long long)(clock_mono_ms() - o->t0), o->failed ? " (failures logged above)" : "");
     if (o->cb) o->cb(o->ok, o->failed, o->ud);
     uv_close((uv_handle_t *)&o->timer, closed);
@@ -88,7 +88,7 @@ static void answered(int status, const char *body, size_t len, const char *err, 
         log_info("slots: '%s': slot %d %s %s", o->sp.service, o->slot,
                  o->save ? "saved to" : "restored from", path);
         free(path);
-        if (o->save && o->sp.max_mb > 0) {
+        if (o->save) {
             char e[300];
             int n = slots_bound(o->sp.dir, (uint64_t)o->sp.max_mb << 20, e, sizeof e);
             if (n < 0)
@@ -168,9 +168,13 @@ static slots_op *begin(uv_loop_t *loop, const slots_spec *sp, bool save, slots_c
     uv_timer_init(loop, &o->timer);
     o->timer.data = o;
     char why[300];
-    if (save && !slots_disk_ok(o->sp.dir, o->sp.max_mb, why, sizeof why)) {
-        log_warn("slots: '%s': the slots are not saved: %s", o->sp.service, why);
+    if (save && o->sp.max_mb <= 0) {
+        log_info("slots: '%s': the slots are not saved: supervisor.slots_max_mb is 0",
+                 o->sp.service);
         o->slot = o->sp.parallel; /* nothing to do: ends on the timer */
+    } else if (save && !slots_disk_ok(o->sp.dir, o->sp.max_mb, why, sizeof why)) {
+        log_warn("slots: '%s': the slots are not saved: %s", o->sp.service, why);
+        o->slot = o->sp.parallel;
     }
     uv_timer_start(&o->timer, fired, 0, 0);
     return o;

@@ -10,8 +10,8 @@
  *
  *   save     POST /slots/{i}?action=save {"filename": NAME} for each slot
  *            i < parallel, one after the other, each under its own
- *            deadline; skipped (logged) when the disk has less than 1 GiB
- *            + slots_max_mb/4 free; after each save the directory is
+ *            deadline; skipped (logged) when slots_max_mb is 0 or the disk
+ *            has less than 1 GiB + slots_max_mb/4 free; after each save the directory is
  *            bounded by slots_max_mb (the oldest files deleted first)
  *   restore  POST /slots/{i}?action=restore {"filename": NAME} for each
  *            slot whose file exists; a restored file's time is set to now
