@@ -162,6 +162,8 @@ struct sup_svc {
     struct slots_op *slots; /* the save or restore in flight; NULL: none */
     bool slots_saving;      /* it is the save a kill waits for */
     bool slots_save;        /* the kill being begun is a stop of a READY service */
+    int64_t slots_t0;       /* mono: the pass began */
+    int slots_n;            /* its slots */
 };
 
 struct sup {

@@ -63,12 +63,26 @@ void sv_slots_dir(svc *v, const preset *p)
         log_warn("slots: '%s': %s", v->id, err);
 }
 
+/* A `slots` event for a pass that called the engine (none for a pass with
+ * nothing to do: the log says why). */
+static void slots_event(svc *v, bool save, int done, int failed)
+{
+    if (done + failed == 0) return;
+    int64_t ms = clock_mono_ms() - v->slots_t0;
+    char words[160], data[200];
+    snprintf(words, sizeof words, "%s %d of %d slot(s) in %lld ms%s", save ? "saved" : "restored",
+             done, v->slots_n, (long long)ms, failed ? " (failures in the daemon's log)" : "");
+    snprintf(data, sizeof data,
+             "{\"action\":\"%s\",\"slots\":%d,\"done\":%d,\"failed\":%d,\"ms\":%lld}",
+             save ? "save" : "restore", v->slots_n, done, failed, (long long)ms);
+    sv_emit(v->s, v->id, "slots", NULL, NULL, words, data);
+}
+
 static void saved(int done, int failed, void *ud)
 {
     svc *v = ud;
-    (void)done;
-    (void)failed;
     v->slots = NULL;
+    slots_event(v, true, done, failed);
     v->slots_saving = false;
     /* still the kill that waited (a hurry signals on its own, a kill_done ends it) */
     if (v->killing && v->kill_phase == 0 && v->timers && !uv_is_active((uv_handle_t *)&v->t_kill))
@@ -88,6 +102,8 @@ bool sv_slots_before_kill(svc *v)
     char *dir = NULL;
     if (!spec_of(v, &sp, &dir)) return false;
     v->slots_saving = true;
+    v->slots_t0 = clock_mono_ms();
+    v->slots_n = sp.parallel;
     v->slots = slots_save(v->s->env.loop, &sp, saved, v);
     free(dir);
     return true;
@@ -96,9 +112,8 @@ bool sv_slots_before_kill(svc *v)
 static void restored(int done, int failed, void *ud)
 {
     svc *v = ud;
-    (void)done;
-    (void)failed;
     v->slots = NULL;
+    slots_event(v, false, done, failed);
 }
 
 void sv_slots_after_ready(svc *v)
@@ -108,6 +123,8 @@ void sv_slots_after_ready(svc *v)
     char *dir = NULL;
     if (!spec_of(v, &sp, &dir)) return;
     v->slots_saving = false;
+    v->slots_t0 = clock_mono_ms();
+    v->slots_n = sp.parallel;
     v->slots = slots_restore(v->s->env.loop, &sp, restored, v);
     free(dir);
 }

@@ -43,6 +43,8 @@ t_has "$SD/s/$HASH-0.bin" "a long shared system prompt worth keeping"
 t_wait 10 elog_has s "slot 0 saved to $HASH-0.bin" || t_fail "the engine never logged slot 0's save"
 t_wait 10 elog_has s "slot 1 saved to $HASH-1.bin" || t_fail "the engine never logged slot 1's save"
 t_wait 10 dlog_has "slots: 's': saved 2 of 2 slot(s)" || t_fail "the daemon never logged the save"
+t_eq "$(count slots s)" 1 "one slots event"
+t_jq "$T/ev" 'select(.kind == "slots") | [.data.action, .data.slots, .data.done, .data.failed] | join(",")' save,2,2,0
 t_end
 
 t_begin "slots_max_mb bounds the directory: the oldest file went, the younger one stays"
@@ -56,6 +58,8 @@ t_run 0 gpumod service start s
 t_wait 10 elog_has s "slot 0 restored from $HASH-0.bin" || t_fail "slot 0 was not restored"
 t_wait 10 elog_has s "slot 1 restored from $HASH-1.bin" || t_fail "slot 1 was not restored"
 t_wait 10 dlog_has "slots: 's': restored 2 of 2 slot(s)" || t_fail "the daemon never logged the restore"
+events s
+t_jq "$T/ev" 'select(.kind == "slots" and .data.action == "restore") | .data.done' 2
 t_run 0 gpumod service stop s
 t_end
 
@@ -64,6 +68,8 @@ t_run 0 gpumod service start f
 t_run 0 gpumod service stop f
 t_eq "$(state_of f)" down "state after the stop"
 t_wait 10 dlog_has "POST /slots/0?action=save .* answered 500" || t_fail "the refusal was not logged"
+events f
+t_jq "$T/ev" 'select(.kind == "slots") | [.data.done, .data.failed] | join(",")' 0,1
 t_end
 
 t_begin "a save that never answers (the engine stopped with SIGSTOP): the stop ends after the deadline"
