@@ -309,7 +309,8 @@ static void issue(tiercall *t)
     int64_t left = t->deadline - clock_mono_ms();
     bool poll = t->step == ST_POLL_ASLEEP || t->step == ST_POLL_AWAKE || t->step == ST_POLL_NONE ||
                 t->step == ST_POLL_LOADED;
-    if (poll && left < LAST_LOOK_MS) left = LAST_LOOK_MS; /* one last look: its answer says what was seen */
+    if (poll && left < LAST_LOOK_MS)
+        left = LAST_LOOK_MS; /* one last look: its answer says what was seen */
     char err[256];
     if (left <= 0) {
         char why[300];

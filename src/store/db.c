@@ -158,7 +158,7 @@ static const char *const migrations[] = {
     /* 8: what a sleeping service holds, and its sleep and wake times, per
      * config hash and tier (docs/interfaces.md "Sleep footprints"); gpu is
      * "INDEX:BYTES" per device, comma-separated */
-    "CREATE TABLE sleep_footprints ("
+    "CREATE TABLE IF NOT EXISTS sleep_footprints ("
     "  hash TEXT NOT NULL,"
     "  tier INTEGER NOT NULL,"
     "  measured_at_ms INTEGER NOT NULL,"

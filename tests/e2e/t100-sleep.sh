@@ -27,6 +27,10 @@ vpreset nodev l1 'VLLM_SERVER_DEV_MODE: "0"'
 vpreset stuck l1 'FAKELLM_SLEEP_STUCK: "1"'
 vpreset wfail l1 'FAKELLM_WAKE_FAIL: "1"'
 vpreset nosl none
+mkdir -p "$T/models"
+ln -s "$MODEL" "$T/models/aidreams260K-f32.gguf"
+printf 'id: rt\ndriver: llamacpp\nport: %s\nsleep_mode: router\nmemory: {host_mb: 100}\nenv: {FAKELLM_MODEL_GPU_MB: "700"}\nunit_vars: {models_dir: %s, default_model: aidreams260K-f32}\n' \
+    "$(free_port)" "$T/models" >"$C/presets/rt.yaml"
 # gpu_mb: the GPU entries of a service's pid in the fake NVML
 gpu_mb() { jq --argjson p "$(gpumod service show "$1" --json | jq .pid)" '[.processes[] | select(.pid == $p) | .used_mb] | add // 0' "$T/nvml.json"; }
 sleep_api() {
@@ -117,8 +121,43 @@ t_jq "$T/ev" "select(.kind == \"wake\") | .data.fell_back" true
 t_run 0 gpumod service stop wfail
 t_end
 
+t_begin "router mode: the sleep unloads every model, a start loads the default model again"
+t_run 0 gpumod service start rt
+port=$(gpumod service show rt --json | jq .port)
+curl -s -X POST -H 'Content-Type: application/json' -d '{"model":"aidreams260K-f32"}' "http://127.0.0.1:$port/models/load" >/dev/null
+t_wait 10 sh -c "curl -s http://127.0.0.1:$port/models | jq -e '.data[] | select(.status.value == \"loaded\")' >/dev/null"
+t_run 0 gpumod service sleep rt
+t_has out "'rt' is asleep (router"
+t_eq "$(state_of rt)" sleeping "state"
+t_eq "$(curl -s "http://127.0.0.1:$port/models" | jq '[.data[] | select(.status.value == "loaded")] | length')" 0 "no model loaded"
+t_run 0 gpumod service start rt
+t_has out "'rt' woke (router)"
+t_eq "$(curl -s "http://127.0.0.1:$port/models" | jq -r '.data[] | select(.status.value == "loaded") | .id')" aidreams260K-f32 "the default model loaded"
+t_run 0 gpumod service stop rt
+t_end
+
 t_begin "conflicts and unknowns"
 t_eq "$(sleep_api nosuch; cat "$T/status")" 404 "unknown service"
+t_end
+
+# a unified host: sleep off by default (stops), on with memory.unified_sleep
+jq '.devices[0].memory = "not_supported"' "$T/nvml.json" >"$T/nvml.new" && mv "$T/nvml.new" "$T/nvml.json"
+t_begin "unified memory: an l1 service stops by default"
+t_run 0 gpumod service start a
+t_run 0 gpumod service sleep a
+t_has out "'a' stopped: sleep is off on a unified-memory host (memory.unified_sleep: false): stopped"
+t_eq "$(state_of a)" down "state"
+t_end
+
+t_begin "unified memory with memory.unified_sleep: it sleeps, its holdings predicted"
+printf 'memory: {unified_sleep: true}\n' >>"$C/gpumod.yaml"
+t_run 0 gpumod reload
+t_run 0 gpumod service start a
+t_run 0 gpumod service sleep a
+t_has out "'a' is asleep (l1"
+t_jq "$(gpumod service show a --json >"$T/show"; echo "$T/show")" .asleep.measured false
+t_run 0 gpumod service start a
+t_has out "woke (l1)"
 t_end
 
 gpumod service stop a >/dev/null 2>&1

@@ -77,6 +77,30 @@ static void canary_failure_is_sticky(void **state)
     assert_string_equal(svc_event_names[EV_CANARY_FAILED], "canary_failed");
 }
 
+/* sleep: only a confirmed sleep of a ready service sleeps; a start wakes
+ * (admitted like a start); a refused wake sleeps on; a sleeper is never
+ * unhealthy, its exit is not restarted, a stop and the watchdog kill it */
+static void sleeping_rows(void **state)
+{
+    step(SVC_READY, EV_SLEPT, SVC_SLEEPING, ACT_RECORD);
+    step(SVC_STARTING, EV_SLEPT, SVC_SLEEPING, ACT_RECORD);
+    step(SVC_SLEEPING, EV_START, SVC_STARTING, ACT_ADMIT);
+    step(SVC_SLEEPING, EV_STOP, SVC_STOPPING, ACT_KILL);
+    step(SVC_SLEEPING, EV_WATCHDOG, SVC_STOPPING, ACT_KILL);
+    step(SVC_SLEEPING, EV_EXITED, SVC_DOWN, ACT_RECORD);
+    step(SVC_SLEEPING, EV_HEALTH_FAILED, SVC_SLEEPING, ACT_NONE);
+    step(SVC_SLEEPING, EV_HEALTH_OK, SVC_SLEEPING, ACT_NONE);
+    step(SVC_SLEEPING, EV_SLEPT, SVC_SLEEPING, ACT_NONE);
+    refuse(SVC_DOWN, EV_SLEPT);
+    refuse(SVC_UNHEALTHY, EV_SLEPT);
+    refuse(SVC_STOPPING, EV_SLEPT);
+    refuse(SVC_FAILED, EV_SLEPT);
+    refuse(SVC_SLEEPING, EV_READY);
+    refuse(SVC_SLEEPING, EV_REFUSED);
+    assert_string_equal(svc_event_names[EV_SLEPT], "slept");
+    assert_string_equal(svc_state_names[SVC_SLEEPING], "sleeping");
+}
+
 static void stopping_absorbs_failures(void **state)
 {
     step(SVC_STOPPING, EV_EXITED, SVC_STOPPING, ACT_NONE);
@@ -254,6 +278,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(happy_path),
+        cmocka_unit_test(sleeping_rows),
         cmocka_unit_test(failures_during_start),
         cmocka_unit_test(crash_and_health),
         cmocka_unit_test(runner_owned_restarts),
