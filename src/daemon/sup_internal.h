@@ -157,6 +157,13 @@ struct sup_svc {
     bool cold_after_stop;     /* a failed wake: start cold once the stop completes */
     char *wake_fail;          /* why the wake failed, for the cold start's message */
     bool st_woke, st_fell_back; /* how the last start ended (sup_svc_view start_woke ...) */
+
+    /* slot save and restore (sup_slots.c) */
+    struct slots_op *slots; /* the save or restore in flight; NULL: none */
+    bool slots_saving;      /* it is the save a kill waits for */
+    bool slots_save;        /* the kill being begun is a stop of a READY service */
+    int64_t slots_t0;       /* mono: the pass began */
+    int slots_n;            /* its slots */
 };
 
 struct sup {
@@ -298,10 +305,24 @@ void sv_sleep_view(svc *v, sup_svc_view *o);
 
 /* Begin the verified stop of v's group (nothing new if one is on its way). */
 void sv_begin_kill(svc *v);
+/* The kill's signals (sv_begin_kill's second half, after a slot save). */
+void sv_kill_signal(svc *v);
 /* The exec helper of a group being killed exited: poll now. */
 void sv_kill_helper_exited(svc *v);
 /* Drop the /proc scan shared by this loop turn's kill polls. */
 void sv_scan_drop(sup *s);
+
+/* ---- sup_slots.c: slot save and restore (preset slot_save) ---- */
+
+/* Before the engine starts: <state_dir>/slots/<id>/ (0700). */
+void sv_slots_dir(svc *v, const preset *p);
+/* A kill begins: true when the slots' save runs first (it calls
+ * sv_kill_signal when done). */
+bool sv_slots_before_kill(svc *v);
+/* Ready: restore the slots saved by the same config hash (async). */
+void sv_slots_after_ready(svc *v);
+/* Shutdown: the save or restore in flight cancelled (a kill goes on). */
+void sv_slots_cancel(svc *v);
 
 /* ---- sup_reconcile.c: what a previous daemon left, adoption ---- */
 

@@ -152,6 +152,13 @@ void sv_begin_kill(svc *v)
     v->kill_t0 = clock_mono_ms();
     v->kill_polls = 0;
     v->nseen = 0;
+    if (sv_slots_before_kill(v)) return; /* the slots' save first (sup_slots.c) */
+    sv_kill_signal(v);
+}
+
+void sv_kill_signal(svc *v)
+{
+    v->kill_t0 = clock_mono_ms();
     if (v->pgid > 1 || (v->s->run->owns_restarts && v->h)) {
         pid_t pids[1024];
         int n = v->pgid > 1 ? proctree_group(NULL, v->pgid, pids, 1024, NULL, 0) : 0;

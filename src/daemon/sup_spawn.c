@@ -334,6 +334,7 @@ static void became_ready(svc *v)
     sv_feed(v, EV_READY, words);
     if (v->state != SVC_READY) return;
     health_tick(v);
+    sv_slots_after_ready(v);
     sv_take(v, measured);
 }
 
@@ -743,6 +744,7 @@ void sv_spawn_it(svc *v, const preset *p)
     free(l.argv.v[0]);
     l.argv.v[0] = bin;
     v->canary_embed = driver_argv_embeds(&l.argv);
+    sv_slots_dir(v, p);
 
     sv_open_log(v, st);
     v->ran = true;

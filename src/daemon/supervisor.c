@@ -279,6 +279,7 @@ static void act(svc *v, svc_state from, svc_event ev, svc_action a)
         sv_enqueue(v);
         break;
     case ACT_KILL:
+        v->slots_save = from == SVC_READY && ev == EV_STOP; /* sup_slots.c saves first */
         sv_begin_kill(v);
         break;
     case ACT_RESTART:
@@ -921,6 +922,7 @@ void sup_shutdown(sup *s, void (*cb)(void *ud), void *ud)
         svc *v = s->svcs[i];
         sv_cancel_restart(v, SUP_SHUTTING_DOWN, "the daemon is shutting down");
         sv_sleep_cancel(v);
+        sv_slots_cancel(v);
         if (v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
             v->state == SVC_STOPPING || v->state == SVC_SLEEPING || v->killing) {
             s->shut_pending++;

@@ -188,7 +188,7 @@ static fp_gpu_how how_by_name(const char *n)
 
 const char *const store_event_kinds[] = {"state",  "spawn",   "exit",        "restart", "gate",
                                          "watchdog", "footprint", "switch.phase", "reload", "router.activation", "canary",
-                                         "tune", "engine_bench", "sleep", "wake", NULL};
+                                         "tune", "engine_bench", "sleep", "wake", "slots", NULL};
 
 static bool kind_ok(const char *k)
 {

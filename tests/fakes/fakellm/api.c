@@ -565,6 +565,7 @@ static const struct route routes[] = {
     {"POST", "/detokenize", L | R | V, true, false, h_detokenize},
     {"GET", "/props", L | R, false, false, h_props},
     {"GET", "/slots", L, false, false, h_slots},
+    {"POST", "/slots/", L | R, true, false, slots_action}, /* a prefix: /slots/{id} */
     {"GET", "/metrics", L | R | V, false, false, h_metrics},
     {"POST", "/models/load", R, true, false, h_models_load},
     {"POST", "/models/unload", R, true, false, h_models_load},
@@ -603,7 +604,9 @@ void api_handle(conn *c, const struct http_req *r)
     const struct route *rt = NULL;
     bool path_known = false;
     for (const struct route *x = routes; x->path; x++) {
-        if (!(x->modes & mode) || strcmp(x->path, r->path) != 0)
+        size_t pl = strlen(x->path);
+        bool prefix = x->path[pl - 1] == '/' && strncmp(x->path, r->path, pl) == 0;
+        if (!(x->modes & mode) || (strcmp(x->path, r->path) != 0 && !prefix))
             continue;
         if (x->dev && !fk.env.dev_mode)
             continue; /* vLLM registers these only in dev mode */

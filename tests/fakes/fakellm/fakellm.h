@@ -64,6 +64,7 @@ struct fk_config {
     int models_max;
     bool autoload;
     int timeout_s;    /* idle connection timeout (-to) */
+    char *slot_save_path; /* --slot-save-path (slots.c) */
 };
 
 /* From FAKELLM_* (main.c); README.md documents each one. */
@@ -95,6 +96,7 @@ struct fk_env {
     bool wake_fail;     /* FAKELLM_WAKE_FAIL */
     bool sleep_stuck;   /* FAKELLM_SLEEP_STUCK */
     char *model_gpu_mb; /* FAKELLM_MODEL_GPU_MB: router mode, "N" or "name=N,..." */
+    bool slot_fail;     /* FAKELLM_SLOT_FAIL: slot save/restore answer 500 (slots.c) */
 };
 
 /* Counters behind /metrics (gen.c and http.c bump them). */
@@ -171,6 +173,11 @@ void api_error(conn *c, int status, const char *type, const char *fmt, ...)
 void api_request_done(void);
 /* One time-to-first-token observation, for vLLM's histogram. */
 void api_observe_ttft(double seconds);
+
+/* slots.c: POST /slots/{id}?action=save|restore (--slot-save-path) */
+void slots_action(conn *c, const struct http_req *r, cJSON *body);
+/* A slot took a request: its prompt text is what a save writes. */
+void slots_note(int slot, const char *prompt);
 
 /* gen.c */
 enum gen_api { GEN_CHAT, GEN_TEXT, GEN_NATIVE };

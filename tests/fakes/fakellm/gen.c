@@ -31,6 +31,7 @@ struct gen {
     const char *finish;      /* "stop" or "length" */
     char *model;             /* the name answers carry */
     char *router_model;      /* router mode: the model it waits for */
+    char *prompt_text;       /* what a slot save writes (slots.c) */
     char id[48];
     unsigned long task;
     double t_arrive, t_start, t_first, t_last;
@@ -90,6 +91,7 @@ static void on_gen_closed(uv_handle_t *h)
     struct gen *g = h->data;
     free(g->model);
     free(g->router_model);
+    free(g->prompt_text);
     buf_release(&g->text);
     free(g->pieces);
     buf_release(&g->said);
@@ -146,6 +148,7 @@ static void schedule(void)
             q_remove(g);
             g->slot = free_slots[--n_free];
             slots[g->slot] = g;
+            slots_note(g->slot, g->prompt_text);
             fk.st.processing++;
             g->t_start = fk_mono_ms();
             uv_update_time(fk.loop);
@@ -603,6 +606,10 @@ void gen_submit(conn *c, enum gen_api api, cJSON *body)
         return;
     }
     struct gen *g = xcalloc(1, sizeof *g);
+    buf pt = BUF_INIT; /* its text again, for a slot save (slots.c) */
+    prompt_tokens(c, api, body, &pt);
+    g->prompt_text = xstrdup(pt.p ? pt.p : "");
+    buf_release(&pt);
     buf_init(&g->text);
     buf_init(&g->said);
     buf_init(&g->reasoning);

@@ -31,7 +31,7 @@ enum opt_kind {
     O_IGNORE, O_HELP, O_VERSION, O_MODEL, O_HOST, O_PORT, O_CTX, O_PARALLEL,
     O_ALIAS, O_METRICS, O_SLOTS, O_NO_SLOTS, O_EMBD, O_API_KEY, O_MODELS_DIR,
     O_MODELS_MAX, O_AUTOLOAD, O_NO_AUTOLOAD, O_TIMEOUT, O_SERVED, O_MAX_LEN,
-    O_MAX_SEQS, O_RUNNER, O_SLEEP_MODE,
+    O_MAX_SEQS, O_RUNNER, O_SLEEP_MODE, O_SLOT_SAVE_PATH,
 };
 
 struct opt {
@@ -55,6 +55,7 @@ static const struct opt llama_opts[] = {
     {"--metrics", NULL, O_METRICS, "enable prometheus compatible metrics endpoint (default: disabled)"},
     {"--slots", NULL, O_SLOTS, "expose slots monitoring endpoint (default: enabled)"},
     {"--no-slots", NULL, O_NO_SLOTS, "disable slots monitoring endpoint"},
+    {"--slot-save-path", "PATH", O_SLOT_SAVE_PATH, "path to save slot kv cache (default: disabled)"},
     {"--embedding, --embeddings", NULL, O_EMBD, "restrict to only support embedding use case"},
     {"--pooling", "{none,mean,cls,last,rank}", O_IGNORE, "pooling type for embeddings, use model default if unspecified"},
     {"--api-key", "KEY", O_API_KEY, "API key to use for authentication (default: none)"},
@@ -352,6 +353,7 @@ static int parse_args(int argc, char **argv)
             break;
         case O_API_KEY: free(c->api_key); c->api_key = xstrdup(val); break;
         case O_MODELS_DIR: free(c->models_dir); c->models_dir = xstrdup(val); break;
+        case O_SLOT_SAVE_PATH: free(c->slot_save_path); c->slot_save_path = xstrdup(val); break;
         case O_MODELS_MAX: if (parse_int("--models-max", val, &c->models_max) < 0) return -1; break;
         case O_AUTOLOAD: c->autoload = true; break;
         case O_NO_AUTOLOAD: c->autoload = false; break;
@@ -449,6 +451,7 @@ static void read_env(void)
     e->wake_ms = env_long("FAKELLM_WAKE_MS", 0);
     e->wake_fail = env_flag("FAKELLM_WAKE_FAIL");
     e->sleep_stuck = env_flag("FAKELLM_SLEEP_STUCK");
+    e->slot_fail = env_flag("FAKELLM_SLOT_FAIL");
     const char *mg = getenv("FAKELLM_MODEL_GPU_MB");
     e->model_gpu_mb = mg && *mg ? xstrdup(mg) : NULL;
     if (e->wake_ms < 0 || e->sleep_gpu_mb < 0) {
