@@ -105,7 +105,7 @@ help:
 	@echo "make bench-status  gpumod status round trip against a running daemon with 2 services"
 	@echo "make bench-mcp  N (2000) tools/call gpu_status over one gpumod mcp's pipe, beside ping and the daemon's GET /status"
 	@echo "make bench-cycles  N (100) start/stop cycles: the daemon's fds, children, memory after 1, 10, N; where a start's time goes beside the engine's own load"
-	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead"
+	@echo "make bench-switch  N (50) mode switches between instantly-loading fakes: orchestration overhead; then ROUNDS (5) round trips with sleep/wake against cold"
 	@echo "make bench-proxy  fakellm streams direct, through the router and through nginx: added latency, throughput, CPU"
 	@echo "make bench-compare  bench-switch and bench-proxy medians of BASE (default: the commit before issue 16) beside this tree's, ROUNDS (3) interleaved"
 	@echo "make bench-streams  one gpumod-bench process, 1,000 concurrent streams: its CPU, lags, client_bound verdict"
@@ -200,8 +200,12 @@ bench-mcp: $(GPUMOD) $(FAKELLM) $(HELPERS) $(BUILD)/gpumod-exec
 bench-cycles: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
 	@BUILD=$(BUILD) N=$${N:-100} scripts/bench-cycles
 
-bench-switch: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec
+# then the sleep/wake case (scripts/bench-switch-tiers): ROUNDS (5) round
+# trips between two vLLM fakes with sleep_mode l1 against none, the plan's
+# choice and the switch time side by side (docs/modes.md "Timing")
+bench-switch: $(GPUMOD) $(FAKELLM) $(BUILD)/gpumod-exec $(BUILD)/fakes/libnvidia-ml.so.1 $(BUILD)/fakes/nvidia-smi
 	@BUILD=$(BUILD) N=$${N:-50} scripts/bench-switch
+	@BUILD=$(BUILD) ROUNDS=$${ROUNDS:-5} scripts/bench-switch-tiers
 
 # `model fit` of 20 quantisations behind the fake Hub: bytes fetched and
 # wall time, beside local `model inspect` of the same files; docs/models.md.
