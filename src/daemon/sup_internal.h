@@ -152,6 +152,7 @@ struct sup_svc {
     bool zz_unsupported;      /* the engine answered 404/405 to a sleep: this run stops instead */
     char zz_models[512];      /* router tier: the models loaded before the sleep, comma-separated */
     bool waking;              /* this start wakes a sleeper (set from SLEEPING + start) */
+    need wake_delta;          /* a wake's reservation: its need less what it holds asleep */
     int64_t wake_t0;          /* mono: the wake was asked */
     int64_t zz_load_ms;       /* load_ms before the wake (the cold load's) */
     bool cold_after_stop;     /* a failed wake: start cold once the stop completes */

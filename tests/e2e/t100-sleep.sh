@@ -63,8 +63,22 @@ gpumod service show a --json >"$T/show"
 t_jq "$T/show" .last_start.woke true
 t_jq "$T/show" '.wake_ms >= 0' true
 t_jq "$T/show" .asleep null
+# the gate judged the wake's delta; what it holds awake (the watchdog's need) is the full need again
+t_jq "$T/show" '.admitted | [.host_bytes, .gpu_bytes["0"]] | map(. / 1048576 | floor | tostring) | join(",")' "16,2000"
+t_run 0 sh -c "curl -s --unix-socket '$SOCK' http://gpumod/status"
+t_jq out '.watchdog.services[] | select(.id == "a") | .need_bytes / 1048576 | floor' 2016
 t_eq "$(count wake a)" 1 "one wake event"
 t_jq "$T/ev" "select(.kind == \"wake\") | .data.fell_back" false
+t_end
+
+t_begin "l1: a sleep right after a wake is confirmed (a second sleep, a second wake)"
+t_run 0 gpumod service sleep a
+t_has out "'a' is asleep (l1"
+t_eq "$(state_of a)" sleeping "state after the second sleep"
+t_eq "$(gpu_mb a)" 0 "asleep again: nothing on the GPU"
+t_run 0 gpumod service start a
+t_has out "'a' woke (l1) in"
+t_eq "$(gpu_mb a)" 2000 "awake again: 2000 MiB"
 t_run 0 gpumod service stop a
 t_end
 
