@@ -154,6 +154,40 @@ t_begin "conflicts and unknowns"
 t_eq "$(sleep_api nosuch; cat "$T/status")" 404 "unknown service"
 t_end
 
+# a /proc root of our own (healthy now, short of memory later) for the gate and the watchdog
+daemon_stop
+mkdir -p "$T/proc"
+cp -r "$FIXTURES/proc/healthy/." "$T/proc/"
+export GPUMOD_PROC_ROOT=$T/proc
+short() { sed -i 's/^MemAvailable:.*/MemAvailable:       1024 kB/' "$T/proc/meminfo"; }
+healthy() { cp -r "$FIXTURES/proc/healthy/." "$T/proc/"; }
+printf 'memory: {watchdog: {mem_available_floor_mb: 0}}\n' >>"$C/gpumod.yaml"
+daemon_start
+
+t_begin "the watchdog sees a sleeper (state sleeping, its asleep figures) and stops it first"
+t_run 0 gpumod service start a
+t_run 0 gpumod service start b
+t_run 0 gpumod service sleep a
+t_has out "'a' is asleep (l1"
+t_wait 10 sh -c "[ \"\$(curl -s --unix-socket '$SOCK' http://gpumod/status | jq -r '.watchdog.services[] | select(.id == \"a\") | .state')\" = sleeping ]" ||
+    t_fail "the watchdog does not list a as sleeping"
+t_run 0 sh -c "curl -s --unix-socket '$SOCK' http://gpumod/status"
+t_jq out '.watchdog.services[] | select(.id == "a") | .need_bytes' \
+    "$(gpumod service show a --json | jq '.asleep.held | .host_bytes + ([.gpu_bytes[]] | add // 0)')"
+sed -i 's/mem_available_floor_mb: 0/mem_available_floor_mb: 2048/' "$C/gpumod.yaml"
+t_run 0 gpumod reload
+short
+t_wait 10 sh -c '[ "$(gpumod service show a --json | jq -r .state)" = down ]' || t_fail "a (asleep) was not stopped"
+healthy
+t_eq "$(state_of b)" ready "b (awake) is left running"
+events a
+t_eq "$(jq -s '[.[] | select(.kind == "watchdog")] | last | .reason | test("stopping .a. \\(asleep: it serves nothing")' "$T/ev")" \
+    true "the watchdog's reason"
+t_run 0 gpumod service stop b
+t_end
+sed -i '/^memory: {watchdog/d' "$C/gpumod.yaml"
+t_run 0 gpumod reload
+
 # a unified host: sleep off by default (stops), on with memory.unified_sleep
 jq '.devices[0].memory = "not_supported"' "$T/nvml.json" >"$T/nvml.new" && mv "$T/nvml.new" "$T/nvml.json"
 t_begin "unified memory: an l1 service stops by default"
