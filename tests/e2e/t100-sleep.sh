@@ -164,6 +164,28 @@ healthy() { cp -r "$FIXTURES/proc/healthy/." "$T/proc/"; }
 printf 'memory: {watchdog: {mem_available_floor_mb: 0}}\n' >>"$C/gpumod.yaml"
 daemon_start
 
+t_begin "the gate refuses an l1 sleep (no host RAM for the weights): stopped instead, and it says so"
+t_run 0 gpumod service start a
+short
+t_run 0 gpumod service sleep a
+t_has out "'a' stopped: sleep refused by the gate: "
+t_has out "; stopped instead"
+healthy
+t_run 0 gpumod service start a
+short
+t_eq "$(sleep_api a; cat "$T/status")" 200 "POST sleep"
+t_jq out .slept false
+t_jq out .fell_back true
+t_jq out .tier stop
+t_jq out '.message | test("^sleep refused by the gate: .*; stopped instead$")' true
+t_eq "$(state_of a)" down "state"
+events a
+t_eq "$(jq -s '[.[] | select(.kind == "sleep")] | last | .data.fell_back' "$T/ev")" true "the sleep event: fell_back"
+t_eq "$(jq -s '[.[] | select(.kind == "sleep")] | last | .data.why | test("^sleep refused by the gate")' "$T/ev")" true \
+    "the sleep event: why"
+healthy
+t_end
+
 t_begin "the watchdog sees a sleeper (state sleeping, its asleep figures) and stops it first"
 t_run 0 gpumod service start a
 t_run 0 gpumod service start b
