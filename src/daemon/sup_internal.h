@@ -292,6 +292,10 @@ void sv_wake_it(svc *v, const preset *p);
 bool sv_wake_end(svc *v, const char *outcome, sup_result *r);
 /* Shutdown: the tier call in flight cancelled, the sleep's waiters answered. */
 void sv_sleep_cancel(svc *v);
+/* v left ready (a stop, the watchdog, an exit) while a sleep of it was in
+ * flight: its tier call cancelled, its waiters answered "was stopped while
+ * it went to sleep" (fell_back) once the stop is done, at once otherwise. */
+void sv_sleep_left(svc *v);
 /* The service's view: tier, asleep, wake_ms. */
 void sv_sleep_view(svc *v, sup_svc_view *o);
 

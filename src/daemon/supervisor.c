@@ -231,6 +231,7 @@ bool sv_feed(svc *v, svc_event ev, const char *words)
         buf_release(&r);
     }
     act(v, from, ev, t.action);
+    if (from == SVC_READY && v->state != SVC_READY && v->state != SVC_SLEEPING) sv_sleep_left(v);
     return true;
 }
 

@@ -113,6 +113,25 @@ events stuck
 t_jq "$T/ev" "select(.kind == \"sleep\") | .data.fell_back" true
 t_end
 
+t_begin "a stop while it goes to sleep: the sleep ends as that stop (fell_back), not at the confirmation's deadline"
+t_run 0 gpumod service start stuck
+curl -s -S --max-time $((30 * S)) --unix-socket "$SOCK" -o "$T/zz" -w '%{http_code}' -X POST \
+    "http://gpumod/services/stuck/sleep" >"$T/zz.status" 2>"$T/zz.err" &
+zpid=$!
+t_wait 10 sh -c "gpumod service logs stuck -n 50 2>/dev/null | grep -q 'FAKELLM_SLEEP_STUCK: sleep level 1 acknowledged'" ||
+    t_fail "the sleep never reached the engine"
+t_run 0 gpumod service stop stuck
+wait "$zpid"
+t_eq "$(cat "$T/zz.status")" 200 "POST sleep"
+t_jq "$T/zz" .slept false
+t_jq "$T/zz" .fell_back true
+t_jq "$T/zz" .message "'stuck' was stopped while it went to sleep"
+t_eq "$(state_of stuck)" down "state"
+events stuck
+t_eq "$(jq -s '[.[] | select(.kind == "sleep")] | last | [.data.fell_back, .data.why, .data.ms < 10000] | map(tostring) | join(",")' -r "$T/ev")" \
+    "true,'stuck' was stopped while it went to sleep,true" "the sleep event (ended before the 10 s deadline)"
+t_end
+
 t_begin "sleep_mode none: the sleep stops it"
 t_run 0 gpumod service start nosl
 t_run 0 gpumod service sleep nosl
