@@ -1855,7 +1855,8 @@ static void phase_settle(run *r)
 
 /* The switch, phase by phase.  Each phase ends in a callback that sets
  * the next stage and calls this again:
- *   plan (planned) -> drain -> stop (the stops, then the sleeps) -> verify-freed -> start, one by one
+ *   plan (planned) -> drain -> stop (the stops, then the sleeps) -> verify-freed
+ *   -> start, one by one
  *   -> verify-healthy (joining a kept target still starting) -> commit;
  * a failure anywhere after the plan (fail) ->
  *   rollback-stop -> verify-freed -> rollback-start -> answered, rolled back;
