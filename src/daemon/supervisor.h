@@ -242,7 +242,7 @@ int sup_set_config(sup *s, const config *cfg, strv *changed, char *err, size_t e
 size_t sup_reservations(sup *s, reservation *out, size_t max);
 
 /* What the watchdog needs per live service (starting, ready, unhealthy,
- * stopping). */
+ * stopping, sleeping: admitted is then what it holds asleep). */
 typedef struct sup_usage {
     const char *id;       /* borrowed until the next loop turn */
     svc_state state;
