@@ -190,10 +190,27 @@ static void sleep_end(svc *v, const sup_result *r, int t, int64_t ms, const char
 static void stale_sleep(sleep_op *op)
 {
     svc *v = op->v;
-    bool gone = v->state == SVC_DOWN || v->state == SVC_STOPPING || v->state == SVC_FAILED;
-    char *m =
-        xasprintf("'%s' was %s while it went to sleep", v->id, gone ? "stopped" : "restarted");
-    sup_result r = {.outcome = gone ? SUP_OK : SUP_CONFLICT, .message = m, .tier = TIER_STOP};
+    /* the engine died meanwhile (failed, or down with a restart scheduled):
+     * not a clean leave, whoever asked must not count it as one */
+    bool crashed = v->state == SVC_FAILED || (v->state == SVC_DOWN && v->next_restart_ms);
+    bool gone = v->state == SVC_DOWN || v->state == SVC_STOPPING;
+    char *m;
+    if (crashed) {
+        char ex[96] = "it exited";
+        if (v->has_exit && v->exit_sig)
+            snprintf(ex, sizeof ex, "killed by signal %d", v->exit_sig);
+        else if (v->has_exit)
+            snprintf(ex, sizeof ex, "exited with code %d", v->exit_code);
+        m = xasprintf("'%s' died while it went to sleep (%s): %s", v->id, ex,
+                      v->state == SVC_FAILED ? "failed" : "a restart is scheduled");
+    } else {
+        m = xasprintf("'%s' was %s while it went to sleep", v->id, gone ? "stopped" : "restarted");
+    }
+    sup_result r = {.outcome = crashed ? SUP_START_FAILED
+                               : gone  ? SUP_OK
+                                       : SUP_CONFLICT,
+                    .message = m,
+                    .tier = TIER_STOP};
     sleep_end(v, &r, op->tier, clock_mono_ms() - op->t0, m);
     free(m);
     op_free(op);
