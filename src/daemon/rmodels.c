@@ -356,7 +356,9 @@ static void op_asked(int status, const char *body, size_t len, const char *err, 
     rm_op *o = ud;
     rmodels *rm = o->rm;
     rm->op_probe = NULL;
-    if (status / 100 != 2) {
+    /* an unload of a model that is not running (unloaded since the GET):
+     * llama-server answers 400; GET /models decides */
+    if (status / 100 != 2 && !(status == 400 && !o->load)) {
         op_fail(o, SUP_START_FAILED,
                 "router-mode service '%s': POST /models/%s {\"model\":\"%s\"}: %s%.*s", o->svc,
                 o->load ? "load" : "unload", o->model,
