@@ -284,6 +284,40 @@ size_t sup_reservations(sup *s, reservation *out, size_t max)
         out[n].need = v->admitted;
         n++;
     }
+    for (sv_extra *e = s->extras; e && n < max; e = e->next) {
+        out[n].service = e->id;
+        out[n].need = e->n;
+        n++;
+    }
     return n;
+}
+
+uint64_t sup_reserve_extra(sup *s, const char *id, const need *n)
+{
+    sv_extra *e = xcalloc(1, sizeof *e);
+    e->handle = ++s->extra_seq;
+    e->id = xstrdup(id);
+    e->n = *n;
+    e->next = s->extras;
+    s->extras = e;
+    return e->handle;
+}
+
+void sup_unreserve(sup *s, uint64_t handle)
+{
+    for (sv_extra **pp = &s->extras; handle && *pp; pp = &(*pp)->next)
+        if ((*pp)->handle == handle) {
+            sv_extra *e = *pp;
+            *pp = e->next;
+            free(e->id);
+            free(e);
+            return;
+        }
+}
+
+void sv_extras_free(sup *s)
+{
+    while (s->extras)
+        sup_unreserve(s, s->extras->handle);
 }
 

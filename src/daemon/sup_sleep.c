@@ -33,7 +33,8 @@ typedef struct sleep_op {
     int tier;
     int64_t t0; /* mono */
     char origin[16];
-    char *why; /* a fallback's reason */
+    char *why;    /* a fallback's reason */
+    uint64_t res; /* l1: the host copy's reservation (sup_reserve_extra); 0 none */
 } sleep_op;
 
 static bool snap_unified(const snapshot *snap)
@@ -159,6 +160,7 @@ static void zz_take_then(svc *v, void (*fn)(svc *v, const snapshot *snap))
 
 static void op_free(sleep_op *op)
 {
+    sup_unreserve(op->v->s, op->res);
     if (op->v->sop == op) op->v->sop = NULL;
     free(op->why);
     free(op);
@@ -235,6 +237,8 @@ static void fall_back(sleep_op *op, const char *why)
 {
     free(op->why);
     op->why = xstrdup(why);
+    sup_unreserve(op->v->s, op->res); /* no host copy is made */
+    op->res = 0;
     op->gen = 0;
     sup_stop_svc(op->v->s, op->v, op->origin, fallback_stopped, op);
 }
@@ -367,6 +371,9 @@ static void gated(svc *v, const snapshot *snap)
             fall_back(op, msg);
             return;
         }
+        /* the copy is the sleep's until the asleep measurement shows it:
+         * every other gate counts it meanwhile */
+        op->res = sup_reserve_extra(v->s, v->id, &adm);
     }
     sleep_calls(op);
 }
@@ -403,6 +410,14 @@ static bool refused_now(sup *s, svc *v, sup_cb cb, void *ud)
     if (v->state == SVC_DOWN && !v->killing) {
         snprintf(m, sizeof m, "'%s' is down", v->id);
         answer(cb, ud, SUP_OK, m, false, TIER_STOP);
+        return true;
+    }
+    if (v->state == SVC_READY && v->model_ops > 0) {
+        snprintf(m, sizeof m,
+                 "service '%s': a model load or unload runs in its engine: it can sleep once that "
+                 "ends",
+                 v->id);
+        answer(cb, ud, SUP_CONFLICT, m, false, TIER_STOP);
         return true;
     }
     if (v->state != SVC_READY || v->slot || v->killing) {
@@ -442,6 +457,16 @@ void sup_sleep_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
     } else {
         sleep_calls(op);
     }
+}
+
+void sup_model_op_mark(sup_svc *v, bool begin)
+{
+    v->model_ops += begin ? 1 : v->model_ops > 0 ? -1 : 0;
+}
+
+bool sup_sleep_in_flight(const sup_svc *v)
+{
+    return (v->sop && !v->waking) || v->sleeps;
 }
 
 void sup_sleep(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
