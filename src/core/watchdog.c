@@ -65,15 +65,18 @@ static bool tie_wins(const wd_service *a, const wd_service *b)
 
 typedef uint64_t (*score_fn)(const wd_service *s, const wd_policy *p);
 
-/* The candidate with the largest score (> 0 unless allow_zero), or -1.
- * want_loading: only loading services count. */
-static long pick(const wd_service *v, size_t n, const wd_policy *p, score_fn score,
-                 bool want_loading, bool allow_zero)
+enum { ANY, LOADING, ASLEEP }; /* which services pick() considers */
+
+/* The candidate with the largest score (> 0 unless allow_zero), or -1,
+ * among those of kind (ANY, only LOADING, only ASLEEP). */
+static long pick(const wd_service *v, size_t n, const wd_policy *p, score_fn score, int kind,
+                 bool allow_zero)
 {
     long best = -1;
     uint64_t best_score = 0;
     for (size_t i = 0; i < n; i++) {
-        if (v[i].stopping || (want_loading && !v[i].loading)) continue;
+        if (v[i].stopping || (kind == LOADING && !v[i].loading) || (kind == ASLEEP && !v[i].asleep))
+            continue;
         uint64_t sc = score(&v[i], p);
         if (!allow_zero && sc == 0) continue;
         if (best < 0 || sc > best_score || (sc == best_score && tie_wins(&v[i], &v[best]))) {
@@ -157,15 +160,19 @@ void watchdog_decide(const wd_host *h, const wd_service *v, size_t n, const wd_p
     }
 
     if (trigger) {
-        const char *why = "loading";
-        long i = pick(v, n, p, score_used, true, true);
+        const char *why = "asleep: it serves nothing";
+        long i = pick(v, n, p, score_used, ASLEEP, false);
+        if (i < 0) {
+            why = "loading";
+            i = pick(v, n, p, score_used, LOADING, true);
+        }
         if (i < 0) {
             why = "furthest over its need";
-            i = pick(v, n, p, over_by, false, false);
+            i = pick(v, n, p, over_by, ANY, false);
         }
         if (i < 0) {
             why = "largest user, none is over its need";
-            i = pick(v, n, p, score_used, false, true);
+            i = pick(v, n, p, score_used, ANY, true);
         }
         if (i < 0) {
             bool any = false;
@@ -183,7 +190,7 @@ void watchdog_decide(const wd_host *h, const wd_service *v, size_t n, const wd_p
         return;
     }
 
-    long i = pick(v, n, p, score_over_limit, false, false);
+    long i = pick(v, n, p, score_over_limit, ANY, false);
     if (i < 0) return;
     const wd_service *s = &v[i];
     uint64_t lim = watchdog_limit(s->need_bytes, p);

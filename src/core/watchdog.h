@@ -8,11 +8,14 @@
  *                       and noted, when meminfo was unreadable
  *   host.psi_full:      PSI memory full avg10 > max (equal is fine);
  *                       skipped when PSI was unreadable
- *     -> the victim is the service that is loading (holds the load slot);
- *        else the one furthest over its admitted need (largest
- *        used - need > 0); else the largest user.  Loading comes first
- *        because admission could not see what a load will take, and a
- *        load is the cheapest thing to lose: nothing is being served yet.
+ *     -> the victim is the largest sleeper that uses anything (it serves
+ *        nothing: its stop costs a wake turned into a cold start, and
+ *        no request and no load is lost); else the service that is
+ *        loading (holds the load slot); else the one furthest over its
+ *        admitted need (largest used - need > 0); else the largest user.
+ *        Loading comes before the running ones because admission could
+ *        not see what a load will take, and a load is cheap to lose:
+ *        nothing is being served yet.
  *   service.over_need:  used > need x factor + margin, with the host fine
  *     -> the service furthest over its need among those past the limit.
  * Services already stopping are never chosen (their memory is on its
@@ -37,6 +40,7 @@ typedef struct wd_service {
     const char *id;      /* borrowed */
     bool loading;        /* starting: holds the load slot */
     bool stopping;       /* a stop is under way: never chosen */
+    bool asleep;         /* sleeping: serves nothing; need is what it holds asleep */
     bool need_known;     /* admitted with a need (else no over-need rule) */
     uint64_t need_bytes; /* admitted need: host + every GPU */
     bool used_known;     /* the group could be read */

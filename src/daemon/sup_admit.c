@@ -154,7 +154,8 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
     gate_policy pol;
     policy_from_settings(st, &pol);
     verdict vd;
-    if (v->waking) sv_wake_need(v, &nd.n); /* what it holds asleep is there already */
+    need full = nd.n; /* what it is admitted with: once awake it holds all of it */
+    if (v->waking) sv_wake_need(v, &nd.n); /* the gate judges the delta: the rest is there */
     gate_check(snap, &nd.n, res, nres, v->id, &pol, &vd);
     buf vj = BUF_INIT;
     verdict_json(&vj, "daemon", v->id, &vd, &nd, snap);
@@ -184,7 +185,8 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
         free(m);
         return;
     }
-    v->admitted = nd.n;
+    v->admitted = full;
+    v->wake_delta = nd.n;
     v->has_admitted = true;
     v->adm_mem_available = snap->host.mem_available;
     v->adm_meminfo_ok = snap->host.meminfo_ok;
@@ -281,7 +283,7 @@ size_t sup_reservations(sup *s, reservation *out, size_t max)
         svc *v = s->svcs[i];
         if (!v->reserved) continue;
         out[n].service = v->id;
-        out[n].need = v->admitted;
+        out[n].need = v->waking ? v->wake_delta : v->admitted; /* a wake reserves its delta */
         n++;
     }
     for (sv_extra *e = s->extras; e && n < max; e = e->next) {

@@ -152,6 +152,7 @@ struct sup_svc {
     bool zz_unsupported;      /* the engine answered 404/405 to a sleep: this run stops instead */
     char zz_models[512];      /* router tier: the models loaded before the sleep, comma-separated */
     bool waking;              /* this start wakes a sleeper (set from SLEEPING + start) */
+    need wake_delta;          /* a wake's reservation: its need less what it holds asleep */
     int64_t wake_t0;          /* mono: the wake was asked */
     int64_t zz_load_ms;       /* load_ms before the wake (the cold load's) */
     bool cold_after_stop;     /* a failed wake: start cold once the stop completes */
@@ -313,6 +314,10 @@ void sv_wake_it(svc *v, const preset *p);
 bool sv_wake_end(svc *v, const char *outcome, sup_result *r);
 /* Shutdown: the tier call in flight cancelled, the sleep's waiters answered. */
 void sv_sleep_cancel(svc *v);
+/* v left ready (a stop, the watchdog, an exit) while a sleep of it was in
+ * flight: its tier call cancelled, its waiters answered "was stopped while
+ * it went to sleep" (fell_back) once the stop is done, at once otherwise. */
+void sv_sleep_left(svc *v);
 /* The service's view: tier, asleep, wake_ms. */
 void sv_sleep_view(svc *v, sup_svc_view *o);
 

@@ -33,8 +33,11 @@ typedef struct sleep_op {
     int tier;
     int64_t t0; /* mono */
     char origin[16];
-    char *why;    /* a fallback's reason */
-    uint64_t res; /* l1: the host copy's reservation (sup_reserve_extra); 0 none */
+    char *why;      /* a fallback's reason */
+    bool fell_back; /* the stop is a fallback (not the tier stop of sleep_mode none) */
+    bool left;      /* it left ready meanwhile: a stop's waiter ends the sleep */
+    uint64_t res;   /* l1: the host copy's reservation (sup_reserve_extra); 0 none */
+    bool crashed;   /* it left ready because its engine exited (not a stop) */
 } sleep_op;
 
 static bool snap_unified(const snapshot *snap)
@@ -188,13 +191,15 @@ static void sleep_end(svc *v, const sup_result *r, int t, int64_t ms, const char
     sv_call_waiters(w, r);
 }
 
-/* Stopped (or restarted) while it went to sleep: the sleep's waiters hear it. */
+/* Stopped (or restarted) while it went to sleep: the sleep's waiters hear
+ * it.  Stopped: a stop instead of the sleep, so fell_back with its reason. */
 static void stale_sleep(sleep_op *op)
 {
     svc *v = op->v;
     /* the engine died meanwhile (failed, or down with a restart scheduled):
      * not a clean leave, whoever asked must not count it as one */
-    bool crashed = v->state == SVC_FAILED || (v->state == SVC_DOWN && v->next_restart_ms);
+    bool crashed = op->crashed || v->state == SVC_FAILED ||
+                   (v->state == SVC_DOWN && v->next_restart_ms);
     bool gone = v->state == SVC_DOWN || v->state == SVC_STOPPING;
     char *m;
     if (crashed) {
@@ -203,8 +208,10 @@ static void stale_sleep(sleep_op *op)
             snprintf(ex, sizeof ex, "killed by signal %d", v->exit_sig);
         else if (v->has_exit)
             snprintf(ex, sizeof ex, "exited with code %d", v->exit_code);
-        m = xasprintf("'%s' died while it went to sleep (%s): %s", v->id, ex,
-                      v->state == SVC_FAILED ? "failed" : "a restart is scheduled");
+        m = xasprintf("'%s' died while it went to sleep (%s)%s", v->id, ex,
+                      v->state == SVC_FAILED ? ": failed"
+                      : v->next_restart_ms   ? ": a restart is scheduled"
+                                             : "");
     } else {
         m = xasprintf("'%s' was %s while it went to sleep", v->id, gone ? "stopped" : "restarted");
     }
@@ -212,7 +219,8 @@ static void stale_sleep(sleep_op *op)
                                : gone  ? SUP_OK
                                        : SUP_CONFLICT,
                     .message = m,
-                    .tier = TIER_STOP};
+                    .tier = TIER_STOP,
+                    .fell_back = gone || crashed};
     sleep_end(v, &r, op->tier, clock_mono_ms() - op->t0, m);
     free(m);
     op_free(op);
@@ -224,21 +232,22 @@ static void fallback_stopped(const sup_result *r, void *ud)
     svc *v = op->v;
     sup_result out = {.outcome = r->outcome,
                       .message = r->outcome == SUP_OK ? op->why : r->message,
-                      .fell_back =
-                          op->tier != TIER_STOP || strstr(op->why, "stopped instead") != NULL,
+                      .fell_back = op->fell_back,
                       .tier = TIER_STOP,
                       .ms = clock_mono_ms() - op->t0};
     sleep_end(v, &out, op->tier, out.ms, op->why);
     op_free(op);
 }
 
-/* Stop instead (the verified stop of sup_stop); why says so. */
-static void fall_back(sleep_op *op, const char *why)
+/* Stop instead (the verified stop of sup_stop); why says so.  fb: a
+ * fallback (false: the tier is stop by configuration). */
+static void fall_back(sleep_op *op, const char *why, bool fb)
 {
     free(op->why);
     op->why = xstrdup(why);
     sup_unreserve(op->v->s, op->res); /* no host copy is made */
     op->res = 0;
+    op->fell_back = fb;
     op->gen = 0;
     sup_stop_svc(op->v->s, op->v, op->origin, fallback_stopped, op);
 }
@@ -270,7 +279,7 @@ static void measure_group(const svc *v, const snapshot *snap, footprint *f)
 static void asleep_measured(svc *v, const snapshot *snap)
 {
     sleep_op *op = v->sop;
-    if (!op) return;
+    if (!op || op->left) return; /* left ready: the stop's waiter ends it */
     if (op->gen != v->gen || v->state != SVC_READY) {
         stale_sleep(op);
         return;
@@ -308,6 +317,32 @@ static void asleep_measured(svc *v, const snapshot *snap)
 
 static void stale_sleep(sleep_op *op);
 
+static void left_stopped(const sup_result *r, void *ud)
+{
+    (void)r;
+    stale_sleep(ud);
+}
+
+void sv_sleep_left(svc *v)
+{
+    sleep_op *op = v->sop;
+    if (!op || !op->gen || op->left || v->waking) return; /* none, a fallback's stop, a wake */
+    op->left = true;
+    op->crashed = v->exited; /* a stop leaves ready before the exit; a crash after it */
+    if (op->tc) tiercall_cancel(op->tc); /* the engine's answer no longer matters */
+    op->tc = NULL;
+    if (v->state != SVC_STOPPING && !v->killing) {
+        stale_sleep(op);
+        return;
+    }
+    waiter *w = xcalloc(1, sizeof *w), **pp = &v->stops; /* answered once the stop is done */
+    w->cb = left_stopped;
+    w->ud = op;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = w;
+}
+
 static void slept(tc_result res, const char *why, const char *models, int64_t ms, void *ud)
 {
     sleep_op *op = ud;
@@ -331,7 +366,7 @@ static void slept(tc_result res, const char *why, const char *models, int64_t ms
         snprintf(msg, sizeof msg, "%s; stopped instead", why);
     else
         snprintf(msg, sizeof msg, "the sleep failed (%s); stopped instead", why);
-    fall_back(op, msg);
+    fall_back(op, msg, true);
 }
 
 static void sleep_calls(sleep_op *op)
@@ -350,7 +385,7 @@ static void sleep_calls(sleep_op *op)
 static void gated(svc *v, const snapshot *snap)
 {
     sleep_op *op = v->sop;
-    if (!op) return;
+    if (!op || op->left) return; /* left ready: the stop's waiter ends it */
     if (op->gen != v->gen || v->state != SVC_READY) {
         stale_sleep(op);
         return;
@@ -368,7 +403,7 @@ static void gated(svc *v, const snapshot *snap)
             char msg[600];
             snprintf(msg, sizeof msg, "sleep refused by the gate: %s; stopped instead", vd.reason);
             sv_emit(v->s, v->id, "gate", NULL, NULL, vd.reason, NULL);
-            fall_back(op, msg);
+            fall_back(op, msg, true);
             return;
         }
         /* the copy is the sleep's until the asleep measurement shows it:
@@ -446,12 +481,15 @@ void sup_sleep_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
     v->sop = op;
     if (op->tier == TIER_STOP) {
         const preset *p = sv_preset_of(v);
-        fall_back(op, p && p->sleep != SLEEP_NONE ? "sleep is off on a unified-memory host "
-                                                    "(memory.unified_sleep: false): stopped"
-                                                  : "its tier is stop (sleep_mode none): stopped");
-    } else if (v->zz_unsupported) {
+        bool off = p && p->sleep != SLEEP_NONE; /* it would sleep, but not on this host */
         fall_back(op,
-                  "the engine does not support sleep (it answered 404 before); stopped instead");
+                  off ? "sleep is off on a unified-memory host (memory.unified_sleep: false): "
+                        "stopped"
+                      : "its tier is stop (sleep_mode none): stopped",
+                  off);
+    } else if (v->zz_unsupported) {
+        fall_back(op, "the engine does not support sleep (it answered 404 before); stopped instead",
+                  true);
     } else if (op->tier == TIER_L1) {
         zz_take_then(v, gated);
     } else {
@@ -616,5 +654,5 @@ void sv_sleep_cancel(svc *v)
     waiter *w = v->sleeps;
     v->sleeps = NULL;
     sv_call_waiters(w, &r);
-    if (op->gen) op_free(op); /* else a fallback stop holds it: its callback frees it */
+    if (op->gen && !op->left) op_free(op); /* else a stop's waiter holds it and frees it */
 }

@@ -231,6 +231,7 @@ bool sv_feed(svc *v, svc_event ev, const char *words)
         buf_release(&r);
     }
     act(v, from, ev, t.action);
+    if (from == SVC_READY && v->state != SVC_READY && v->state != SVC_SLEEPING) sv_sleep_left(v);
     return true;
 }
 
@@ -723,14 +724,17 @@ size_t sup_usages(sup *s, sup_usage *out, size_t max)
     for (size_t i = 0; i < s->nsvcs && n < max; i++) {
         svc *v = s->svcs[i];
         if (!(v->state == SVC_STARTING || v->state == SVC_READY || v->state == SVC_UNHEALTHY ||
-              v->state == SVC_STOPPING))
+              v->state == SVC_STOPPING || v->state == SVC_SLEEPING))
             continue;
         memset(&out[n], 0, sizeof out[n]);
         out[n].id = v->id;
         out[n].state = v->state;
         out[n].pgid = v->pgid;
         out[n].loading = v->state == SVC_STARTING && v->slot;
-        if (v->has_admitted) out[n].admitted = v->admitted;
+        if (v->state == SVC_SLEEPING) /* judged against what it holds asleep */
+            out[n].admitted = v->zz_held;
+        else if (v->has_admitted)
+            out[n].admitted = v->admitted;
         out[n].started_ms = v->spawn_mono;
         n++;
     }

@@ -258,7 +258,7 @@ void sup_model_op_mark(sup_svc *v, bool begin);
 bool sup_sleep_in_flight(const sup_svc *v);
 
 /* What the watchdog needs per live service (starting, ready, unhealthy,
- * stopping). */
+ * stopping, sleeping: admitted is then what it holds asleep). */
 typedef struct sup_usage {
     const char *id;       /* borrowed until the next loop turn */
     svc_state state;

@@ -164,6 +164,10 @@ struct run {
     size_t idx;
     int pending;         /* stops in flight in the current stage */
     bool stage_failed;
+    sup_svc *round[MAX_SVC]; /* the stage's services: its stops first, then its sleeps */
+    size_t nround;
+    const char *round_phase; /* the stops' phase name (a literal) */
+    bool sleep_round; /* the stage's stops are back: its sleeps run */
     sw_svc *cur_start;   /* the start in flight */
 
     /* verify-freed */
@@ -1292,9 +1296,13 @@ static void stopped_cb(const sup_result *res, void *ud)
     stops_over(r);
 }
 
-/* The stage after a stop stage has all its stops back. */
+static bool round_go(run *r, const char *phase, bool sleeps);
+
+/* The stage after a stop stage has all its stops back (and then its sleeps). */
 static void stops_over(run *r)
 {
+    bool go_on = r->st != ST_STOP || (!r->stage_failed && !r->timed_out);
+    if (!r->sleep_round && go_on && round_go(r, NULL, true)) return;
     if (r->st == ST_STOP) {
         if (r->stage_failed) {
             fail(r, r->fail_service, r->fail_reason, NULL);
@@ -1313,29 +1321,53 @@ static void stops_over(run *r)
     next_stage(r);
 }
 
-/* Stop every service of hs together, each a phase named `phase`. */
-static void stop_all(run *r, const char *phase, sup_svc *const *hs, size_t n)
+/* Whether the stage puts h to sleep: the plan's sleeps sleep; a rollback
+ * puts what this switch woke back to sleep. */
+static bool sleeps_in_stage(const run *r, const sup_svc *h)
 {
-    r->stage_failed = false;
-    if (!n) {
-        stops_over(r);
-        return;
-    }
-    r->pending = (int)n;
+    for (size_t i = 0; i < r->nsv; i++)
+        if (r->sv[i].h == h)
+            return (r->st == ST_STOP && r->sv[i].sleep_step) ||
+                   (r->st == ST_RB_STOP && r->sv[i].wake_step && r->sv[i].was_asleep);
+    return false;
+}
+
+/* The stage's stops (sleeps false) or its sleeps, together, each a phase;
+ * false when it has none of them. */
+static bool round_go(run *r, const char *phase, bool sleeps)
+{
+    if (phase) r->round_phase = phase;
+    r->sleep_round = sleeps;
     sup_svc *copy[MAX_SVC]; /* a callback may come back before the loop ends */
-    memcpy(copy, hs, n * sizeof *copy);
+    size_t n = 0;
+    for (size_t i = 0; i < r->nround; i++)
+        if (sleeps_in_stage(r, r->round[i]) == sleeps) copy[n++] = r->round[i];
+    if (!n) return false;
+    r->pending = (int)n;
     for (size_t i = 0; i < n; i++) {
         op_ctx *c = op_new(r, 0, copy[i]);
-        /* the plan's sleeps sleep; a rollback puts what this switch woke back to sleep */
-        c->sleep = c->sw && ((r->st == ST_STOP && c->sw->sleep_step) ||
-                             (r->st == ST_RB_STOP && c->sw->wake_step && c->sw->was_asleep));
-        const char *ph = !c->sleep ? phase : r->st == ST_STOP ? "sleep" : "rollback-sleep";
+        c->sleep = sleeps;
+        const char *ph = !sleeps ? r->round_phase : r->st == ST_STOP ? "sleep" : "rollback-sleep";
         c->seq = phase_begin(r, ph, sup_svc_id(copy[i]));
-        if (c->sleep)
+        if (sleeps)
             sup_sleep_svc(r->x->env.sup, copy[i], r->sup_origin, stopped_cb, c);
         else
             sup_stop_svc(r->x->env.sup, copy[i], r->sup_origin, stopped_cb, c);
     }
+    return true;
+}
+
+/* Stop every service of hs, each a phase named `phase`: the stops together,
+ * and once they are all back (verified stops), the sleeps together, so an
+ * l1 sleep's gate no longer sees the memory of what is being stopped. */
+static void stop_all(run *r, const char *phase, sup_svc *const *hs, size_t n)
+{
+    r->stage_failed = false;
+    r->nround = n < MAX_SVC ? n : MAX_SVC;
+    memcpy(r->round, hs, r->nround * sizeof *r->round);
+    if (round_go(r, phase, false)) return;
+    r->sleep_round = false;
+    stops_over(r); /* no stop: straight to the sleeps, if any */
 }
 
 /* The records of list, for stop_all. */
@@ -1823,7 +1855,7 @@ static void phase_settle(run *r)
 
 /* The switch, phase by phase.  Each phase ends in a callback that sets
  * the next stage and calls this again:
- *   plan (planned) -> drain -> stop -> verify-freed -> start, one by one
+ *   plan (planned) -> drain -> stop (the stops, then the sleeps) -> verify-freed -> start, one by one
  *   -> verify-healthy (joining a kept target still starting) -> commit;
  * a failure anywhere after the plan (fail) ->
  *   rollback-stop -> verify-freed -> rollback-start -> answered, rolled back;

@@ -351,6 +351,7 @@ static void tick(uv_timer_t *t)
             (wd_service){.id = f->id,
                          .loading = f->loading,
                          .stopping = f->state == SVC_STOPPING || was_acted(w, f->id, f->started_ms),
+                         .asleep = f->state == SVC_SLEEPING,
                          .need_known = f->need_known,
                          .need_bytes = f->need_bytes,
                          .used_known = f->used_known,

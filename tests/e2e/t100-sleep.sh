@@ -63,8 +63,22 @@ gpumod service show a --json >"$T/show"
 t_jq "$T/show" .last_start.woke true
 t_jq "$T/show" '.wake_ms >= 0' true
 t_jq "$T/show" .asleep null
+# the gate judged the wake's delta; what it holds awake (the watchdog's need) is the full need again
+t_jq "$T/show" '.admitted | [.host_bytes, .gpu_bytes["0"]] | map(. / 1048576 | floor | tostring) | join(",")' "16,2000"
+t_run 0 sh -c "curl -s --unix-socket '$SOCK' http://gpumod/status"
+t_jq out '.watchdog.services[] | select(.id == "a") | .need_bytes / 1048576 | floor' 2016
 t_eq "$(count wake a)" 1 "one wake event"
 t_jq "$T/ev" "select(.kind == \"wake\") | .data.fell_back" false
+t_end
+
+t_begin "l1: a sleep right after a wake is confirmed (a second sleep, a second wake)"
+t_run 0 gpumod service sleep a
+t_has out "'a' is asleep (l1"
+t_eq "$(state_of a)" sleeping "state after the second sleep"
+t_eq "$(gpu_mb a)" 0 "asleep again: nothing on the GPU"
+t_run 0 gpumod service start a
+t_has out "'a' woke (l1) in"
+t_eq "$(gpu_mb a)" 2000 "awake again: 2000 MiB"
 t_run 0 gpumod service stop a
 t_end
 
@@ -97,6 +111,25 @@ t_has out "the engine did not confirm the sleep (GET /is_sleeping: false after"
 t_eq "$(state_of stuck)" down "state"
 events stuck
 t_jq "$T/ev" "select(.kind == \"sleep\") | .data.fell_back" true
+t_end
+
+t_begin "a stop while it goes to sleep: the sleep ends as that stop (fell_back), not at the confirmation's deadline"
+t_run 0 gpumod service start stuck
+curl -s -S --max-time $((30 * S)) --unix-socket "$SOCK" -o "$T/zz" -w '%{http_code}' -X POST \
+    "http://gpumod/services/stuck/sleep" >"$T/zz.status" 2>"$T/zz.err" &
+zpid=$!
+t_wait 10 sh -c "gpumod service logs stuck -n 50 2>/dev/null | grep -q 'FAKELLM_SLEEP_STUCK: sleep level 1 acknowledged'" ||
+    t_fail "the sleep never reached the engine"
+t_run 0 gpumod service stop stuck
+wait "$zpid"
+t_eq "$(cat "$T/zz.status")" 200 "POST sleep"
+t_jq "$T/zz" .slept false
+t_jq "$T/zz" .fell_back true
+t_jq "$T/zz" .message "'stuck' was stopped while it went to sleep"
+t_eq "$(state_of stuck)" down "state"
+events stuck
+t_eq "$(jq -s '[.[] | select(.kind == "sleep")] | last | [.data.fell_back, .data.why, .data.ms < 10000] | map(tostring) | join(",")' -r "$T/ev")" \
+    "true,'stuck' was stopped while it went to sleep,true" "the sleep event (ended before the 10 s deadline)"
 t_end
 
 t_begin "sleep_mode none: the sleep stops it"
@@ -139,6 +172,62 @@ t_end
 t_begin "conflicts and unknowns"
 t_eq "$(sleep_api nosuch; cat "$T/status")" 404 "unknown service"
 t_end
+
+# a /proc root of our own (healthy now, short of memory later) for the gate and the watchdog
+daemon_stop
+mkdir -p "$T/proc"
+cp -r "$FIXTURES/proc/healthy/." "$T/proc/"
+export GPUMOD_PROC_ROOT=$T/proc
+short() { sed -i 's/^MemAvailable:.*/MemAvailable:       1024 kB/' "$T/proc/meminfo"; }
+healthy() { cp -r "$FIXTURES/proc/healthy/." "$T/proc/"; }
+printf 'memory: {watchdog: {mem_available_floor_mb: 0}}\n' >>"$C/gpumod.yaml"
+daemon_start
+
+t_begin "the gate refuses an l1 sleep (no host RAM for the weights): stopped instead, and it says so"
+t_run 0 gpumod service start a
+short
+t_run 0 gpumod service sleep a
+t_has out "'a' stopped: sleep refused by the gate: "
+t_has out "; stopped instead"
+healthy
+t_run 0 gpumod service start a
+short
+t_eq "$(sleep_api a; cat "$T/status")" 200 "POST sleep"
+t_jq out .slept false
+t_jq out .fell_back true
+t_jq out .tier stop
+t_jq out '.message | test("^sleep refused by the gate: .*; stopped instead$")' true
+t_eq "$(state_of a)" down "state"
+events a
+t_eq "$(jq -s '[.[] | select(.kind == "sleep")] | last | .data.fell_back' "$T/ev")" true "the sleep event: fell_back"
+t_eq "$(jq -s '[.[] | select(.kind == "sleep")] | last | .data.why | test("^sleep refused by the gate")' "$T/ev")" true \
+    "the sleep event: why"
+healthy
+t_end
+
+t_begin "the watchdog sees a sleeper (state sleeping, its asleep figures) and stops it first"
+t_run 0 gpumod service start a
+t_run 0 gpumod service start b
+t_run 0 gpumod service sleep a
+t_has out "'a' is asleep (l1"
+t_wait 10 sh -c "[ \"\$(curl -s --unix-socket '$SOCK' http://gpumod/status | jq -r '.watchdog.services[] | select(.id == \"a\") | .state')\" = sleeping ]" ||
+    t_fail "the watchdog does not list a as sleeping"
+t_run 0 sh -c "curl -s --unix-socket '$SOCK' http://gpumod/status"
+t_jq out '.watchdog.services[] | select(.id == "a") | .need_bytes' \
+    "$(gpumod service show a --json | jq '.asleep.held | .host_bytes + ([.gpu_bytes[]] | add // 0)')"
+sed -i 's/mem_available_floor_mb: 0/mem_available_floor_mb: 2048/' "$C/gpumod.yaml"
+t_run 0 gpumod reload
+short
+t_wait 10 sh -c '[ "$(gpumod service show a --json | jq -r .state)" = down ]' || t_fail "a (asleep) was not stopped"
+healthy
+t_eq "$(state_of b)" ready "b (awake) is left running"
+events a
+t_eq "$(jq -s '[.[] | select(.kind == "watchdog")] | last | .reason | test("stopping .a. \\(asleep: it serves nothing")' "$T/ev")" \
+    true "the watchdog's reason"
+t_run 0 gpumod service stop b
+t_end
+sed -i '/^memory: {watchdog/d' "$C/gpumod.yaml"
+t_run 0 gpumod reload
 
 # a unified host: sleep off by default (stops), on with memory.unified_sleep
 jq '.devices[0].memory = "not_supported"' "$T/nvml.json" >"$T/nvml.new" && mv "$T/nvml.new" "$T/nvml.json"

@@ -1,6 +1,6 @@
 /* test_watchdog.c - the memory watchdog's decision on plain structs: each
  * trigger (floor, PSI full, over-need) with its exact reason, the victim
- * order (loading, furthest over need, largest user), ties (newest start,
+ * order (sleepers, loading, furthest over need, largest user), ties (newest start,
  * then id), services already stopping, nobody running, unreadable
  * meminfo and PSI (no action from them, but noted), the boundaries
  * (equal to the floor, the PSI max and the over-need limit passes; one
@@ -83,6 +83,47 @@ static void floor_stops_loading(void **state)
     assert_string_equal(d.trigger, "host.mem_available");
     assert_string_equal(d.reason, "MemAvailable 1500 MiB < floor 2048 MiB: stopping 'a' (loading; "
                                   "uses 2000 MiB, need 3000 MiB)");
+}
+
+static void floor_stops_sleeper_first(void **state)
+{
+    wd_host h = host_fine();
+    h.mem_available_bytes = 1500 * MIB;
+    wd_policy p = policy_default();
+    /* a loads, b is far over its need; c and d sleep: the larger sleeper goes */
+    wd_service v[] = {svc("a", 3000, 2000, 5), svc("b", 1000, 9000, 1), svc("c", 500, 400, 2),
+                      svc("d", 6000, 6100, 3)};
+    v[0].loading = true;
+    v[2].asleep = v[3].asleep = true;
+    wd_decision d;
+    watchdog_decide(&h, v, 4, &p, &d);
+    assert_true(d.stop);
+    assert_string_equal(d.service, "d");
+    assert_string_equal(d.reason, "MemAvailable 1500 MiB < floor 2048 MiB: stopping 'd' (asleep: "
+                                  "it serves nothing; uses 6100 MiB, need 6000 MiB)");
+    /* a sleeper that uses nothing frees nothing: the loading one goes */
+    v[2].used_bytes = v[3].used_bytes = 0;
+    watchdog_decide(&h, v, 4, &p, &d);
+    assert_string_equal(d.service, "a");
+    /* a sleeper already stopping is never chosen */
+    v[3].used_bytes = 6100 * MIB;
+    v[3].stopping = true;
+    watchdog_decide(&h, v, 4, &p, &d);
+    assert_string_equal(d.service, "a");
+}
+
+static void sleeper_within_its_asleep_need(void **state)
+{
+    /* with the host fine, a sleeper is judged against what it holds asleep */
+    wd_host h = host_fine();
+    wd_policy p = policy_default();
+    wd_service v[] = {svc("a", 600, 1800, 1), svc("b", 600, 1900, 2)};
+    v[0].asleep = v[1].asleep = true;
+    wd_decision d;
+    watchdog_decide(&h, v, 2, &p, &d);
+    assert_true(d.stop); /* b: 1900 > 600 x 1.25 + 1024 */
+    assert_string_equal(d.service, "b");
+    assert_string_equal(d.trigger, "service.over_need");
 }
 
 static void floor_equal_is_fine(void **state)
@@ -440,6 +481,8 @@ int main(void)
         cmocka_unit_test(nothing_running),
         cmocka_unit_test(all_within_need),
         cmocka_unit_test(floor_stops_loading),
+        cmocka_unit_test(floor_stops_sleeper_first),
+        cmocka_unit_test(sleeper_within_its_asleep_need),
         cmocka_unit_test(floor_equal_is_fine),
         cmocka_unit_test(floor_zero_never_triggers),
         cmocka_unit_test(floor_furthest_over_need),
