@@ -718,15 +718,42 @@ static void warn_not_yet(schema_ctx *c, const preset *p, const ynode *root, cons
                     driver_names[p->driver]);
 }
 
+/* Whether h is a loopback address: 127.0.0.0/8, ::1 (also as
+ * ::ffff:127.x.y.z) or the literal name localhost; never a name that
+ * merely begins with "127.". */
+static bool host_loopback(const char *h)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (!strcmp(h, "localhost")) return true;
+    if (inet_pton(AF_INET, h, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, h, &a6) != 1) return false;
+    if (IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
+}
+
 /* The engines' sleep, wake and load endpoints are unauthenticated
  * development endpoints: a preset that uses them must keep its engine on
- * loopback. */
+ * loopback (an error).  A llama.cpp router-mode preset (models_dir, no
+ * model_path) with sleep_mode none still has its /models/load and unload
+ * called by gpumod: a warning. */
 static void check_sleep_loopback(schema_ctx *c, const preset *p, const ynode *root, const ynode *uv)
 {
-    if (p->sleep == SLEEP_NONE || (p->driver != DRV_VLLM && p->driver != DRV_LLAMACPP)) return;
+    if (p->driver != DRV_VLLM && p->driver != DRV_LLAMACPP) return;
+    bool router = p->driver == DRV_LLAMACPP && p->llama.models_dir && !p->model_path;
+    if (p->sleep == SLEEP_NONE && !router) return;
     const char *h = p->host ? p->host : "127.0.0.1";
-    if (!strcmp(h, "::1") || !strcmp(h, "localhost") || !strncmp(h, "127.", 4)) return;
-    schema_error(c, ymap_get(uv, "host") ? ymap_get(uv, "host") : ymap_get(root, "sleep_mode"),
+    if (host_loopback(h)) return;
+    const ynode *at = ymap_get(uv, "host") ? ymap_get(uv, "host") : ymap_get(root, "host");
+    if (p->sleep == SLEEP_NONE) {
+        schema_warn(c, at ? at : root,
+                    "unit_vars: router mode (models_dir) has gpumod call the engine's unauthenticated "
+                    "/models/load and /models/unload: host should be a loopback address (127.0.0.1, ::1 "
+                    "or localhost), not '%s'",
+                    h);
+        return;
+    }
+    schema_error(c, at ? at : ymap_get(root, "sleep_mode"),
                  "unit_vars: sleep_mode %s uses the engine's unauthenticated sleep/load endpoints: host must be "
                  "a loopback address (127.0.0.1, ::1 or localhost), not '%s'",
                  sleep_mode_names[p->sleep], h);

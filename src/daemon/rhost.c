@@ -19,6 +19,8 @@ struct rhost_glue {
     rh_drain_fn drain;
     rh_undrain_fn undrain;
     void *hook_ud;
+    struct rh_late *late; /* load_model's answers without rmodels, not yet given */
+    uint64_t late_seq;
 };
 
 /* A callback of the router's, carried through a supervisor or switch call. */
@@ -96,12 +98,52 @@ static int model_state(void *ud, const char *service, const char *model)
     return rmodels_state(gl->g->rm, service, model);
 }
 
+/* No rmodels (the daemon starts or shuts down): answered 503 on the next
+ * loop turn, never inside load_model; cancel_load finds it by its ticket
+ * (the high bit set: never an rmodels ticket). */
+typedef struct rh_late {
+    uv_timer_t t;
+    rhost_glue *gl;
+    uint64_t ticket;
+    rh_done cb;
+    void *cb_ud;
+    struct rh_late *next;
+} rh_late;
+
+#define LATE_BIT (1ULL << 63)
+
+static void late_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void late_fire(uv_timer_t *t)
+{
+    rh_late *l = t->data;
+    for (rh_late **pp = &l->gl->late; *pp; pp = &(*pp)->next)
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    if (l->cb) l->cb(&(rh_result){503, "shutting_down", "the daemon is shutting down"}, l->cb_ud);
+    uv_close((uv_handle_t *)&l->t, late_closed);
+}
+
 static uint64_t load_model(void *ud, const char *service, const char *model, rh_done cb, void *cb_ud)
 {
     rhost_glue *gl = ud;
     if (!gl->g->rm) {
-        cb(&(rh_result){503, "shutting_down", "the daemon is shutting down"}, cb_ud);
-        return 0;
+        rh_late *l = xcalloc(1, sizeof *l);
+        l->gl = gl;
+        l->ticket = LATE_BIT | ++gl->late_seq;
+        l->cb = cb;
+        l->cb_ud = cb_ud;
+        l->next = gl->late;
+        gl->late = l;
+        uv_timer_init(gl->g->loop, &l->t);
+        l->t.data = l;
+        uv_timer_start(&l->t, late_fire, 0, 0);
+        return l->ticket;
     }
     return rmodels_op(gl->g->rm, service, model, true, "router", started, call_new(cb, NULL, cb_ud));
 }
@@ -109,7 +151,12 @@ static uint64_t load_model(void *ud, const char *service, const char *model, rh_
 static void cancel_load(void *ud, uint64_t ticket)
 {
     rhost_glue *gl = ud;
-    free(rmodels_cancel(gl->g->rm, ticket));
+    if (ticket & LATE_BIT) {
+        for (rh_late *l = gl->late; l; l = l->next)
+            if (l->ticket == ticket) l->cb = NULL;
+        return;
+    }
+    if (gl->g->rm) free(rmodels_cancel(gl->g->rm, ticket));
 }
 
 static void slept(const sup_result *r, void *ud)

@@ -49,6 +49,10 @@ typedef struct rm_op {
     void *ud;
     int64_t deadline; /* mono */
     int step;         /* 0 listing, 1 gate, 2 asked, 3 waiting */
+    sup_svc *sv;      /* marked (sup_model_op_mark) from its start; NULL: not yet */
+    uint64_t res;     /* a load admitted: its reservation (sup_reserve_extra); 0 none */
+    sup_outcome d_oc; /* deferred: the answer the answer timer gives */
+    char *d_msg;
     struct rm_op *next;
 } rm_op;
 
@@ -59,8 +63,9 @@ struct rmodels {
     const config *const *cfg;
     rm_svc *svcs;
     rm_op *ops, *ops_tail;
+    rm_op *deferred; /* answered on the next loop turn (t_ans), never inside rmodels_op */
     health_probe *op_probe;
-    uv_timer_t t_poll, t_op;
+    uv_timer_t t_poll, t_op, t_ans;
     uint64_t seq;
     int takes, open;
     bool closing;
@@ -228,7 +233,12 @@ static void op_end(rm_op *o, const sup_result *r)
         if (!rm->ops) rm->ops_tail = NULL;
         uv_timer_stop(&rm->t_op);
     }
+    if (o->sv) sup_model_op_mark(o->sv, false);
+    o->sv = NULL;
+    sup_unreserve(rm->s, o->res);
+    o->res = 0;
     if (o->cb) o->cb(r, o->ud);
+    free(o->d_msg);
     free(o->svc);
     free(o->model);
     free(o->origin);
@@ -356,7 +366,9 @@ static void op_asked(int status, const char *body, size_t len, const char *err, 
     rm_op *o = ud;
     rmodels *rm = o->rm;
     rm->op_probe = NULL;
-    if (status / 100 != 2) {
+    /* an unload of a model that is not running (unloaded since the GET):
+     * llama-server answers 400; GET /models decides */
+    if (status / 100 != 2 && !(status == 400 && !o->load)) {
         op_fail(o, SUP_START_FAILED,
                 "router-mode service '%s': POST /models/%s {\"model\":\"%s\"}: %s%.*s", o->svc,
                 o->load ? "load" : "unload", o->model,
@@ -395,7 +407,7 @@ static void op_ask(rm_op *o)
 static int model_need(const preset *p, const char *m, const snapshot *snap, need_detail *nd,
                       char *err, size_t errlen)
 {
-    char *f = model_file(p->llama.models_dir, m);
+    char *f = strchr(m, '/') || m[0] == '.' ? NULL : model_file(p->llama.models_dir, m);
     if (!f) {
         snprintf(err, errlen, "no %s.gguf or %s/*.gguf in '%s'", m, m, p->llama.models_dir);
         return -1;
@@ -483,6 +495,8 @@ static void op_snap(const snapshot *snap, void *ud)
         return;
     }
     log_info("rmodels: '%s': model '%s' admitted%s", o->svc, o->model, freed);
+    /* what it will take is reserved until GET /models says it is loaded */
+    o->res = sup_reserve_extra(rm->s, o->svc, &nd.n);
     op_ask(o);
 }
 
@@ -496,54 +510,125 @@ static void op_step(rm_op *o)
     }
 }
 
+static sup_outcome op_svc_ready(rmodels *rm, rm_op *o, sup_svc *sv, char *m, size_t ml);
+
 static void op_next(rmodels *rm)
 {
     rm_op *o = rm->ops;
-    if (!o || o->step || rm->op_probe) return;
-    o->step = 0;
+    if (!o || o->step || rm->op_probe || o->sv) return;
+    /* queued behind another: the service may have changed meanwhile */
+    sup_svc *sv = sup_lookup(rm->s, o->svc);
+    char m[512];
+    sup_outcome oc = sv ? op_svc_ready(rm, o, sv, m, sizeof m) : SUP_NOT_FOUND;
+    if (oc != SUP_OK) {
+        op_fail(o, oc, "%s", sv ? m : "no such service any more");
+        return;
+    }
+    o->sv = sv; /* a sleep of it is refused from here to the op's end */
+    sup_model_op_mark(sv, true);
     op_list(o);
 }
 
-/* Checks that need no engine; 0, or -1 with the op answered. */
-static int op_check(rmodels *rm, rm_op *o)
+/* The service is ready and no sleep of it runs: SUP_OK, else the outcome
+ * with m (the op is not begun). */
+static sup_outcome op_svc_ready(rmodels *rm, rm_op *o, sup_svc *sv, char *m, size_t ml)
+{
+    sup_state_info si;
+    if (!sup_svc_state(sv, &si) || si.state != SVC_READY) {
+        snprintf(m, ml,
+                 "service '%s' is %s: a model loads or unloads only in a ready router-mode service",
+                 o->svc, sup_svc_state(sv, &si) ? svc_state_names[si.state] : "down");
+        return SUP_CONFLICT;
+    }
+    if (sup_sleep_in_flight(sv)) {
+        snprintf(m, ml,
+                 "service '%s' is going to sleep: a model loads or unloads once it is awake and "
+                 "ready (gpumod service start %s wakes it)",
+                 o->svc, o->svc);
+        return SUP_CONFLICT;
+    }
+    return SUP_OK;
+}
+
+/* Checks that need no engine: SUP_OK, or the outcome with m. */
+static sup_outcome op_check(rmodels *rm, rm_op *o, char *m, size_t ml)
 {
     const preset *p = config_preset(*rm->cfg, o->svc);
     sup_svc *sv = sup_lookup(rm->s, o->svc);
-    sup_state_info si;
     if (!p || !sv) {
-        op_fail(o, SUP_NOT_FOUND, "no service '%s' is configured", o->svc);
-        return -1;
+        snprintf(m, ml, "no service '%s' is configured", o->svc);
+        return SUP_NOT_FOUND;
     }
     if (!rmodels_is_router(p)) {
-        op_fail(o, SUP_BAD_REQUEST,
-                "service '%s' is not a llama.cpp router-mode service (driver llamacpp with "
-                "unit_vars.models_dir and no "
-                "model_path): it has no models to %s",
-                o->svc, o->load ? "load" : "unload");
-        return -1;
+        snprintf(m, ml,
+                 "service '%s' is not a llama.cpp router-mode service (driver llamacpp with "
+                 "unit_vars.models_dir and no model_path): it has no models to %s",
+                 o->svc, o->load ? "load" : "unload");
+        return SUP_BAD_REQUEST;
     }
-    if (!*o->model || strchr(o->model, '/') || o->model[0] == '.' || strlen(o->model) > 256) {
-        op_fail(
-            o, SUP_BAD_REQUEST,
+    if (o->load && strchr(o->model, '/') && o->model[0] != '/' && !strstr(o->model, "..") &&
+        strlen(o->model) <= 256) {
+        /* llama-server lists models from its cache and presets too (org/name:Q4) */
+        snprintf(m, ml,
+                 "model '%s' of '%s' is not a file in its models_dir ('%s'): an id with '/' names "
+                 "a model from llama-server's cache or presets, and gpumod has no GGUF in "
+                 "models_dir to estimate its need from, so the gate cannot admit it; put its GGUF "
+                 "in models_dir (NAME.gguf or NAME/*.gguf) and load it by that name",
+                 o->model, o->svc, p->llama.models_dir);
+        return SUP_BAD_REQUEST;
+    }
+    if (!*o->model || (o->load && strchr(o->model, '/')) || o->model[0] == '.' ||
+        strstr(o->model, "..") || strlen(o->model) > 256) {
+        snprintf(
+            m, ml,
             "'%.256s' is not a model name of '%s' (a file name in its models_dir without .gguf)",
             o->model, o->svc);
-        return -1;
+        return SUP_BAD_REQUEST;
     }
-    char *f = model_file(p->llama.models_dir, o->model);
+    char *f = o->load ? model_file(p->llama.models_dir, o->model) : NULL;
     free(f);
     if (!f && o->load) {
-        op_fail(o, SUP_NOT_FOUND,
-                "router-mode service '%s' has no model '%s' (no %s.gguf or %s/*.gguf in '%s')",
-                o->svc, o->model, o->model, o->model, p->llama.models_dir);
-        return -1;
+        snprintf(m, ml,
+                 "router-mode service '%s' has no model '%s' (no %s.gguf or %s/*.gguf in '%s')",
+                 o->svc, o->model, o->model, o->model, p->llama.models_dir);
+        return SUP_NOT_FOUND;
     }
-    if (!sup_svc_state(sv, &si) || si.state != SVC_READY) {
-        op_fail(o, SUP_CONFLICT,
-                "service '%s' is %s: a model loads or unloads only in a ready router-mode service",
-                o->svc, sup_svc_state(sv, &si) ? svc_state_names[si.state] : "down");
-        return -1;
+    return op_svc_ready(rm, o, sv, m, ml);
+}
+
+static void on_ans(uv_timer_t *t);
+
+/* Answer o with oc and msg on a later loop turn: a caller of rmodels_op
+ * never hears its callback before rmodels_op returns. */
+static void op_defer(rmodels *rm, rm_op *o, sup_outcome oc, const char *msg)
+{
+    o->d_oc = oc;
+    o->d_msg = xstrdup(msg);
+    o->next = NULL;
+    rm_op **pp = &rm->deferred;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = o;
+    if (!rm->closing) uv_timer_start(&rm->t_ans, on_ans, 0, 0);
+}
+
+static void answer_deferred(rmodels *rm)
+{
+    rm_op *l = rm->deferred;
+    rm->deferred = NULL;
+    while (l) {
+        rm_op *o = l;
+        l = o->next;
+        o->next = NULL;
+        op_end(o, &(sup_result){.outcome = o->d_oc, .message = o->d_msg});
     }
-    return 0;
+}
+
+static void on_ans(uv_timer_t *t)
+{
+    rmodels *rm = t->data;
+    answer_deferred(rm);
+    if (!rm->closing) op_next(rm);
 }
 
 uint64_t rmodels_op(rmodels *rm, const char *service, const char *model, bool load,
@@ -558,28 +643,30 @@ uint64_t rmodels_op(rmodels *rm, const char *service, const char *model, bool lo
     o->origin = xstrdup(origin ? origin : "api");
     o->cb = cb;
     o->ud = ud;
-    if (rm->closing) {
-        op_fail(o, SUP_SHUTTING_DOWN, "the daemon is shutting down");
-        return 0;
+    char m[1024];
+    sup_outcome oc = SUP_SHUTTING_DOWN;
+    snprintf(m, sizeof m, "the daemon is shutting down");
+    if (rm->closing || (oc = op_check(rm, o, m, sizeof m)) != SUP_OK) {
+        op_defer(rm, o, oc, m);
+        return o->ticket;
     }
-    if (op_check(rm, o) != 0) return 0;
-    uint64_t t = o->ticket;
     if (rm->ops_tail)
         rm->ops_tail->next = o;
     else
         rm->ops = o;
     rm->ops_tail = o;
-    op_next(rm);
-    return t;
+    uv_timer_start(&rm->t_ans, on_ans, 0, 0); /* op_next on the next turn */
+    return o->ticket;
 }
 
 void *rmodels_cancel(rmodels *rm, uint64_t ticket)
 {
-    for (rm_op *o = rm ? rm->ops : NULL; o; o = o->next)
-        if (o->ticket == ticket && o->cb) {
-            o->cb = NULL;
-            return o->ud;
-        }
+    for (int l = 0; rm && l < 2; l++)
+        for (rm_op *o = l ? rm->deferred : rm->ops; o; o = o->next)
+            if (o->ticket == ticket && o->cb) {
+                o->cb = NULL;
+                return o->ud;
+            }
     return NULL;
 }
 
@@ -594,7 +681,8 @@ rmodels *rmodels_new(uv_loop_t *loop, sup *s, hostmon *hm, const config *const *
     rm->cfg = cfg;
     uv_timer_init(loop, &rm->t_poll);
     uv_timer_init(loop, &rm->t_op);
-    rm->t_poll.data = rm->t_op.data = rm;
+    uv_timer_init(loop, &rm->t_ans);
+    rm->t_poll.data = rm->t_op.data = rm->t_ans.data = rm;
     uv_timer_start(&rm->t_poll, on_poll, RM_POLL_MS, RM_POLL_MS);
     return rm;
 }
@@ -602,6 +690,7 @@ rmodels *rmodels_new(uv_loop_t *loop, sup *s, hostmon *hm, const config *const *
 static void maybe_freed(rmodels *rm)
 {
     if (rm->open > 0 || rm->takes > 0) return;
+    answer_deferred(rm); /* asked while it closed */
     while (rm->svcs) {
         rm_svc *v = rm->svcs;
         rm->svcs = v->next;
@@ -633,9 +722,11 @@ void rmodels_close(rmodels *rm, void (*cb)(void *ud), void *ud)
         if (v->poll) health_cancel(v->poll);
         v->poll = NULL;
     }
+    answer_deferred(rm);
     while (rm->ops && !(rm->takes && rm->ops->step == 1))
         op_fail(rm->ops, SUP_SHUTTING_DOWN, "the daemon is shutting down");
-    rm->open = 2;
+    rm->open = 3;
     uv_close((uv_handle_t *)&rm->t_poll, t_closed);
     uv_close((uv_handle_t *)&rm->t_op, t_closed);
+    uv_close((uv_handle_t *)&rm->t_ans, t_closed);
 }

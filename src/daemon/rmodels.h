@@ -55,13 +55,21 @@ int rmodels_state(rmodels *rm, const char *service, const char *model);
  * (nothing for others); hooked into the service JSON (sup_set_json_ext). */
 void rmodels_json(const char *service, buf *out, void *ud);
 
-/* Load (load true) or unload model in service.  cb exactly once, maybe at
- * once: SUP_OK when the engine says loaded (unloaded); SUP_NOT_FOUND (no
- * such service, or no such model file); SUP_BAD_REQUEST (not a router-mode
- * service, a bad model name); SUP_CONFLICT (the service is not ready);
- * SUP_GATE_REFUSED (with the verdict); SUP_NEED_UNKNOWN (its GGUF cannot be
- * estimated); SUP_START_FAILED (the engine refused, or the deadline passed);
- * SUP_SHUTTING_DOWN.  Returns a ticket for rmodels_cancel. */
+/* Load (load true) or unload model in service.  cb exactly once, always
+ * on a later loop turn (never before rmodels_op returns, errors found at
+ * once included): SUP_OK when the engine says loaded (unloaded);
+ * SUP_NOT_FOUND (no such service, or no such model file); SUP_BAD_REQUEST
+ * (not a router-mode service, a bad model name, a load of an id with '/'
+ * - a model of llama-server's cache or presets, with no GGUF in models_dir
+ * to estimate its need from); SUP_CONFLICT (the service is not ready, or
+ * it is going to sleep; supervisor.h: a sleep of it is refused while the
+ * op runs); SUP_GATE_REFUSED (with the verdict); SUP_NEED_UNKNOWN (its
+ * GGUF cannot be estimated); SUP_START_FAILED (the engine refused, or the
+ * deadline passed); SUP_SHUTTING_DOWN.  An admitted load holds a
+ * reservation (sup_reserve_extra: every gate counts it) until GET /models
+ * says loaded or the op fails.  An unload the engine answers 400 (the
+ * model is not running) is confirmed by GET /models.  Returns a ticket
+ * (never 0) for rmodels_cancel. */
 uint64_t rmodels_op(rmodels *rm, const char *service, const char *model, bool load,
                     const char *origin, sup_cb cb, void *ud);
 /* No callback for ticket any more (the load goes on); returns the ud it

@@ -121,23 +121,25 @@ static void admit_preset(svc *v, const preset *p, const snapshot *snap)
 {
     sup *s = v->s;
     const settings *st = sv_set_of(s);
-    char was_hash[65];
-    snprintf(was_hash, sizeof was_hash, "%s", v->run_hash);
+    char err[512], hash[65];
+    if (config_hash(p, st, hash, NULL, err, sizeof err) != 0) hash[0] = 0;
+    if (v->waking && strcmp(hash, v->run_hash) != 0) {
+        /* a sleeper of an older configuration: compared before the record
+         * takes the new host, port and timeouts, so the stop runs with what
+         * the old engine runs with */
+        sv_set_str(&v->wake_fail, "its configuration changed since it went to sleep");
+        sv_set_pending(v, SUP_START_FAILED, "the configuration changed since it went to sleep");
+        sv_feed(v, EV_EXITED, "a wake of an older configuration: stopped, then started cold");
+        return;
+    }
     sv_copy_running(v, p, st);
-    char err[512];
     if (health_check_host(v->host, err, sizeof err) != 0) {
         char *m = xasprintf("cannot start '%s': %s", v->id, err);
         refuse(v, &(sup_result){.outcome = SUP_START_FAILED, .message = m}, "host not usable");
         free(m);
         return;
     }
-    if (config_hash(p, st, v->run_hash, NULL, err, sizeof err) != 0) v->run_hash[0] = 0;
-    if (v->waking && strcmp(was_hash, v->run_hash) != 0) { /* a sleeper of an older configuration */
-        sv_set_str(&v->wake_fail, "its configuration changed since it went to sleep");
-        sv_set_pending(v, SUP_START_FAILED, "the configuration changed since it went to sleep");
-        sv_feed(v, EV_EXITED, "a wake of an older configuration: stopped, then started cold");
-        return;
-    }
+    snprintf(v->run_hash, sizeof v->run_hash, "%s", hash);
 
     need_detail nd;
     memset(&nd, 0, sizeof nd);
@@ -284,6 +286,40 @@ size_t sup_reservations(sup *s, reservation *out, size_t max)
         out[n].need = v->waking ? v->wake_delta : v->admitted; /* a wake reserves its delta */
         n++;
     }
+    for (sv_extra *e = s->extras; e && n < max; e = e->next) {
+        out[n].service = e->id;
+        out[n].need = e->n;
+        n++;
+    }
     return n;
+}
+
+uint64_t sup_reserve_extra(sup *s, const char *id, const need *n)
+{
+    sv_extra *e = xcalloc(1, sizeof *e);
+    e->handle = ++s->extra_seq;
+    e->id = xstrdup(id);
+    e->n = *n;
+    e->next = s->extras;
+    s->extras = e;
+    return e->handle;
+}
+
+void sup_unreserve(sup *s, uint64_t handle)
+{
+    for (sv_extra **pp = &s->extras; handle && *pp; pp = &(*pp)->next)
+        if ((*pp)->handle == handle) {
+            sv_extra *e = *pp;
+            *pp = e->next;
+            free(e->id);
+            free(e);
+            return;
+        }
+}
+
+void sv_extras_free(sup *s)
+{
+    while (s->extras)
+        sup_unreserve(s, s->extras->handle);
 }
 

@@ -165,7 +165,17 @@ struct sup_svc {
     bool slots_save;        /* the kill being begun is a stop of a READY service */
     int64_t slots_t0;       /* mono: the pass began */
     int slots_n;            /* its slots */
+
+    int model_ops; /* router-mode model loads/unloads running (sup_model_op_mark) */
 };
+
+/* A reservation not of a start (sup_reserve_extra). */
+typedef struct sv_extra {
+    uint64_t handle;
+    char *id;
+    need n;
+    struct sv_extra *next;
+} sv_extra;
 
 struct sup {
     sup_env env;
@@ -205,6 +215,9 @@ struct sup {
     bool scan_valid;
     proctree_group_info *scan;
     size_t nscan;
+    /* reservations not of a start (sup_reserve_extra) */
+    sv_extra *extras;
+    uint64_t extra_seq;
 };
 
 /* ---- supervisor.c: small things, events, results, the lifecycle,
@@ -261,6 +274,8 @@ void sv_slot_next(sup *s);
 /* Queue a start for the slot (a remote one is admitted at once). */
 void sv_enqueue(svc *v);
 void sv_release_reservation(svc *v);
+/* sup_free: the extra reservations left. */
+void sv_extras_free(sup *s);
 
 /* ---- sup_spawn.c: run files, output, readiness, footprints, exits,
  * spawning, restarts ---- */

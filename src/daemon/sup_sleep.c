@@ -36,6 +36,8 @@ typedef struct sleep_op {
     char *why;      /* a fallback's reason */
     bool fell_back; /* the stop is a fallback (not the tier stop of sleep_mode none) */
     bool left;      /* it left ready meanwhile: a stop's waiter ends the sleep */
+    uint64_t res;   /* l1: the host copy's reservation (sup_reserve_extra); 0 none */
+    bool crashed;   /* it left ready because its engine exited (not a stop) */
 } sleep_op;
 
 static bool snap_unified(const snapshot *snap)
@@ -161,6 +163,7 @@ static void zz_take_then(svc *v, void (*fn)(svc *v, const snapshot *snap))
 
 static void op_free(sleep_op *op)
 {
+    sup_unreserve(op->v->s, op->res);
     if (op->v->sop == op) op->v->sop = NULL;
     free(op->why);
     free(op);
@@ -193,13 +196,31 @@ static void sleep_end(svc *v, const sup_result *r, int t, int64_t ms, const char
 static void stale_sleep(sleep_op *op)
 {
     svc *v = op->v;
-    bool gone = v->state == SVC_DOWN || v->state == SVC_STOPPING || v->state == SVC_FAILED;
-    char *m =
-        xasprintf("'%s' was %s while it went to sleep", v->id, gone ? "stopped" : "restarted");
-    sup_result r = {.outcome = gone ? SUP_OK : SUP_CONFLICT,
+    /* the engine died meanwhile (failed, or down with a restart scheduled):
+     * not a clean leave, whoever asked must not count it as one */
+    bool crashed = op->crashed || v->state == SVC_FAILED ||
+                   (v->state == SVC_DOWN && v->next_restart_ms);
+    bool gone = v->state == SVC_DOWN || v->state == SVC_STOPPING;
+    char *m;
+    if (crashed) {
+        char ex[96] = "it exited";
+        if (v->has_exit && v->exit_sig)
+            snprintf(ex, sizeof ex, "killed by signal %d", v->exit_sig);
+        else if (v->has_exit)
+            snprintf(ex, sizeof ex, "exited with code %d", v->exit_code);
+        m = xasprintf("'%s' died while it went to sleep (%s)%s", v->id, ex,
+                      v->state == SVC_FAILED ? ": failed"
+                      : v->next_restart_ms   ? ": a restart is scheduled"
+                                             : "");
+    } else {
+        m = xasprintf("'%s' was %s while it went to sleep", v->id, gone ? "stopped" : "restarted");
+    }
+    sup_result r = {.outcome = crashed ? SUP_START_FAILED
+                               : gone  ? SUP_OK
+                                       : SUP_CONFLICT,
                     .message = m,
                     .tier = TIER_STOP,
-                    .fell_back = gone};
+                    .fell_back = gone || crashed};
     sleep_end(v, &r, op->tier, clock_mono_ms() - op->t0, m);
     free(m);
     op_free(op);
@@ -224,6 +245,8 @@ static void fall_back(sleep_op *op, const char *why, bool fb)
 {
     free(op->why);
     op->why = xstrdup(why);
+    sup_unreserve(op->v->s, op->res); /* no host copy is made */
+    op->res = 0;
     op->fell_back = fb;
     op->gen = 0;
     sup_stop_svc(op->v->s, op->v, op->origin, fallback_stopped, op);
@@ -305,6 +328,7 @@ void sv_sleep_left(svc *v)
     sleep_op *op = v->sop;
     if (!op || !op->gen || op->left || v->waking) return; /* none, a fallback's stop, a wake */
     op->left = true;
+    op->crashed = v->exited; /* a stop leaves ready before the exit; a crash after it */
     if (op->tc) tiercall_cancel(op->tc); /* the engine's answer no longer matters */
     op->tc = NULL;
     if (v->state != SVC_STOPPING && !v->killing) {
@@ -382,6 +406,9 @@ static void gated(svc *v, const snapshot *snap)
             fall_back(op, msg, true);
             return;
         }
+        /* the copy is the sleep's until the asleep measurement shows it:
+         * every other gate counts it meanwhile */
+        op->res = sup_reserve_extra(v->s, v->id, &adm);
     }
     sleep_calls(op);
 }
@@ -418,6 +445,14 @@ static bool refused_now(sup *s, svc *v, sup_cb cb, void *ud)
     if (v->state == SVC_DOWN && !v->killing) {
         snprintf(m, sizeof m, "'%s' is down", v->id);
         answer(cb, ud, SUP_OK, m, false, TIER_STOP);
+        return true;
+    }
+    if (v->state == SVC_READY && v->model_ops > 0) {
+        snprintf(m, sizeof m,
+                 "service '%s': a model load or unload runs in its engine: it can sleep once that "
+                 "ends",
+                 v->id);
+        answer(cb, ud, SUP_CONFLICT, m, false, TIER_STOP);
         return true;
     }
     if (v->state != SVC_READY || v->slot || v->killing) {
@@ -460,6 +495,16 @@ void sup_sleep_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
     } else {
         sleep_calls(op);
     }
+}
+
+void sup_model_op_mark(sup_svc *v, bool begin)
+{
+    v->model_ops += begin ? 1 : v->model_ops > 0 ? -1 : 0;
+}
+
+bool sup_sleep_in_flight(const sup_svc *v)
+{
+    return (v->sop && !v->waking) || v->sleeps;
 }
 
 void sup_sleep(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)

@@ -941,6 +941,7 @@ void sup_free(sup *s)
 {
     if (!s) return;
     sv_scan_drop(s);
+    sv_extras_free(s);
     sup_result down = {.outcome = SUP_SHUTTING_DOWN, .message = "the daemon is shutting down"};
     for (size_t i = 0; i < s->nsvcs; i++) {
         svc *v = s->svcs[i];

@@ -241,6 +241,22 @@ int sup_set_config(sup *s, const config *cfg, strv *changed, char *err, size_t e
  * service pointers borrowed until the next loop turn. */
 size_t sup_reservations(sup *s, reservation *out, size_t max);
 
+/* Memory that is about to be taken by something other than a start (an
+ * admitted router-mode model load until GET /models says loaded; an l1
+ * sleep's host copy until the asleep measurement): held under id (copied)
+ * and listed by sup_reservations, so every gate counts it, until
+ * sup_unreserve.  Returns the handle (never 0). */
+uint64_t sup_reserve_extra(sup *s, const char *id, const need *n);
+/* Release it (0 or an unknown handle: nothing). */
+void sup_unreserve(sup *s, uint64_t handle);
+
+/* A router-mode model load or unload runs in v's engine (daemon/rmodels.c
+ * marks it from the op's start to its end): while one does, a sleep of v
+ * is refused (SUP_CONFLICT, "... a model load or unload runs ...").  And
+ * whether a sleep of v is in flight (a model op is refused meanwhile). */
+void sup_model_op_mark(sup_svc *v, bool begin);
+bool sup_sleep_in_flight(const sup_svc *v);
+
 /* What the watchdog needs per live service (starting, ready, unhealthy,
  * stopping, sleeping: admitted is then what it holds asleep). */
 typedef struct sup_usage {

@@ -225,7 +225,10 @@ static void answered(int status, const char *body, size_t len, const char *err, 
         return;
     case ST_UNLOAD:
     case ST_LOAD:
-        if (!ok_or_fail(t, status, err)) return;
+        /* llama-server answers an unload of a model that is not running
+         * (unloaded between the GET and the POST) 400: done, the GET /models
+         * confirmation decides */
+        if (!(t->step == ST_UNLOAD && status == 400) && !ok_or_fail(t, status, err)) return;
         if (++t->mi < t->models.n)
             go(t, t->step);
         else

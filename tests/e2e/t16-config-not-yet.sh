@@ -49,6 +49,28 @@ check 0
 t_has out "0 errors, 0 warnings"
 t_end
 
+t_begin "the loopback rule: 127.0.0.0/8, ::1 and localhost pass; a name that begins with 127. does not"
+reset_cfg
+for h in 127.0.0.2 ::1 localhost ::ffff:127.0.0.1; do
+    printf 'id: v\ndriver: vllm\nport: 7070\nmodel_id: org/m\nsleep_mode: l1\nunit_vars: {host: "%s"}\n' "$h" >"$C/presets/v.yaml"
+    check 0
+    t_has out "0 errors, 0 warnings"
+done
+printf 'id: v\ndriver: vllm\nport: 7070\nmodel_id: org/m\nsleep_mode: l1\nunit_vars: {host: 127.example.com}\n' >"$C/presets/v.yaml"
+check 2
+t_has err "sleep_mode l1 uses the engine's unauthenticated sleep/load endpoints: host must be a loopback address (127.0.0.1, ::1 or localhost), not '127.example.com'"
+t_end
+
+t_begin "llama.cpp router mode with sleep_mode none on a non-loopback host: a warning (gpumod calls /models/load)"
+reset_cfg
+printf 'id: r\ndriver: llamacpp\nport: 7070\nunit_vars: {models_dir: /models, host: 0.0.0.0}\n' >"$C/presets/r.yaml"
+check 0
+t_has err "$C/presets/r.yaml:4:40: warning: preset 'r': unit_vars: router mode (models_dir) has gpumod call the engine's unauthenticated /models/load and /models/unload: host should be a loopback address (127.0.0.1, ::1 or localhost), not '0.0.0.0'"
+printf 'id: r\ndriver: llamacpp\nport: 7070\nunit_vars: {models_dir: /models}\n' >"$C/presets/r.yaml"
+check 0
+t_has out "0 errors, 0 warnings"
+t_end
+
 t_begin "sleep_mode l2 on fastapi warns that it cannot sleep"
 reset_cfg
 printf 'id: f\ndriver: fastapi\nport: 7070\nsleep_mode: l2\n' >"$C/presets/f.yaml"

@@ -542,10 +542,17 @@ static void h_models_load(conn *c, const struct http_req *r, cJSON *body)
         api_error(c, 400, "invalid_request_error", "model '%s' not found", id ? id : "");
         return;
     }
-    if (strcmp(r->path, "/models/load") == 0)
+    if (strcmp(r->path, "/models/load") == 0) {
         load_router_load(m);
-    else
+    } else if (getenv("FAKELLM_UNLOAD_RACE") && *getenv("FAKELLM_UNLOAD_RACE") == '1') {
+        /* the model went away between the client's GET and this POST: what
+         * llama-server answers an unload of a model that is not running */
         load_router_unload(m);
+        api_error(c, 400, "invalid_request_error", "model is not running");
+        return;
+    } else {
+        load_router_unload(m);
+    }
     http_respond_json(c, 200, "{\"success\":true}");
 }
 

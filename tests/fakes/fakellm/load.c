@@ -416,6 +416,22 @@ static void router_start(void)
         closedir(d);
     else
         fk_log('W', "srv:load_models", "cannot open models dir '%s': %s", fk.cfg.models_dir, strerror(errno));
+    /* FAKELLM_CACHE_MODELS=a/b:Q4,...: models listed from llama-server's
+     * cache or presets (no file in models_dir; a load of one fails) */
+    const char *cache = getenv("FAKELLM_CACHE_MODELS");
+    for (const char *p = cache ? cache : ""; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n) {
+            if (n_models == cap)
+                models = xrealloc(models, (cap = cap ? 2 * cap : 8) * sizeof *models);
+            struct fk_model *m = &models[n_models++];
+            memset(m, 0, sizeof *m);
+            m->id = xstrndup(p, n);
+            m->path = xasprintf("%s/.cache-%zu.gguf", fk.cfg.models_dir, n_models);
+            m->status = "unloaded";
+        }
+        p += n + (p[n] == ',');
+    }
     qsort(models, n_models, sizeof *models, cmp_model);
     for (size_t i = 0; i < n_models; i++) {
         uv_timer_init(fk.loop, &models[i].timer);
