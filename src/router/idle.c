@@ -4,7 +4,9 @@
  * the activator like a down one.
  *
  * Activity is what the router forwards (a request forwarded, a request
- * ended; one in flight keeps the service busy) and what the engine says
+ * ended; one in flight keeps the service busy, and so does one waiting for
+ * a router-mode service's list or a gated model load: s->n_waiting, kept
+ * by relay.c) and what the engine says
  * on its own /metrics (keepalive.h: request and token counters that grow
  * with every completion, gauges of requests running), so clients that
  * call the engine's port directly keep it awake too.  A 1 s timer looks
@@ -121,8 +123,8 @@ static void idle_sleep(router *rt, rsvc *s, int64_t now)
 static bool may_sleep(router *rt, rsvc *s, int64_t now)
 {
     int64_t to = idle_timeout_of(rt, s);
-    return s->live && s->state == SVC_READY && !s->idle_op && !s->n_inflight && !s->parked &&
-           !s->draining && to >= 0 && now - s->idle_last_ms >= to;
+    return s->live && s->state == SVC_READY && !s->idle_op && !s->n_inflight && !s->n_waiting &&
+           !s->parked && !s->draining && to >= 0 && now - s->idle_last_ms >= to;
 }
 
 static void m_head(upstream_req *r, const http_msg *m, void *ud)
@@ -212,7 +214,7 @@ static void check(router *rt, rsvc *s, int64_t now, bool moving)
         s->m_none = true;
     }
     if (!s->live || s->remote || s->state != SVC_READY || s->idle_op || s->mreq) return;
-    if (s->n_inflight || s->parked || s->draining) {
+    if (s->n_inflight || s->n_waiting || s->parked || s->draining) {
         s->idle_last_ms = now; /* busy */
         return;
     }

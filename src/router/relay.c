@@ -72,6 +72,7 @@ struct relay {
     uint64_t
         load_ticket;  /* the gated load of its model (router_host.load_model) in flight; 0: none */
     bool model_gated; /* its model was found loaded, or loaded through the gate */
+    bool waits;       /* counted in svc->n_waiting (RP_LIST, RP_MODEL) */
     bool *load_answered; /* inside load_model: set when its answer (or the relay's end) came at once
                           */
     int64_t wait_start_ms;
@@ -132,6 +133,24 @@ static void unlist(relay *x)
     }
 }
 
+/* A relay waiting on its service's engine (its list, a gated model
+ * load) keeps the service busy for idle unload. */
+static void wait_begin(relay *x)
+{
+    if (x->waits || !x->svc) return;
+    x->waits = true;
+    x->svc->n_waiting++;
+    idle_touch(x->svc);
+}
+
+static void wait_end(relay *x)
+{
+    if (!x->waits) return;
+    x->waits = false;
+    x->svc->n_waiting--;
+    idle_touch(x->svc);
+}
+
 /* ---- the end ---- */
 
 static void held_release(relay *x)
@@ -157,6 +176,7 @@ static void finish(relay *x)
     }
     if (x->load_ticket && rt->h.cancel_load) rt->h.cancel_load(rt->h.ud, x->load_ticket);
     x->load_ticket = 0;
+    wait_end(x);
     unlist(x);
     if (x->forwarded && x->svc) idle_request_ended(rt, x->svc);
     held_release(x);
@@ -558,6 +578,7 @@ static int choose_model(relay *x)
         if (s->listing) {
             x->phase = RP_LIST;
             relay_list_add(&s->listwait, x);
+            wait_begin(x);
             buf_release(&e);
             return 0;
         }
@@ -573,6 +594,7 @@ static void model_loaded(const rh_result *r, void *ud)
 {
     relay *x = ud;
     x->load_ticket = 0;
+    wait_end(x);
     if (x->load_answered) { /* answered inside load_model: model_gate leaves x alone */
         *x->load_answered = true;
         x->load_answered = NULL;
@@ -599,6 +621,7 @@ static int model_gate(relay *x)
     const char *m = x->send[0] ? x->send : x->model;
     if (rt->h.model_state(rt->h.ud, s->id, m) == 2) return 0;
     x->phase = RP_MODEL;
+    wait_begin(x);
     /* the answer may come before load_model returns (a missing file, a
      * bad name, the daemon closing), and may free x: then x is not
      * touched again */
@@ -751,6 +774,7 @@ static void dispatch(relay *x)
 
 void relay_redispatch(relay *x)
 {
+    wait_end(x);
     if (x->list) relay_list_del(x->list, x);
     dispatch(x);
 }

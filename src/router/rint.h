@@ -54,6 +54,7 @@ typedef struct rsvc {
     relay *parked;          /* new requests held while it drains */
     upstream_req *listing;  /* GET /models of a router-mode service in flight */
     relay *listwait;        /* relays waiting for that list to know which model to send */
+    size_t n_waiting;       /* relays waiting for its list or a gated model load (idle.c: busy) */
     buf list_body;
     bool list_over;         /* the answer passed ROUTER_LIST_MAX: dropped */
     /* idle unload (idle.c) */
