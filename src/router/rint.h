@@ -67,6 +67,7 @@ typedef struct rsvc {
     buf mbody;
     bool m_over, m_confirm, m_known, m_none;
     int m_status;
+    int m_fails; /* /metrics reads that failed in a row (an error, a 5xx, too big, too slow) */
     int64_t m_t0_ms, m_read_ms;
     double m_total;
 } rsvc;
