@@ -22,8 +22,10 @@
  * while a mode switch moves memory or the router drains.
  *
  * keep_alive (a request's, relay.c) overrides the configured timeout for
- * its service until the service leaves (sleeps, stops, fails): 0 unloads
- * it once no request runs, negative never, positive is the timeout.
+ * its service until the service leaves (sleeps, stops, fails) or a later
+ * routed request gives another or none (none, or null: the configured
+ * timeout again, Ollama's rule): 0 unloads it once no request runs,
+ * negative never, positive is the timeout.
  *
  * While a sleep is in flight new requests for the service park (as in a
  * drain) and go on when it ends: they wake it again. */

@@ -518,6 +518,8 @@ static void start_upstream(relay *x, upstream_pool *pool)
     if (x->ka_found) { /* the last request's keep_alive wins */
         s->ka_set = true;
         s->ka_ms = x->ka_ms;
+    } else if (x->scan) { /* none (or null): the configured timeout again, as Ollama */
+        s->ka_set = false;
     }
     http_field stackf[64];
     size_t cap = m->n_fields;
