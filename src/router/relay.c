@@ -818,6 +818,21 @@ static void route(relay *x)
     dispatch(x);
 }
 
+/* 503 body_budget: what it waited for, in the words of its phase. */
+static void budget_spent(relay *x)
+{
+    char msg[400];
+    const char *what = x->phase == RP_SCAN
+                           ? "being read before they are routed (a JSON body is read "
+                             "whole to find its model and keep_alive)"
+                           : "waiting for their model or service";
+    snprintf(msg, sizeof msg,
+             "the router holds %zu MiB of request bodies, its limit across all requests, %s; "
+             "retry",
+             (size_t)(ROUTER_BODY_BUDGET >> 20), what);
+    fail(x, 503, "body_budget", msg, 5);
+}
+
 void relay_body(relay *x, const view *chunk, bool last)
 {
     x->bytes_in += chunk->len;
@@ -836,13 +851,13 @@ void relay_body(relay *x, const view *chunk, bool last)
         return;
     }
     /* held until the upstream starts: the body limit is the server's, the
-     * budget across every request ours */
+     * budget across every request ours.  Counted from the first byte held
+     * to held_release, which runs right after upstream_write copied the
+     * body into the upstream (never counted twice; the upstream's queue is
+     * bounded by its own backpressure) */
     if (chunk->len) {
         if (x->rt->body_held + chunk->len > ROUTER_BODY_BUDGET) {
-            fail(x, 503, "body_budget",
-                 "the router holds too many request bodies waiting for their model or service (256 "
-                 "MiB); retry",
-                 5);
+            budget_spent(x);
             return;
         }
         buf_add(&x->held, chunk->p, chunk->len);

@@ -19,7 +19,7 @@
 #include "router/upstream.h"
 #include "util/strv.h"
 
-#define ROUTER_BODY_BUDGET ((size_t)256 << 20) /* bytes held across every request before its model is known */
+#define ROUTER_BODY_BUDGET ((size_t)256 << 20) /* body bytes held across every request until its upstream starts */
 #define ROUTER_DNS_TIMEOUT_MS 5000
 #define ROUTER_DNS_TTL_MS 60000
 #define ROUTER_LIST_MAX ((size_t)1 << 20) /* a router-mode service's GET /models answer */
