@@ -4,20 +4,28 @@
  * the activator like a down one.
  *
  * Activity is what the router forwards (a request forwarded, a request
- * ended; one in flight keeps the service busy) and what the engine says
+ * ended; one in flight keeps the service busy, and so does one waiting for
+ * a router-mode service's list or a gated model load: s->n_waiting, kept
+ * by relay.c) and what the engine says
  * on its own /metrics (keepalive.h: request and token counters that grow
  * with every completion, gauges of requests running), so clients that
  * call the engine's port directly keep it awake too.  A 1 s timer looks
  * at each ready service with an idle timeout: while it is not yet due the
  * counters are read every quarter of the timeout (1 s to 60 s); once due
  * one more read confirms (nothing grew, nothing runs) before the sleep.
- * An engine without those counters (no --metrics, a 4xx) is judged on the
- * router's requests alone for the rest of its run.  Nothing is unloaded
+ * An engine that says it has no such counters (a 200 without them, a
+ * 404, 405 or 501) is judged on the router's requests alone for the rest
+ * of its run.  A read that fails otherwise (an error, another status, a
+ * body over 4 MiB, no answer in 5 s) counts as activity (no unload on it)
+ * and is tried again; after IDLE_METRICS_FAILS in a row the router judges
+ * alone until a read succeeds again.  Nothing is unloaded
  * while a mode switch moves memory or the router drains.
  *
  * keep_alive (a request's, relay.c) overrides the configured timeout for
- * its service until the service leaves (sleeps, stops, fails): 0 unloads
- * it once no request runs, negative never, positive is the timeout.
+ * its service until the service leaves (sleeps, stops, fails) or a later
+ * routed request gives another or none (none, or null: the configured
+ * timeout again, Ollama's rule): 0 unloads it once no request runs,
+ * negative never, positive is the timeout.
  *
  * While a sleep is in flight new requests for the service park (as in a
  * drain) and go on when it ends: they wake it again. */
@@ -35,6 +43,7 @@
 #define IDLE_METRICS_DEADLINE_MS 5000
 #define IDLE_POLL_MIN_MS 1000
 #define IDLE_POLL_MAX_MS 60000
+#define IDLE_METRICS_FAILS 5
 
 /* A sleep asked of the daemon.  rt NULL: the router closed; the callback
  * only frees. */
@@ -121,8 +130,8 @@ static void idle_sleep(router *rt, rsvc *s, int64_t now)
 static bool may_sleep(router *rt, rsvc *s, int64_t now)
 {
     int64_t to = idle_timeout_of(rt, s);
-    return s->live && s->state == SVC_READY && !s->idle_op && !s->n_inflight && !s->parked &&
-           !s->draining && to >= 0 && now - s->idle_last_ms >= to;
+    return s->live && s->state == SVC_READY && !s->idle_op && !s->n_inflight && !s->n_waiting &&
+           !s->parked && !s->draining && to >= 0 && now - s->idle_last_ms >= to;
 }
 
 static void m_head(upstream_req *r, const http_msg *m, void *ud)
@@ -139,6 +148,25 @@ static void m_data(upstream_req *r, const view *d, void *ud)
         buf_add(&s->mbody, d->p, d->len);
 }
 
+/* A read that failed for a reason that may pass: not idle on it (the
+ * engine may be too busy to answer), tried again at the next poll; after
+ * IDLE_METRICS_FAILS in a row the router's requests alone decide. */
+static void metrics_failed(rsvc *s, const char *why, int64_t now)
+{
+    s->m_fails++;
+    s->m_read_ms = now;
+    if (s->m_fails < IDLE_METRICS_FAILS) {
+        s->idle_last_ms = now;
+        log_debug("router: '%s': GET /metrics failed (%s); not unloading on it, tried again", s->id,
+                  why);
+    } else if (s->m_fails == IDLE_METRICS_FAILS) {
+        log_warn(
+            "router: '%s': GET /metrics failed %d times in a row (last: %s); idle is judged on "
+            "the router's requests alone until a read succeeds again",
+            s->id, s->m_fails, why);
+    }
+}
+
 static void m_end(upstream_req *r, int err, const char *msg, void *ud)
 {
     rsvc *s = ud;
@@ -150,15 +178,30 @@ static void m_end(upstream_req *r, int err, const char *msg, void *ud)
     buf_clear(&s->mbody);
     int64_t now = clock_mono_ms();
     bool go = s->m_confirm;
-    if (!ok || !a.n) {
+    bool none = !err && ((ok && !a.n) || s->m_status == 404 || s->m_status == 405 ||
+                         s->m_status == 501); /* the engine says it has none */
+    if (none) {
         if (!s->m_none)
-            log_info(
-                "router: '%s': its engine's /metrics gives no request counters (%s%s%d); idle is "
-                "judged on the router's requests alone until it starts again",
-                s->id, err ? (msg ? msg : "failed") : "", err ? "" : "status ",
-                err ? 0 : s->m_status);
+            log_info("router: '%s': its engine's /metrics gives no request counters (status %d); "
+                     "idle is judged on the router's requests alone until it starts again",
+                     s->id, s->m_status);
         s->m_none = true;
+    } else if (!ok) {
+        char why[256];
+        if (err)
+            snprintf(why, sizeof why, "%s", msg ? msg : "failed");
+        else if (s->m_over)
+            snprintf(why, sizeof why, "status %d, a body over %zu bytes", s->m_status,
+                     IDLE_METRICS_MAX);
+        else
+            snprintf(why, sizeof why, "status %d", s->m_status);
+        go = go && s->m_fails >= IDLE_METRICS_FAILS;
+        metrics_failed(s, why, now);
     } else {
+        if (s->m_fails >= IDLE_METRICS_FAILS)
+            log_info("router: '%s': GET /metrics answers again; its counters count as activity",
+                     s->id);
+        s->m_fails = 0;
         bool grew = s->m_known && a.total != s->m_total;
         if (grew || a.busy > 0) s->idle_last_ms = now;
         if (!s->m_known || grew || a.busy > 0) go = false; /* no baseline yet, or busy: not idle */
@@ -177,7 +220,7 @@ static void metrics_read(router *rt, rsvc *s, bool confirm, int64_t now)
     upstream_pool *pool;
     char err[512];
     if (rsvc_pool(rt, s, NULL, &pool, err, sizeof err) != 1) {
-        s->m_none = true;
+        metrics_failed(s, err, now);
         return;
     }
     upstream_head h = {.method = {"GET", 3}, .target = {"/metrics", 8}, .body_len = 0};
@@ -209,17 +252,17 @@ static void check(router *rt, rsvc *s, int64_t now, bool moving)
         log_warn("router: '%s': GET /metrics did not answer within %d ms", s->id,
                  IDLE_METRICS_DEADLINE_MS);
         metrics_abort(s);
-        s->m_none = true;
+        metrics_failed(s, "no answer in time", now);
     }
     if (!s->live || s->remote || s->state != SVC_READY || s->idle_op || s->mreq) return;
-    if (s->n_inflight || s->parked || s->draining) {
+    if (s->n_inflight || s->n_waiting || s->parked || s->draining) {
         s->idle_last_ms = now; /* busy */
         return;
     }
     int64_t to = idle_timeout_of(rt, s);
     if (to < 0 || moving) return;
     if (now - s->idle_last_ms >= to) {
-        if (to == 0 || s->m_none)
+        if (to == 0 || s->m_none || s->m_fails >= IDLE_METRICS_FAILS)
             idle_sleep(rt, s, now);
         else
             metrics_read(rt, s, true, now);
@@ -254,6 +297,7 @@ void idle_on_state(router *rt, rsvc *s, svc_state st)
     if (st == SVC_READY) { /* a new run (or a wake): its counters start afresh */
         idle_touch(s);
         s->m_known = s->m_none = false;
+        s->m_fails = 0;
         s->m_read_ms = 0;
     } else if (st == SVC_DOWN || st == SVC_SLEEPING || st == SVC_FAILED) {
         s->ka_set = false;

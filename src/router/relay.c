@@ -69,21 +69,24 @@ struct relay {
     int64_t content_length; /* the client's, -1 chunked */
     upstream_req *up;
     act_wait *aw;
-    uint64_t load_ticket; /* the gated load of its model (router_host.load_model) in flight; 0: none */
-    bool model_gated;     /* its model was found loaded, or loaded through the gate */
-    bool loading;
+    uint64_t
+        load_ticket;  /* the gated load of its model (router_host.load_model) in flight; 0: none */
+    bool model_gated; /* its model was found loaded, or loaded through the gate */
+    bool waits;       /* counted in svc->n_waiting (RP_LIST, RP_MODEL) */
+    bool *load_answered; /* inside load_model: set when its answer (or the relay's end) came at once
+                          */
     int64_t wait_start_ms;
     bool up_paused, body_paused;
-    bool head_sent;  /* a response head went to the client */
-    bool own_sse;    /* ... and it was ours: SSE while waiting */
-    bool resp_sse;   /* the response is an event stream */
-    bool want_sse;   /* the client asked for a stream */
-    char tail[4];    /* the last bytes relayed to the client (SSE: does an event end there?) */
+    bool head_sent; /* a response head went to the client */
+    bool own_sse;   /* ... and it was ours: SSE while waiting */
+    bool resp_sse;  /* the response is an event stream */
+    bool want_sse;  /* the client asked for a stream */
+    char tail[4];   /* the last bytes relayed to the client (SSE: does an event end there?) */
     size_t ntail;
     int up_status;
-    buf errbody;     /* own_sse and a backend error: its body */
-    int status;      /* what the client got */
-    bool ended;      /* the client's response has ended */
+    buf errbody; /* own_sse and a backend error: its body */
+    int status;  /* what the client got */
+    bool ended;  /* the client's response has ended */
     bool client_gone;
     bool finished;
     uint64_t bytes_in, bytes_out;
@@ -110,8 +113,10 @@ void relay_list_add(relay **head, relay *x)
 void relay_list_del(relay **head, relay *x)
 {
     if (x->list != head) return;
-    if (x->sprev) x->sprev->snext = x->snext;
-    else *head = x->snext;
+    if (x->sprev)
+        x->sprev->snext = x->snext;
+    else
+        *head = x->snext;
     if (x->snext) x->snext->sprev = x->sprev;
     x->sprev = x->snext = NULL;
     x->list = NULL;
@@ -128,6 +133,24 @@ static void unlist(relay *x)
     }
 }
 
+/* A relay waiting on its service's engine (its list, a gated model
+ * load) keeps the service busy for idle unload. */
+static void wait_begin(relay *x)
+{
+    if (x->waits || !x->svc) return;
+    x->waits = true;
+    x->svc->n_waiting++;
+    idle_touch(x->svc);
+}
+
+static void wait_end(relay *x)
+{
+    if (!x->waits) return;
+    x->waits = false;
+    x->svc->n_waiting--;
+    idle_touch(x->svc);
+}
+
 /* ---- the end ---- */
 
 static void held_release(relay *x)
@@ -142,6 +165,7 @@ static void finish(relay *x)
     if (x->finished) return;
     x->finished = true;
     router *rt = x->rt;
+    if (x->load_answered) *x->load_answered = true; /* model_gate must not touch x again */
     if (x->up) {
         upstream_abort(x->up);
         x->up = NULL;
@@ -152,6 +176,7 @@ static void finish(relay *x)
     }
     if (x->load_ticket && rt->h.cancel_load) rt->h.cancel_load(rt->h.ud, x->load_ticket);
     x->load_ticket = 0;
+    wait_end(x);
     unlist(x);
     if (x->forwarded && x->svc) idle_request_ended(rt, x->svc);
     held_release(x);
@@ -161,10 +186,11 @@ static void finish(relay *x)
     int64_t dur = (int64_t)((now - x->t0) / 1000);
     const char *svc = x->svc ? x->svc->id : NULL;
     const char *model = x->model[0] ? x->model : NULL;
-    router_access_log(rt, &x->ai, model, svc, x->status, x->bytes_in, x->bytes_out, ttfb, dur, x->client_gone);
+    router_access_log(rt, &x->ai, model, svc, x->status, x->bytes_in, x->bytes_out, ttfb, dur,
+                      x->client_gone);
     if (rt->rm) {
-        rm_request(rt->rm, model, svc, x->client_gone && !x->head_sent ? 0 : x->status, x->bytes_in, x->bytes_out,
-                   ttfb >= 0 ? (double)ttfb / 1e6 : -1.0, (double)dur / 1e6);
+        rm_request(rt->rm, model, svc, x->client_gone && !x->head_sent ? 0 : x->status, x->bytes_in,
+                   x->bytes_out, ttfb >= 0 ? (double)ttfb / 1e6 : -1.0, (double)dur / 1e6);
         rm_inflight(rt->rm, -1);
     }
     if (!x->ended) {
@@ -176,8 +202,10 @@ static void finish(relay *x)
     }
     /* x->c is not touched after srv_end: it may be freed, or answering
      * the next request on the connection */
-    if (x->prev) x->prev->next = x->next;
-    else rt->all = x->next;
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        rt->all = x->next;
     if (x->next) x->next->prev = x->prev;
     if (x->svc) rsvc_unref(x->svc);
     free(x->target);
@@ -209,7 +237,9 @@ static bool sse_at_boundary(const relay *x)
     const char *t = x->tail;
     size_t n = x->ntail;
     if (!n) return true;
-    if (n >= 2 && ((t[n - 2] == '\n' && t[n - 1] == '\n') || (t[n - 2] == '\r' && t[n - 1] == '\r'))) return true;
+    if (n >= 2 &&
+        ((t[n - 2] == '\n' && t[n - 1] == '\n') || (t[n - 2] == '\r' && t[n - 1] == '\r')))
+        return true;
     return n == 4 && !memcmp(t, "\r\n\r\n", 4);
 }
 
@@ -244,7 +274,8 @@ static void fail(relay *x, int status, const char *code, const char *message, in
             x->status = status;
             x->ended = true;
             x->bytes_out += b.len;
-            router_respond(x->rt, x->c, x->m, status, "application/json", b.p, b.len, retry_after_s);
+            router_respond(x->rt, x->c, x->m, status, "application/json", b.p, b.len,
+                           retry_after_s);
             buf_release(&b);
         } else if (x->own_sse || x->resp_sse) {
             sse_error(x, status, code, message);
@@ -316,7 +347,8 @@ static void up_head(upstream_req *r, const http_msg *m, void *ud)
     for (size_t i = 0; i < m->n_fields; i++) {
         /* the backend's CORS fields never reach the client: the router's
          * own (for an allowed origin) replace them */
-        if (m->fields[i].name.len >= 15 && !strncasecmp(m->fields[i].name.p, "access-control-", 15)) continue;
+        if (m->fields[i].name.len >= 15 && !strncasecmp(m->fields[i].name.p, "access-control-", 15))
+            continue;
         f[k++] = m->fields[i];
     }
     if (origin) {
@@ -336,7 +368,8 @@ static void up_data(upstream_req *r, const view *d, void *ud)
     if (!x->t_first) x->t_first = uv_hrtime();
     if (x->own_sse && (x->up_status < 200 || x->up_status > 299)) {
         if (x->errbody.len < ERRBODY_MAX)
-            buf_add(&x->errbody, d->p, d->len < ERRBODY_MAX - x->errbody.len ? d->len : ERRBODY_MAX - x->errbody.len);
+            buf_add(&x->errbody, d->p,
+                    d->len < ERRBODY_MAX - x->errbody.len ? d->len : ERRBODY_MAX - x->errbody.len);
         return;
     }
     if (srv_write(x->c, d->p, d->len) == 0) x->bytes_out += d->len;
@@ -357,8 +390,8 @@ static void errbody_message(relay *x, buf *out)
     if (cJSON_IsString(msg))
         buf_printf(out, "backend '%s' answered %d: %s", x->svc->id, x->up_status, msg->valuestring);
     else
-        buf_printf(out, "backend '%s' answered %d: %.*s", x->svc->id, x->up_status, (int)x->errbody.len,
-                   x->errbody.p);
+        buf_printf(out, "backend '%s' answered %d: %.*s", x->svc->id, x->up_status,
+                   (int)x->errbody.len, x->errbody.p);
     cJSON_Delete(j);
 }
 
@@ -385,7 +418,7 @@ static void up_end(upstream_req *r, int err, const char *msg, void *ud)
         return;
     }
     int status = err == UPSTREAM_E_TIMEOUT ? 504 : 502;
-    const char *code = err == UPSTREAM_E_TIMEOUT ? "upstream_timeout"
+    const char *code = err == UPSTREAM_E_TIMEOUT   ? "upstream_timeout"
                        : err == UPSTREAM_E_CONNECT ? "upstream_unreachable"
                                                    : "upstream_error";
     if (err == UPSTREAM_E_REQUEST) { /* the client's body did not match its length: its fault */
@@ -424,7 +457,8 @@ static bool scan_feed(relay *x, const view *chunk)
 {
     if (!x->scan || !chunk->len) return true;
     if (modelscan_feed(&x->ms, chunk->p, chunk->len) == MODELSCAN_ERROR) {
-        const char *code = x->ms.err.code == MODELSCAN_E_NO_MODEL ? "model_missing" : "invalid_json";
+        const char *code =
+            x->ms.err.code == MODELSCAN_E_NO_MODEL ? "model_missing" : "invalid_json";
         fail(x, 400, code, x->ms.err.msg, 0);
         return false;
     }
@@ -453,7 +487,8 @@ static void ka_strip(relay *x)
 {
     ka_member k;
     char err[600];
-    if (!x->ka_present || ka_find(x->held.p, x->held.len, &k, err, sizeof err) || !k.present) return;
+    if (!x->ka_present || ka_find(x->held.p, x->held.len, &k, err, sizeof err) || !k.present)
+        return;
     memmove(x->held.p + k.cut_start, x->held.p + k.cut_end, x->held.len - k.cut_end);
     x->held.len -= k.cut_end - k.cut_start;
     x->held.p[x->held.len] = 0;
@@ -477,11 +512,14 @@ static void start_upstream(relay *x, upstream_pool *pool)
     }
     if (x->scan) {
         ka_strip(x);
-        if (x->content_length >= 0) x->content_length = (int64_t)x->held.len; /* the whole body is held */
+        if (x->content_length >= 0)
+            x->content_length = (int64_t)x->held.len; /* the whole body is held */
     }
     if (x->ka_found) { /* the last request's keep_alive wins */
         s->ka_set = true;
         s->ka_ms = x->ka_ms;
+    } else if (x->scan) { /* none (or null): the configured timeout again, as Ollama */
+        s->ka_set = false;
     }
     http_field stackf[64];
     size_t cap = m->n_fields;
@@ -492,8 +530,13 @@ static void start_upstream(relay *x, upstream_pool *pool)
     http_field extra[1];
     size_t ne = 0;
     if (s->auth) extra[ne++] = (http_field){{"Authorization", 13}, {s->auth, strlen(s->auth)}};
-    upstream_head h = {.method = m->method, .target = {x->target, strlen(x->target)}, .fields = f, .n_fields = k,
-                       .extra = extra, .n_extra = ne, .body_len = x->content_length};
+    upstream_head h = {.method = m->method,
+                       .target = {x->target, strlen(x->target)},
+                       .fields = f,
+                       .n_fields = k,
+                       .extra = extra,
+                       .n_extra = ne,
+                       .body_len = x->content_length};
     x->up = upstream_start(pool, &h, &up_cbs, x);
     if (f != stackf) free(f);
     if (!x->up) {
@@ -537,6 +580,7 @@ static int choose_model(relay *x)
         if (s->listing) {
             x->phase = RP_LIST;
             relay_list_add(&s->listwait, x);
+            wait_begin(x);
             buf_release(&e);
             return 0;
         }
@@ -552,10 +596,14 @@ static void model_loaded(const rh_result *r, void *ud)
 {
     relay *x = ud;
     x->load_ticket = 0;
-    x->loading = false;
+    wait_end(x);
+    if (x->load_answered) { /* answered inside load_model: model_gate leaves x alone */
+        *x->load_answered = true;
+        x->load_answered = NULL;
+    }
     if (r->status != 200) {
-        fail(x, r->status, r->code ? r->code : "unavailable", r->message ? r->message : "the model could not be loaded",
-             0);
+        fail(x, r->status, r->code ? r->code : "unavailable",
+             r->message ? r->message : "the model could not be loaded", 0);
         return;
     }
     go(x);
@@ -568,16 +616,23 @@ static int model_gate(relay *x)
 {
     router *rt = x->rt;
     rsvc *s = x->svc;
-    if (!s->router_mode || s->remote || x->ep == EP_UPSTREAM || x->model_gated || !rt->h.load_model ||
-        !rt->h.model_state)
+    if (!s->router_mode || s->remote || x->ep == EP_UPSTREAM || x->model_gated ||
+        !rt->h.load_model || !rt->h.model_state)
         return 0;
     x->model_gated = true;
     const char *m = x->send[0] ? x->send : x->model;
     if (rt->h.model_state(rt->h.ud, s->id, m) == 2) return 0;
     x->phase = RP_MODEL;
-    x->loading = true;
+    wait_begin(x);
+    /* the answer may come before load_model returns (a missing file, a
+     * bad name, the daemon closing), and may free x: then x is not
+     * touched again */
+    bool answered = false;
+    x->load_answered = &answered;
     uint64_t t = rt->h.load_model(rt->h.ud, s->id, m, model_loaded, x);
-    if (x->loading) x->load_ticket = t;
+    if (answered) return 1;
+    x->load_answered = NULL;
+    x->load_ticket = t;
     return 1;
 }
 
@@ -613,7 +668,8 @@ static void own_sse_start(relay *x)
     if (x->head_sent || x->ended) return;
     size_t olen = 0;
     const char *origin = router_cors_origin(x->rt, x->m, &olen);
-    http_field f[4] = {{{"Content-Type", 12}, {"text/event-stream", 17}}, {{"Cache-Control", 13}, {"no-cache", 8}}};
+    http_field f[4] = {{{"Content-Type", 12}, {"text/event-stream", 17}},
+                       {{"Cache-Control", 13}, {"no-cache", 8}}};
     size_t n = 2;
     if (origin) {
         f[n++] = (http_field){{"Access-Control-Allow-Origin", 27}, {origin, olen}};
@@ -635,14 +691,17 @@ static bool body_streams(const char *p, size_t n)
         char c = p[i];
         if (c == '"') {
             size_t j = i + 1;
-            while (j < n && p[j] != '"') j += p[j] == '\\' ? 2 : 1;
+            while (j < n && p[j] != '"')
+                j += p[j] == '\\' ? 2 : 1;
             if (depth == 1 && key_next) {
                 key_next = false;
                 if (j - i - 1 == 6 && !memcmp(p + i + 1, "stream", 6)) {
                     size_t k = j + 1;
-                    while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\n' || p[k] == '\r')) k++;
+                    while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\n' || p[k] == '\r'))
+                        k++;
                     if (k < n && p[k] == ':') k++;
-                    while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\n' || p[k] == '\r')) k++;
+                    while (k < n && (p[k] == ' ' || p[k] == '\t' || p[k] == '\n' || p[k] == '\r'))
+                        k++;
                     if (n - k >= 4 && !memcmp(p + k, "true", 4)) return true;
                 }
             }
@@ -662,7 +721,8 @@ static bool body_streams(const char *p, size_t n)
 static void maybe_own_sse(relay *x)
 {
     if ((x->phase != RP_ACTIVATE && x->phase != RP_MODEL) || x->head_sent) return;
-    if (!x->want_sse && x->body_last && x->ms.found && body_streams(x->held.p, x->held.len)) x->want_sse = true;
+    if (!x->want_sse && x->body_last && x->ms.found && body_streams(x->held.p, x->held.len))
+        x->want_sse = true;
     if (x->want_sse) own_sse_start(x);
 }
 
@@ -671,8 +731,8 @@ static void act_done(void *ud, int status, const char *code, const char *message
     relay *x = ud;
     x->aw = NULL;
     if (status != 200) {
-        fail(x, status, code ? code : "unavailable", message ? message : "the service could not be activated",
-             retry_after_s);
+        fail(x, status, code ? code : "unavailable",
+             message ? message : "the service could not be activated", retry_after_s);
         return;
     }
     go(x);
@@ -716,6 +776,7 @@ static void dispatch(relay *x)
 
 void relay_redispatch(relay *x)
 {
+    wait_end(x);
     if (x->list) relay_list_del(x->list, x);
     dispatch(x);
 }
@@ -729,7 +790,8 @@ static void route(relay *x)
     if (res.status != ROUTE_OK) {
         buf msg = BUF_INIT;
         route_message(&rt->table, &res, x->model, &msg);
-        fail(x, res.status, res.status == ROUTE_NOT_FOUND ? "model_not_found" : "model_ambiguous", msg.p, 0);
+        fail(x, res.status, res.status == ROUTE_NOT_FOUND ? "model_not_found" : "model_ambiguous",
+             msg.p, 0);
         buf_release(&msg);
         return;
     }
@@ -756,6 +818,21 @@ static void route(relay *x)
     dispatch(x);
 }
 
+/* 503 body_budget: what it waited for, in the words of its phase. */
+static void budget_spent(relay *x)
+{
+    char msg[400];
+    const char *what = x->phase == RP_SCAN
+                           ? "being read before they are routed (a JSON body is read "
+                             "whole to find its model and keep_alive)"
+                           : "waiting for their model or service";
+    snprintf(msg, sizeof msg,
+             "the router holds %zu MiB of request bodies, its limit across all requests, %s; "
+             "retry",
+             (size_t)(ROUTER_BODY_BUDGET >> 20), what);
+    fail(x, 503, "body_budget", msg, 5);
+}
+
 void relay_body(relay *x, const view *chunk, bool last)
 {
     x->bytes_in += chunk->len;
@@ -774,11 +851,13 @@ void relay_body(relay *x, const view *chunk, bool last)
         return;
     }
     /* held until the upstream starts: the body limit is the server's, the
-     * budget across every request ours */
+     * budget across every request ours.  Counted from the first byte held
+     * to held_release, which runs right after upstream_write copied the
+     * body into the upstream (never counted twice; the upstream's queue is
+     * bounded by its own backpressure) */
     if (chunk->len) {
         if (x->rt->body_held + chunk->len > ROUTER_BODY_BUDGET) {
-            fail(x, 503, "body_budget",
-                 "the router holds too many request bodies waiting for their model or service (256 MiB); retry", 5);
+            budget_spent(x);
             return;
         }
         buf_add(&x->held, chunk->p, chunk->len);
@@ -789,7 +868,8 @@ void relay_body(relay *x, const view *chunk, bool last)
         x->body_last = true;
         if (!scan_finish(x) || !ka_take(x)) return;
     }
-    if (x->phase == RP_SCAN && x->scan && x->body_last) { /* the whole body: a bad keep_alive activates nothing */
+    if (x->phase == RP_SCAN && x->scan &&
+        x->body_last) { /* the whole body: a bad keep_alive activates nothing */
         route(x);
         return;
     }
@@ -806,12 +886,12 @@ void relay_begin(router *rt, srv_conn *c, const http_msg *m, rep ep, rsvc *svc, 
     x->anthropic = ep == EP_MESSAGES;
     x->t0 = uv_hrtime();
     access_info_fill(&x->ai, c, m);
-    x->content_length = m->framing == HTTP_FRAME_LENGTH  ? (int64_t)m->content_length
+    x->content_length = m->framing == HTTP_FRAME_LENGTH    ? (int64_t)m->content_length
                         : m->framing == HTTP_FRAME_CHUNKED ? -1
                                                            : 0;
     for (size_t i = 0; i < m->n_fields; i++)
-        if (field_is(&m->fields[i], "accept") && memmem(m->fields[i].value.p, m->fields[i].value.len,
-                                                        "text/event-stream", 17))
+        if (field_is(&m->fields[i], "accept") &&
+            memmem(m->fields[i].value.p, m->fields[i].value.len, "text/event-stream", 17))
             x->want_sse = true;
     x->next = rt->all;
     if (rt->all) rt->all->prev = x;

@@ -19,7 +19,7 @@
 #include "router/upstream.h"
 #include "util/strv.h"
 
-#define ROUTER_BODY_BUDGET ((size_t)256 << 20) /* bytes held across every request before its model is known */
+#define ROUTER_BODY_BUDGET ((size_t)256 << 20) /* body bytes held across every request until its upstream starts */
 #define ROUTER_DNS_TIMEOUT_MS 5000
 #define ROUTER_DNS_TTL_MS 60000
 #define ROUTER_LIST_MAX ((size_t)1 << 20) /* a router-mode service's GET /models answer */
@@ -54,6 +54,7 @@ typedef struct rsvc {
     relay *parked;          /* new requests held while it drains */
     upstream_req *listing;  /* GET /models of a router-mode service in flight */
     relay *listwait;        /* relays waiting for that list to know which model to send */
+    size_t n_waiting;       /* relays waiting for its list or a gated model load (idle.c: busy) */
     buf list_body;
     bool list_over;         /* the answer passed ROUTER_LIST_MAX: dropped */
     /* idle unload (idle.c) */
@@ -66,6 +67,7 @@ typedef struct rsvc {
     buf mbody;
     bool m_over, m_confirm, m_known, m_none;
     int m_status;
+    int m_fails; /* /metrics reads that failed in a row (an error, a 5xx, too big, too slow) */
     int64_t m_t0_ms, m_read_ms;
     double m_total;
 } rsvc;

@@ -5,7 +5,8 @@
 # the next request wakes (or starts) it and is answered.  Requests sent to
 # the engine's own port keep it awake (its /metrics counters grow).
 # Ollama's keep_alive: 0 unloads after the request, a negative value and
-# "5m" keep the service past its idle timeout, "1s" shortens it, a bad
+# "5m" keep the service past its idle timeout, "1s" shortens it, a later
+# request without keep_alive (or null) brings the idle timeout back, a bad
 # value is a 400 that activates nothing, and the key never reaches the
 # engine (a small Python engine records the bodies it gets).
 . "$(dirname "$0")/lib.sh"
@@ -177,6 +178,15 @@ is_state ln ready || t_fail "ln is $(state_of ln) before its 5 minutes"
 t_eq "$(ask org/vs-7b '"keep_alive":"1s"')" 200 "vs with 1s"
 t_wait $((20 * S)) is_state vs sleeping || t_fail "vs is $(state_of vs), never sleeping after keep_alive 1s"
 t_eq "$(state_of ln)" ready "ln"
+t_end
+
+t_begin "a request without keep_alive drops the override (as Ollama): the idle timeout applies again"
+t_eq "$(ask org/vs-7b '"keep_alive":-1')" 200 "vs with -1"
+stays 4 vs ready
+t_eq "$(ask org/vs-7b)" 200 "vs without keep_alive"
+t_wait $((20 * S)) is_state vs sleeping || t_fail "vs is $(state_of vs), never sleeping after a request without keep_alive"
+t_eq "$(ask ln '"keep_alive":null')" 200 "ln with null (its 5m override before)"
+t_wait $((20 * S)) is_state ln down || t_fail "ln is $(state_of ln), never down after keep_alive null"
 t_end
 
 t_begin "keep_alive never reaches the engine (Content-Length and chunked bodies)"

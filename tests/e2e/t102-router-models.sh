@@ -92,5 +92,16 @@ t_jq "$T/o" .error.code gate_refused
 cp -r "$FIXTURES/proc/healthy/." "$T/proc/"
 t_end
 
+t_begin "a load refused at once (its file removed after the engine listed it) answers the request; the daemon lives on"
+rm "$T/models/beta.gguf"
+t_eq "$(mstate beta)" unloaded "beta still listed"
+t_eq "$(ask beta)" 404 "chat to beta"
+t_has "$T/o" "beta"
+t_eq "$(ask beta)" 404 "chat to beta again"
+t_run 0 gpumod status
+t_lacks "$T/daemon.log" "AddressSanitizer"
+ln -s "$MODEL" "$T/models/beta.gguf"
+t_end
+
 daemon_stop
 t_done
