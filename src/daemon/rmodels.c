@@ -293,8 +293,9 @@ static char *model_file(const char *dir, const char *model)
 
 static int64_t op_timeout_ms(rmodels *rm, const preset *p)
 {
-    int64_t t = p->startup_timeout_ms > 0 ? p->startup_timeout_ms
-                                          : (*rm->cfg)->set.supervisor.startup_timeout_ms;
+    /* p NULL: the preset went (a reload) while the op ran */
+    int64_t t = p && p->startup_timeout_ms > 0 ? p->startup_timeout_ms
+                                               : (*rm->cfg)->set.supervisor.startup_timeout_ms;
     return t > 0 ? t : 600000;
 }
 
@@ -318,7 +319,7 @@ static void op_listed(int status, const char *body, size_t len, const char *err,
     rm_model *m = model_of(v, o->model);
     if (o->step == 3) { /* waiting for the engine */
         rm_state want = o->load ? RM_LOADED : RM_UNLOADED;
-        if (m && m->state == want) {
+        if ((m && m->state == want) || (!m && !o->load)) { /* an unload: no longer listed is unloaded */
             log_info("rmodels: '%s': model '%s' %s", o->svc, o->model, rm_state_names[want]);
             op_ok(o);
         } else if (clock_mono_ms() >= o->deadline) {
@@ -334,6 +335,11 @@ static void op_listed(int status, const char *body, size_t len, const char *err,
     }
     if (m && m->state == (o->load ? RM_LOADED : RM_UNLOADED)) {
         op_ok(o);
+        return;
+    }
+    if (!m && !o->load) { /* the engine lists no such model: nothing to unload, nothing to wait for */
+        op_fail(o, SUP_NOT_FOUND, "router-mode service '%s' lists no model '%s' (its GET /models)",
+                o->svc, o->model);
         return;
     }
     o->step = o->load ? 1 : 2;

@@ -38,6 +38,7 @@ typedef struct sleep_op {
     bool left;      /* it left ready meanwhile: a stop's waiter ends the sleep */
     uint64_t res;   /* l1: the host copy's reservation (sup_reserve_extra); 0 none */
     bool crashed;   /* it left ready because its engine exited (not a stop) */
+    bool wake;      /* a wake's calls (sv_wake_it), not a sleep */
 } sleep_op;
 
 static bool snap_unified(const snapshot *snap)
@@ -221,9 +222,11 @@ static void stale_sleep(sleep_op *op)
                     .message = m,
                     .tier = TIER_STOP,
                     .fell_back = gone || crashed};
-    sleep_end(v, &r, op->tier, clock_mono_ms() - op->t0, m);
+    int t = op->tier;
+    int64_t ms = clock_mono_ms() - op->t0;
+    op_free(op); /* before the waiters: one that asks for a sleep again starts a new one */
+    sleep_end(v, &r, t, ms, m);
     free(m);
-    op_free(op);
 }
 
 static void fallback_stopped(const sup_result *r, void *ud)
@@ -235,8 +238,12 @@ static void fallback_stopped(const sup_result *r, void *ud)
                       .fell_back = op->fell_back,
                       .tier = TIER_STOP,
                       .ms = clock_mono_ms() - op->t0};
-    sleep_end(v, &out, op->tier, out.ms, op->why);
-    op_free(op);
+    int t = op->tier;
+    char *why = op->why;
+    op->why = NULL;
+    op_free(op); /* before the waiters: one that asks for a sleep again starts a new one */
+    sleep_end(v, &out, t, out.ms, why);
+    free(why);
 }
 
 /* Stop instead (the verified stop of sup_stop); why says so.  fb: a
@@ -279,7 +286,7 @@ static void measure_group(const svc *v, const snapshot *snap, footprint *f)
 static void asleep_measured(svc *v, const snapshot *snap)
 {
     sleep_op *op = v->sop;
-    if (!op || op->left) return; /* left ready: the stop's waiter ends it */
+    if (!op || op->left || op->wake) return; /* left ready: the stop's waiter ends it */
     if (op->gen != v->gen || v->state != SVC_READY) {
         stale_sleep(op);
         return;
@@ -331,7 +338,7 @@ void sv_sleep_left(svc *v)
     op->crashed = v->exited; /* a stop leaves ready before the exit; a crash after it */
     if (op->tc) tiercall_cancel(op->tc); /* the engine's answer no longer matters */
     op->tc = NULL;
-    if (v->state != SVC_STOPPING && !v->killing) {
+    if (v->state != SVC_STOPPING) { /* a crash, or a restart (unhealthy): no stop to wait for */
         stale_sleep(op);
         return;
     }
@@ -385,7 +392,7 @@ static void sleep_calls(sleep_op *op)
 static void gated(svc *v, const snapshot *snap)
 {
     sleep_op *op = v->sop;
-    if (!op || op->left) return; /* left ready: the stop's waiter ends it */
+    if (!op || op->left || op->wake) return; /* left ready: the stop's waiter ends it */
     if (op->gen != v->gen || v->state != SVC_READY) {
         stale_sleep(op);
         return;
@@ -466,7 +473,7 @@ static bool refused_now(sup *s, svc *v, sup_cb cb, void *ud)
 
 void sup_sleep_svc(sup *s, sup_svc *v, const char *origin, sup_cb cb, void *ud)
 {
-    if (v->sop && !v->waking) { /* a sleep in flight: join it */
+    if (v->sop && !v->sop->wake) { /* a sleep in flight: join it */
         push_sleeper(v, cb, ud);
         return;
     }
@@ -504,7 +511,7 @@ void sup_model_op_mark(sup_svc *v, bool begin)
 
 bool sup_sleep_in_flight(const sup_svc *v)
 {
-    return (v->sop && !v->waking) || v->sleeps;
+    return (v->sop && !v->sop->wake) || v->sleeps;
 }
 
 void sup_sleep(sup *s, const char *id, const char *origin, sup_cb cb, void *ud)
@@ -563,6 +570,7 @@ void sv_wake_it(svc *v, const preset *p)
     op->gen = v->gen;
     op->t0 = clock_mono_ms();
     op->tier = v->zz_tier;
+    op->wake = true;
     v->sop = op;
     v->ran = true;
     v->run_from = v->log ? logring_end(v->log) : 0;
@@ -606,6 +614,18 @@ static void wake_store(svc *v, int64_t ms)
         log_warn("supervisor: '%s': cannot store the wake time: %s", v->id, err);
 }
 
+/* A wake's calls still in flight when its start ends otherwise (stopped,
+ * the engine gone, a cold start after it): cancelled, the op freed, so no
+ * sleep joins it and nothing counts it as a sleep in flight. */
+static void wake_op_drop(svc *v)
+{
+    sleep_op *op = v->sop;
+    if (!op || !op->wake) return;
+    if (op->tc) tiercall_cancel(op->tc);
+    op->tc = NULL;
+    op_free(op);
+}
+
 bool sv_wake_end(svc *v, const char *outcome, sup_result *r)
 {
     if (v->cold_after_stop) { /* the end of the cold start after a failed wake */
@@ -616,6 +636,7 @@ bool sv_wake_end(svc *v, const char *outcome, sup_result *r)
     }
     if (!v->waking) return false;
     v->waking = false;
+    wake_op_drop(v);
     int64_t ms = clock_mono_ms() - v->wake_t0;
     if (!strcmp(outcome, "ready")) {
         v->load_ms = v->zz_load_ms; /* the cold load's time stays what a plan compares with */

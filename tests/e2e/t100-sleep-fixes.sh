@@ -4,7 +4,12 @@
 # fallback (GET /status reserved_bytes while an unconfirmed sleep waits);
 # an engine that dies while it goes to sleep answers the sleep as failed
 # with the exit, not "stopped"; a wake of a changed configuration (a new
-# port) falls back to a stop and a cold start on the new port.
+# port) falls back to a stop and a cold start on the new port; after a
+# wake stopped while its calls run, a sleep answers at once (the wake's
+# op is dropped when its start ends; with the fake the killed engine also
+# ends the calls at once, so this case guards the behaviour rather than
+# reproducing the review's longer window, an engine polled while a cold
+# start took its port).
 . "$(dirname "$0")/lib.sh"
 fake_gpu_24g
 . "$(dirname "$0")/sup-lib.sh"
@@ -18,6 +23,7 @@ vpreset() {
 vpreset stuck 'FAKELLM_SLEEP_STUCK: "1"'
 vpreset dies 'FAKELLM_SLEEP_STUCK: "1"'
 vpreset a
+vpreset slow 'FAKELLM_WAKE_MS: "20000"'
 reserved() { gpumod status --json | jq '.. | objects | select(has("reserved_bytes")) | .reserved_bytes' | head -1; }
 reserved_pos() { [ "$(reserved)" -gt 0 ] 2>/dev/null; }
 sleep_asked() { grep -q "sleep level 1 acknowledged" "$T/logs/$1.log" 2>/dev/null || gpumod service logs "$1" 2>/dev/null | grep -q "acknowledged"; }
@@ -66,7 +72,25 @@ t_jq "$T/show" .port "$np"
 kill -0 "$oldpid" 2>/dev/null && t_fail "the old engine still runs"
 t_end
 
+t_begin "a wake stopped while its calls run: a sleep asked next answers at once, it does not join the dead wake"
+t_run 0 gpumod service stop a
+t_run 0 gpumod service start slow
+t_run 0 gpumod service sleep slow
+t_has out "'slow' is asleep (l1"
+t_run 0 gpumod service start slow --no-wait
+waking() { gpumod events --json --service slow 2>/dev/null | grep -q "waking: the engine's wake calls"; }
+t_wait 10 waking || t_fail "the wake never began"
+t_run 0 gpumod service stop slow
+# before the fix the sleep joined the wake's op, alive until its 20 s calls ended
+t0=$(date +%s)
+t_run 0 gpumod service sleep slow --json
+t_jq out .slept false
+t_has out "is down"
+[ $(( $(date +%s) - t0 )) -lt 15 ] || t_fail "the sleep waited for the stopped wake's calls"
+t_end
+
 gpumod service stop a >/dev/null 2>&1
+gpumod service stop slow >/dev/null 2>&1
 gpumod service stop stuck >/dev/null 2>&1
 gpumod service stop dies >/dev/null 2>&1
 daemon_stop

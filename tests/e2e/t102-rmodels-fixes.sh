@@ -72,6 +72,23 @@ t_has "$T/o" "has no model 'gamma'"
 t_run 0 gpumod status
 t_end
 
+t_begin "an unload of a model the engine does not list: 404 at once (not a wait for the load deadline)"
+t_run 2 gpumod service unload rm typo --timeout 20
+t_has err "router-mode service 'rm' lists no model 'typo'"
+t_end
+
+t_begin "a reload that removes the preset while a load runs: the load ends, the daemon lives on"
+gpumod service load rm alpha >"$T/rl.out" 2>&1 &
+lp=$!
+t_wait 10 reserved_pos || t_fail "the load never began"
+mv "$C/presets/rm.yaml" "$T/rm.yaml.away"
+t_run 0 gpumod reload
+wait $lp
+t_run 0 gpumod status
+mv "$T/rm.yaml.away" "$C/presets/rm.yaml"
+t_run 0 gpumod reload
+t_end
+
 gpumod service stop rm >/dev/null 2>&1
 daemon_stop
 t_done
