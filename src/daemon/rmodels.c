@@ -319,7 +319,8 @@ static void op_listed(int status, const char *body, size_t len, const char *err,
     rm_model *m = model_of(v, o->model);
     if (o->step == 3) { /* waiting for the engine */
         rm_state want = o->load ? RM_LOADED : RM_UNLOADED;
-        if ((m && m->state == want) || (!m && !o->load)) { /* an unload: no longer listed is unloaded */
+        if ((m && m->state == want) ||
+            (!m && !o->load)) { /* an unload: no longer listed is unloaded */
             log_info("rmodels: '%s': model '%s' %s", o->svc, o->model, rm_state_names[want]);
             op_ok(o);
         } else if (clock_mono_ms() >= o->deadline) {
@@ -337,7 +338,8 @@ static void op_listed(int status, const char *body, size_t len, const char *err,
         op_ok(o);
         return;
     }
-    if (!m && !o->load) { /* the engine lists no such model: nothing to unload, nothing to wait for */
+    if (!m &&
+        !o->load) { /* the engine lists no such model: nothing to unload, nothing to wait for */
         op_fail(o, SUP_NOT_FOUND, "router-mode service '%s' lists no model '%s' (its GET /models)",
                 o->svc, o->model);
         return;

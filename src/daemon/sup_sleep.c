@@ -199,8 +199,8 @@ static void stale_sleep(sleep_op *op)
     svc *v = op->v;
     /* the engine died meanwhile (failed, or down with a restart scheduled):
      * not a clean leave, whoever asked must not count it as one */
-    bool crashed = op->crashed || v->state == SVC_FAILED ||
-                   (v->state == SVC_DOWN && v->next_restart_ms);
+    bool crashed =
+        op->crashed || v->state == SVC_FAILED || (v->state == SVC_DOWN && v->next_restart_ms);
     bool gone = v->state == SVC_DOWN || v->state == SVC_STOPPING;
     char *m;
     if (crashed) {
@@ -335,7 +335,7 @@ void sv_sleep_left(svc *v)
     sleep_op *op = v->sop;
     if (!op || !op->gen || op->left || v->waking) return; /* none, a fallback's stop, a wake */
     op->left = true;
-    op->crashed = v->exited; /* a stop leaves ready before the exit; a crash after it */
+    op->crashed = v->exited;             /* a stop leaves ready before the exit; a crash after it */
     if (op->tc) tiercall_cancel(op->tc); /* the engine's answer no longer matters */
     op->tc = NULL;
     if (v->state != SVC_STOPPING) { /* a crash, or a restart (unhealthy): no stop to wait for */

@@ -30,8 +30,7 @@ static int n_last;
 
 static void ensure(int n)
 {
-    if (n <= n_last)
-        return;
+    if (n <= n_last) return;
     last_prompt = xrealloc(last_prompt, (size_t)n * sizeof *last_prompt);
     for (int i = n_last; i < n; i++)
         last_prompt[i] = NULL;
@@ -40,8 +39,7 @@ static void ensure(int n)
 
 void slots_note(int slot, const char *prompt)
 {
-    if (slot < 0)
-        return;
+    if (slot < 0) return;
     ensure(slot + 1);
     free(last_prompt[slot]);
     last_prompt[slot] = xstrdup(prompt ? prompt : "");
@@ -54,8 +52,7 @@ static bool name_ok(const char *f)
     if (n == 0 || n > 255 || strstr(f, "..") || strchr(f, '/') || strchr(f, '\\') || f[0] == '.')
         return false;
     for (const char *p = f; *p; p++)
-        if ((unsigned char)*p < 0x20 || strchr(":*?\"<>|", *p))
-            return false;
+        if ((unsigned char)*p < 0x20 || strchr(":*?\"<>|", *p)) return false;
     return true;
 }
 
@@ -67,8 +64,7 @@ static void saved_file(conn *c, int id, const char *name, const char *path)
     if (f) {
         fprintf(f, "%s\nslot %d\n%s", SLOT_MAGIC, id, text);
         n = ftell(f);
-        if (fclose(f) != 0)
-            n = -1;
+        if (fclose(f) != 0) n = -1;
     }
     if (n <= 0) {
         fk_log('E', "srv:slot_save", "slot %d: cannot write %s: %s", id, path, strerror(errno));
@@ -101,14 +97,14 @@ static void restored_file(conn *c, int id, const char *name, const char *path)
     }
     if (got < 0) {
         buf_release(&b);
-        api_error(c, 400, "invalid_request_error",
-                  "Unable to restore slot: No available space in KV cache or invalid slot save file");
+        api_error(
+            c, 400, "invalid_request_error",
+            "Unable to restore slot: No available space in KV cache or invalid slot save file");
         return;
     }
     long size = 0;
     struct stat st;
-    if (stat(path, &st) == 0)
-        size = (long)st.st_size;
+    if (stat(path, &st) == 0) size = (long)st.st_size;
     slots_note(id, b.p ? b.p : "");
     fk_log('I', "srv:slot_restore", "slot %d restored from %s (%ld bytes)", id, name, size);
     buf_release(&b);
