@@ -348,15 +348,22 @@ static void op_listed(int status, const char *body, size_t len, const char *err,
     op_step(o);
 }
 
+/* The op's preset now, or NULL with the op failed (a reload removed it,
+ * or made it something else than router mode). */
+static const preset *op_preset(rm_op *o)
+{
+    const preset *p = router_preset(o->rm, o->svc);
+    if (!p)
+        op_fail(o, SUP_NOT_FOUND, "service '%s' is no longer a configured router-mode service",
+                o->svc);
+    return p;
+}
+
 static void op_list(rm_op *o)
 {
     rmodels *rm = o->rm;
-    const preset *p = router_preset(rm, o->svc);
-    if (!p) {
-        op_fail(o, SUP_NOT_FOUND, "service '%s' is no longer a configured router-mode service",
-                o->svc);
-        return;
-    }
+    const preset *p = op_preset(o);
+    if (!p) return;
     char err[256];
     rm->op_probe = health_request(rm->loop, p->host, (int)p->port, "GET", "/models", NULL,
                                   RM_HTTP_MS, op_listed, o, err, sizeof err);
@@ -392,12 +399,8 @@ static void op_asked(int status, const char *body, size_t len, const char *err, 
 static void op_ask(rm_op *o)
 {
     rmodels *rm = o->rm;
-    const preset *p = router_preset(rm, o->svc);
-    if (!p) {
-        op_fail(o, SUP_NOT_FOUND, "service '%s' is no longer a configured router-mode service",
-                o->svc);
-        return;
-    }
+    const preset *p = op_preset(o);
+    if (!p) return;
     buf b = BUF_INIT;
     buf_adds(&b, "{\"model\":");
     buf_json_str(&b, o->model);
@@ -473,12 +476,8 @@ static void op_snap(const snapshot *snap, void *ud)
         maybe_freed(rm);
         return;
     }
-    const preset *p = router_preset(rm, o->svc);
-    if (!p) {
-        op_fail(o, SUP_NOT_FOUND, "service '%s' is no longer a configured router-mode service",
-                o->svc);
-        return;
-    }
+    const preset *p = op_preset(o);
+    if (!p) return;
     need_detail nd;
     char err[512], freed[256];
     if (model_need(p, o->model, snap, &nd, err, sizeof err) != 0) {
